@@ -1,0 +1,46 @@
+// Package ioengine is what ringstore's engines call to read, write and
+// sync: batches of positional requests run on one of three backends.
+//
+//	uring    io_uring; one ring goroutine, locked to its OS thread (the
+//	         ring's single issuer), gathers the requests of all concurrent
+//	         callers into as few io_uring_enter calls as it can
+//	sqpoll   the same with a kernel submission thread (IORING_SETUP_SQPOLL)
+//	syscall  pread/pwrite/fsync/fdatasync, one call per request, serially
+//	         on the caller's goroutine
+//
+// # The switch and the fallback
+//
+// RINGSTORE_IO_URING, read once per process and cached (EnvSwitch): unset or
+// exactly "true" lets Options.Mode Auto use io_uring; any other value
+// (empty, "TRUE", "1", bytes that are not UTF-8) means the syscall backend.
+// Modes URing and SQPoll override the variable. The build tag
+// ringstore_nouring, and every system but Linux, compile io_uring out.
+//
+// When io_uring is wanted but the kernel refuses the ring (EPERM from a
+// seccomp filter or kernel.io_uring_disabled, ENOSYS, ENOMEM, EINVAL after
+// stepping down through flag sets) or the ring fails its start-up self-test
+// (a NOP and a read of a temporary file), New falls back to the syscall
+// backend, logs the reason once per process and keeps it in
+// FallbackReason. Results are identical on every backend.
+//
+// # Requests
+//
+// A Request is a read, write, fsync or fdatasync. Requests of one call run
+// concurrently unless Link chains them: a linked request starts after the
+// previous one completed in full, and a failure cancels the rest of its
+// chain (ErrCanceled). Short transfers and -EAGAIN completions are
+// submitted again for the remainder, so a request ends complete, at end of
+// file (io.EOF), or with an *OpError naming op, descriptor, offset and
+// length and wrapping the errno. A short write is finished before the
+// fdatasync linked after it runs.
+//
+// # Memory and lifetimes
+//
+// A request's Buf belongs to the engine until the call returns: the kernel
+// may write it until its completion is seen. Buffers on the Go heap are
+// pinned (runtime.Pinner) for that time; off-heap buffers (package
+// directio) need nothing. Completions are matched by user_data carrying a
+// slot index and generation, so a completion is never delivered to another
+// caller. Engine methods are safe for concurrent use; Close waits for the
+// calls in progress.
+package ioengine

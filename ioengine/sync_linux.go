@@ -1,0 +1,5 @@
+package ioengine
+
+import "golang.org/x/sys/unix"
+
+func fdatasync(fd int) error { return unix.Fdatasync(fd) }
