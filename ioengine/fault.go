@@ -93,8 +93,8 @@ func (p *FaultPlan) Injected() int {
 
 // injection is what happens to one request.
 type injection struct {
-	n     int         // bytes to transfer; -1 leaves the request whole
-	errno unix.Errno  // result to report after transferring n bytes (0: report n)
+	n     int        // bytes to transfer; -1 leaves the request whole
+	errno unix.Errno // result to report after transferring n bytes (0: report n)
 	kind  FaultKind
 }
 

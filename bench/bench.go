@@ -1,0 +1,230 @@
+// Package bench runs ringstore's side-by-side benchmarks the way DESIGN.md
+// asks: every mode in a fresh child process, modes interleaved within each
+// trial (A B C, A B C, ...), at least three trials, and results given as
+// median, best, min–max and ratios measured in the same run, with the
+// machine recorded beside them.
+//
+// A workload registers a child function under a name (RegisterChild); the
+// parent describes its modes with a config each, Run executes the trials,
+// and Report renders Markdown and JSON.
+//
+// # Child protocol
+//
+// The parent re-executes its own binary as
+//
+//	<exe> __bench-child <workload> <config JSON>
+//
+// The child runs one trial and prints one line "RESULT <Trial JSON>" on
+// stdout; anything else it prints is passed through to the parent's
+// progress output. A program that uses bench must call MaybeChild first
+// thing in main.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Trial is what one child process measured.
+type Trial struct {
+	Ops        int64              `json:"ops"`         // operations completed
+	Seconds    float64            `json:"seconds"`     // wall time of the measured part
+	P50us      float64            `json:"p50_us"`      // median latency of one operation (or call)
+	P99us      float64            `json:"p99_us"`      // 99th percentile latency
+	CPUSeconds float64            `json:"cpu_seconds"` // user+system CPU of the child during the measured part
+	Extra      map[string]float64 `json:"extra,omitempty"`
+}
+
+// Rate returns operations per second.
+func (t Trial) Rate() float64 {
+	if t.Seconds <= 0 {
+		return 0
+	}
+	return float64(t.Ops) / t.Seconds
+}
+
+// ChildFunc runs one trial of a workload from its JSON config.
+type ChildFunc func(config json.RawMessage) (Trial, error)
+
+var children = map[string]ChildFunc{}
+
+// RegisterChild makes a workload runnable in a child process.
+func RegisterChild(name string, f ChildFunc) { children[name] = f }
+
+const childArg = "__bench-child"
+
+// MaybeChild runs a child trial and exits if the process was started as a
+// bench child; otherwise it returns at once.
+func MaybeChild() {
+	if len(os.Args) < 4 || os.Args[1] != childArg {
+		return
+	}
+	f, ok := children[os.Args[2]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: unknown child workload %q\n", os.Args[2])
+		os.Exit(2)
+	}
+	t, err := f(json.RawMessage(os.Args[3]))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", os.Args[2], err)
+		os.Exit(1)
+	}
+	out, _ := json.Marshal(t)
+	fmt.Printf("RESULT %s\n", out)
+	os.Exit(0)
+}
+
+// Mode is one way of running a workload.
+type Mode struct {
+	Name  string // short, stable: "uring-b64"
+	Label string // for people: "io_uring, batch 64"
+	Batch int    // requests per call (0 when not meaningful)
+	// Exec runs one trial. ChildExec builds the usual one.
+	Exec func() (Trial, error)
+}
+
+// ChildExec returns an Exec that runs workload with config in a fresh child
+// process of this binary, with extra environment entries.
+func ChildExec(workload string, config any, env ...string) func() (Trial, error) {
+	return func() (Trial, error) {
+		cfg, err := json.Marshal(config)
+		if err != nil {
+			return Trial{}, err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return Trial{}, fmt.Errorf("bench: cannot find own executable: %w", err)
+		}
+		cmd := exec.Command(exe, childArg, workload, string(cfg))
+		cmd.Env = append(os.Environ(), env...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		runErr := cmd.Run()
+		var t Trial
+		found := false
+		sc := bufio.NewScanner(&stdout)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+				if err := json.Unmarshal([]byte(line), &t); err != nil {
+					return Trial{}, fmt.Errorf("bench: child %s: bad result: %w", workload, err)
+				}
+				found = true
+			}
+		}
+		if runErr != nil || !found {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = "no result"
+			}
+			return Trial{}, fmt.Errorf("bench: child %s failed (%v): %s", workload, runErr, msg)
+		}
+		return t, nil
+	}
+}
+
+// ModeResult gathers the trials of one mode.
+type ModeResult struct {
+	Mode   Mode
+	Trials []Trial
+}
+
+// Rates returns the rate of each trial, in trial order.
+func (m ModeResult) Rates() []float64 {
+	r := make([]float64, len(m.Trials))
+	for i, t := range m.Trials {
+		r[i] = t.Rate()
+	}
+	return r
+}
+
+// Median returns the trial with the median rate (the lower middle one for
+// an even count), whose latencies are reported with it.
+func (m ModeResult) Median() Trial {
+	if len(m.Trials) == 0 {
+		return Trial{}
+	}
+	ts := slices.Clone(m.Trials)
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Rate() < ts[j].Rate() })
+	return ts[(len(ts)-1)/2]
+}
+
+// Best, Min and Max of the trial rates.
+func (m ModeResult) Best() float64 { return slices.Max(m.Rates()) }
+func (m ModeResult) Min() float64  { return slices.Min(m.Rates()) }
+func (m ModeResult) Max() float64  { return slices.Max(m.Rates()) }
+
+// Run executes trials rounds; each round runs every mode once, in an order
+// rotated by one per round so that no mode always runs first. A mode whose
+// trial fails is reported in the error and left out of later rounds.
+func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
+	if trials < 1 {
+		return nil, fmt.Errorf("bench: trials must be at least 1, got %d", trials)
+	}
+	results := make([]ModeResult, len(modes))
+	for i, m := range modes {
+		results[i].Mode = m
+	}
+	var errs []error
+	failed := make([]bool, len(modes))
+	for t := 0; t < trials; t++ {
+		for k := range modes {
+			i := (k + t) % len(modes)
+			if failed[i] {
+				continue
+			}
+			start := time.Now()
+			tr, err := modes[i].Exec()
+			if err != nil {
+				failed[i] = true
+				errs = append(errs, fmt.Errorf("mode %s: %w", modes[i].Name, err))
+				fmt.Fprintf(progress, "  trial %d/%d %-16s FAILED: %v\n", t+1, trials, modes[i].Name, err)
+				continue
+			}
+			results[i].Trials = append(results[i].Trials, tr)
+			fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s  p99 %8.0f µs  (%.1fs)\n", t+1, trials, modes[i].Name, tr.Rate(), tr.P99us, time.Since(start).Seconds())
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// Find returns the result of the named mode, or nil.
+func Find(results []ModeResult, name string) *ModeResult {
+	for i := range results {
+		if results[i].Mode.Name == name {
+			return &results[i]
+		}
+	}
+	return nil
+}
+
+// Ratio compares mode a with mode b in the same run: the ratio of median
+// rates, of best rates, and whether every trial of a beat every trial of b.
+type Ratio struct {
+	A, B           string
+	Median, Best   float64
+	EveryTrialWins bool
+}
+
+// Compare returns a / b, or false when either has no trials.
+func Compare(results []ModeResult, a, b string) (Ratio, bool) {
+	ra, rb := Find(results, a), Find(results, b)
+	if ra == nil || rb == nil || len(ra.Trials) == 0 || len(rb.Trials) == 0 || rb.Median().Rate() == 0 {
+		return Ratio{}, false
+	}
+	return Ratio{
+		A: a, B: b,
+		Median:         ra.Median().Rate() / rb.Median().Rate(),
+		Best:           ra.Best() / rb.Best(),
+		EveryTrialWins: ra.Min() > rb.Max(),
+	}, true
+}

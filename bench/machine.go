@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/ringstore/ringstore/directio"
+)
+
+// Machine records where a benchmark ran.
+type Machine struct {
+	Kernel      string `json:"kernel"`
+	Arch        string `json:"arch"`
+	CPUs        int    `json:"cpus"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+	GoVersion   string `json:"go_version"`
+	Commit      string `json:"commit"`
+	Dir         string `json:"dir"`
+	FileSystem  string `json:"file_system"`
+	Device      string `json:"device,omitempty"`
+}
+
+// DescribeMachine records the machine and the file system holding dir.
+func DescribeMachine(dir string) Machine {
+	m := Machine{
+		Kernel:      kernelRelease(),
+		Arch:        runtime.GOARCH,
+		CPUs:        runtime.NumCPU(),
+		MemoryBytes: totalMemory(),
+		GoVersion:   runtime.Version(),
+		Commit:      commit(),
+		Dir:         dir,
+	}
+	if fs, err := directio.FSType(dir); err == nil {
+		m.FileSystem = fs
+	}
+	m.Device = blockDevice(dir)
+	return m
+}
+
+func commit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if dirty {
+				rev += "+dirty"
+			}
+			return rev
+		}
+	}
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		return strings.TrimSpace(string(out)) + " (from git)"
+	}
+	return "unknown"
+}
+
+// blockDevice names the device under dir from /proc/self/mountinfo, best
+// effort.
+func blockDevice(dir string) string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	best, dev := "", ""
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 {
+			continue
+		}
+		mnt := f[4]
+		if (dir == mnt || strings.HasPrefix(dir, strings.TrimSuffix(mnt, "/")+"/") || mnt == "/") && len(mnt) > len(best) {
+			for i := 6; i < len(f)-2; i++ {
+				if f[i] == "-" {
+					best, dev = mnt, f[i+2]
+					break
+				}
+			}
+		}
+	}
+	return dev
+}

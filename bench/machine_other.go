@@ -1,0 +1,12 @@
+//go:build !linux
+
+package bench
+
+import "runtime"
+
+func kernelRelease() string { return runtime.GOOS }
+
+func totalMemory() uint64 { return 0 }
+
+// CPUTime is not measured on this system.
+func CPUTime() float64 { return 0 }

@@ -1,0 +1,392 @@
+// Package readbench is `ringstore bench read`: 4 KiB O_DIRECT random reads
+// of one file, side by side in one run: serial pread (QD1),
+// goroutine-parallel pread, io_uring batches of 1, 8, 64 and 256, SQPOLL,
+// and fio's io_uring engine at iodepth 64 when fio is installed (the
+// device's own limit measured by a tool that is not ours).
+package readbench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+const blockSize = 4096
+
+// Workload is the child workload name.
+const Workload = "read"
+
+func init() { bench.RegisterChild(Workload, child) }
+
+// Options configure a run.
+type Options struct {
+	File     string        // existing file to read; empty: create one in Dir
+	Dir      string        // where to create the file
+	Size     int64         // size of a created file
+	Duration time.Duration // measured time per trial
+	Trials   int
+	Fio      bool // run fio as a mode when it is installed
+	JSON     string
+	Out      io.Writer // report
+	Progress io.Writer
+}
+
+// childConfig is one trial's instructions.
+type childConfig struct {
+	File       string        `json:"file"`
+	Mode       string        `json:"mode"` // serial-pread, parallel-pread, uring, sqpoll
+	Batch      int           `json:"batch"`
+	Duration   time.Duration `json:"duration"`
+	WarmupFrac float64       `json:"warmup_frac"`
+}
+
+// Result is one row of the JSON report.
+type Result struct {
+	Mode     string    `json:"mode"`
+	Label    string    `json:"label"`
+	Batch    int       `json:"batch"`
+	IOPS     float64   `json:"iops"` // median of trials
+	IOPSBest float64   `json:"iops_best"`
+	IOPSMin  float64   `json:"iops_min"`
+	IOPSMax  float64   `json:"iops_max"`
+	P50us    float64   `json:"p50_us"` // of the median trial; per call (a batch for uring modes)
+	P99us    float64   `json:"p99_us"`
+	CPUPerM  float64   `json:"cpu_s_per_million"`
+	Trials   []float64 `json:"trial_iops"`
+}
+
+// Run runs the benchmark and writes the report.
+func Run(o Options) error {
+	if o.Duration <= 0 || o.Trials < 1 {
+		return fmt.Errorf("bench read: duration and trials must be positive (got %s, %d)", o.Duration, o.Trials)
+	}
+	file := o.File
+	if file == "" {
+		if o.Size < 64*blockSize {
+			return fmt.Errorf("bench read: --size %d is too small: need at least %d bytes", o.Size, 64*blockSize)
+		}
+		if _, err := directio.Check(o.Dir); err != nil {
+			return fmt.Errorf("bench read: %w", err)
+		}
+		file = filepath.Join(o.Dir, fmt.Sprintf("ringstore-bench-read-%d.dat", os.Getpid()))
+		fmt.Fprintf(o.Progress, "creating %s (%d MiB)...\n", file, o.Size>>20)
+		if err := createFile(file, o.Size); err != nil {
+			return err
+		}
+		defer os.Remove(file)
+	} else {
+		st, err := os.Stat(file)
+		if err != nil {
+			return fmt.Errorf("bench read: %w", err)
+		}
+		if st.Size() < 64*blockSize {
+			return fmt.Errorf("bench read: %s has %d bytes: need at least %d", file, st.Size(), 64*blockSize)
+		}
+	}
+
+	cfg := func(mode string, batch int) childConfig {
+		return childConfig{File: file, Mode: mode, Batch: batch, Duration: o.Duration, WarmupFrac: 0.1}
+	}
+	modes := []bench.Mode{
+		{Name: "serial-pread", Label: "pread, serial (QD1)", Batch: 1, Exec: bench.ChildExec(Workload, cfg("serial-pread", 1))},
+		{Name: "parallel-pread", Label: "pread, 64 goroutines", Batch: 64, Exec: bench.ChildExec(Workload, cfg("parallel-pread", 64))},
+	}
+	for _, b := range []int{1, 8, 64, 256} {
+		modes = append(modes, bench.Mode{Name: fmt.Sprintf("uring-b%d", b), Label: fmt.Sprintf("io_uring, batch %d", b), Batch: b, Exec: bench.ChildExec(Workload, cfg("uring", b))})
+	}
+	modes = append(modes, bench.Mode{Name: "sqpoll-b64", Label: "io_uring SQPOLL, batch 64", Batch: 64, Exec: bench.ChildExec(Workload, cfg("sqpoll", 64))})
+	var notes []string
+	if o.Fio {
+		if path, err := exec.LookPath("fio"); err == nil {
+			modes = append(modes, bench.Mode{Name: "fio-qd64", Label: "fio io_uring, iodepth 64", Batch: 64, Exec: fioExec(path, file, o.Duration)})
+		} else {
+			notes = append(notes, "fio is not installed: the fio comparison was skipped")
+		}
+	}
+
+	dir := filepath.Dir(file)
+	machine := bench.DescribeMachine(dir)
+	bench.WriteMachine(o.Progress, machine)
+	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process, modes interleaved\n", len(modes), o.Trials, o.Duration)
+	results, runErr := bench.Run(modes, o.Trials, o.Progress)
+
+	rows := make([]Result, 0, len(results))
+	labels := map[string]string{}
+	t := bench.Table{Header: []string{"mode", "batch", "IOPS (median)", "best", "min–max", "p50 µs", "p99 µs", "CPU s / M reads", "× serial"}}
+	serial := bench.Find(results, "serial-pread")
+	for _, r := range results {
+		labels[r.Mode.Name] = r.Mode.Label
+		if len(r.Trials) == 0 {
+			continue
+		}
+		med := r.Median()
+		row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, Batch: r.Mode.Batch, IOPS: med.Rate(), IOPSBest: r.Best(), IOPSMin: r.Min(), IOPSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, Trials: r.Rates()}
+		if med.Ops > 0 {
+			row.CPUPerM = med.CPUSeconds / float64(med.Ops) * 1e6
+		}
+		rows = append(rows, row)
+		x := "-"
+		if serial != nil && len(serial.Trials) > 0 {
+			x = fmt.Sprintf("%.2f×", row.IOPS/serial.Median().Rate())
+		}
+		t.Add(r.Mode.Label, strconv.Itoa(r.Mode.Batch), fmt.Sprintf("%.0f", row.IOPS), fmt.Sprintf("%.0f", row.IOPSBest),
+			fmt.Sprintf("%.0f–%.0f", row.IOPSMin, row.IOPSMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), fmt.Sprintf("%.1f", row.CPUPerM), x)
+	}
+	var ratios []bench.Ratio
+	for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-b256", "serial-pread"}} {
+		if r, ok := bench.Compare(results, pair[0], pair[1]); ok {
+			ratios = append(ratios, r)
+		}
+	}
+	notes = append(notes,
+		"4 KiB random reads with O_DIRECT (cold: no page cache), uniformly over the file.",
+		"Latency is per call: one pread for the pread modes, one whole batch for io_uring modes; fio reports per-read completion latency.",
+		"CPU is user+system time of the benchmark process, kernel SQPOLL thread included.")
+
+	fmt.Fprintf(o.Out, "\n## bench read — %s\n\n", filepath.Base(file))
+	bench.WriteMachine(o.Out, machine)
+	fmt.Fprintln(o.Out)
+	t.Write(o.Out)
+	fmt.Fprintln(o.Out, "\nratios measured in this run:")
+	bench.WriteRatios(o.Out, ratios, labels)
+	for _, n := range notes {
+		fmt.Fprintf(o.Out, "note: %s\n", n)
+	}
+	if o.JSON != "" {
+		rep := bench.Report{Benchmark: "read", Machine: machine, Config: map[string]any{"file": file, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "block_size": blockSize}, Results: rows, Ratios: ratios, Notes: notes}
+		if err := rep.WriteJSON(o.JSON); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+	}
+	return runErr
+}
+
+// createFile writes size bytes of incompressible data and syncs them.
+func createFile(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("bench read: create data file: %w", err)
+	}
+	buf := make([]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(uint64(size), 1))
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		for i := 0; i+8 <= len(buf); i += 8 {
+			v := rng.Uint64()
+			buf[i], buf[i+1], buf[i+2], buf[i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+			buf[i+4], buf[i+5], buf[i+6], buf[i+7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+		}
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.Write(buf[:n]); err != nil {
+			f.Close()
+			os.Remove(path)
+			return fmt.Errorf("bench read: write data file: %w", err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("bench read: sync data file: %w", err)
+	}
+	return f.Close()
+}
+
+// child runs one trial in this process.
+func child(raw json.RawMessage) (bench.Trial, error) {
+	var c childConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return bench.Trial{}, err
+	}
+	f, err := directio.OpenFile(c.File, os.O_RDONLY, 0)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	blocks := uint64(st.Size() / blockSize)
+	fd := int(f.Fd())
+	if c.Batch < 1 {
+		return bench.Trial{}, fmt.Errorf("batch must be at least 1")
+	}
+	mem, err := directio.Alloc(c.Batch * blockSize)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer directio.Free(mem)
+
+	warm := time.Duration(float64(c.Duration) * c.WarmupFrac)
+	switch c.Mode {
+	case "serial-pread":
+		return measure(warm, c.Duration, 1, func(_ int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error) {
+			return preadLoop(fd, mem[:blockSize], blocks, rng, lat, stop)
+		})
+	case "parallel-pread":
+		return measure(warm, c.Duration, c.Batch, func(g int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error) {
+			return preadLoop(fd, mem[g*blockSize:(g+1)*blockSize], blocks, rng, lat, stop)
+		})
+	case "uring", "sqpoll":
+		mode, want := ioengine.URing, ioengine.BackendURing
+		if c.Mode == "sqpoll" {
+			mode, want = ioengine.SQPoll, ioengine.BackendSQPoll
+		}
+		e, err := ioengine.New(ioengine.Options{Mode: mode, Entries: uint32(max(256, c.Batch))})
+		if err != nil {
+			return bench.Trial{}, err
+		}
+		defer e.Close()
+		if e.Backend() != want {
+			return bench.Trial{}, fmt.Errorf("wanted %s, got %s: %s", want, e.Backend(), e.FallbackReason())
+		}
+		reqs := make([]ioengine.Request, c.Batch)
+		for i := range reqs {
+			reqs[i] = ioengine.Request{Op: ioengine.OpRead, Fd: fd, Buf: mem[i*blockSize : (i+1)*blockSize]}
+		}
+		return measure(warm, c.Duration, 1, func(_ int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error) {
+			var ops int64
+			for !stop.Load() {
+				for i := range reqs {
+					reqs[i].Off = int64(rng.Uint64N(blocks)) * blockSize
+				}
+				t0 := time.Now()
+				if err := e.ReadBatch(reqs); err != nil {
+					return ops, err
+				}
+				lat.Add(time.Since(t0))
+				ops += int64(len(reqs))
+			}
+			return ops, nil
+		})
+	}
+	return bench.Trial{}, fmt.Errorf("unknown mode %q", c.Mode)
+}
+
+func preadLoop(fd int, buf []byte, blocks uint64, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error) {
+	var ops int64
+	for !stop.Load() {
+		off := int64(rng.Uint64N(blocks)) * blockSize
+		t0 := time.Now()
+		n, err := unix.Pread(fd, buf, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return ops, fmt.Errorf("pread at %d: %w", off, err)
+		}
+		if n != len(buf) {
+			return ops, fmt.Errorf("pread at %d: short read of %d bytes", off, n)
+		}
+		lat.Add(time.Since(t0))
+		ops++
+	}
+	return ops, nil
+}
+
+// measure runs workers goroutines of work: first for warm (not counted),
+// then for d, and returns the measured trial.
+func measure(warm, d time.Duration, workers int, work func(g int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error)) (bench.Trial, error) {
+	run := func(d time.Duration, keep bool) (bench.Trial, error) {
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		ops := make([]int64, workers)
+		lats := make([]*bench.Latencies, workers)
+		errs := make([]error, workers)
+		cpu0, t0 := bench.CPUTime(), time.Now()
+		for g := range workers {
+			lats[g] = bench.NewLatencies(1 << 21)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(g)))
+				ops[g], errs[g] = work(g, rng, lats[g], &stop)
+			}()
+		}
+		time.Sleep(d)
+		stop.Store(true)
+		wg.Wait()
+		tr := bench.Trial{Seconds: time.Since(t0).Seconds(), CPUSeconds: bench.CPUTime() - cpu0}
+		if err := errors.Join(errs...); err != nil {
+			return tr, err
+		}
+		all := bench.NewLatencies(0)
+		for g := range workers {
+			tr.Ops += ops[g]
+			all.Merge(lats[g])
+		}
+		tr.P50us, tr.P99us = all.Percentile(50), all.Percentile(99)
+		return tr, nil
+	}
+	if warm > 0 {
+		if _, err := run(warm, false); err != nil {
+			return bench.Trial{}, err
+		}
+	}
+	return run(d, true)
+}
+
+// fioExec runs fio's io_uring engine at iodepth 64 on the same file.
+func fioExec(path, file string, d time.Duration) func() (bench.Trial, error) {
+	return func() (bench.Trial, error) {
+		secs := max(1, int(d.Round(time.Second)/time.Second))
+		cmd := exec.Command(path, "--name=ringstore-randread", "--filename="+file, "--ioengine=io_uring", "--iodepth=64",
+			"--direct=1", "--rw=randread", "--bs=4k", "--time_based", "--runtime="+strconv.Itoa(secs), "--ramp_time=0",
+			"--readonly", "--output-format=json")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return bench.Trial{}, fmt.Errorf("fio: %v: %s", err, bytes.TrimSpace(errb.Bytes()))
+		}
+		return parseFio(out.Bytes())
+	}
+}
+
+func parseFio(data []byte) (bench.Trial, error) {
+	// fio may print warnings before the JSON document.
+	if i := bytes.IndexByte(data, '{'); i > 0 {
+		data = data[i:]
+	}
+	var doc struct {
+		Jobs []struct {
+			Read struct {
+				TotalIOs int64   `json:"total_ios"`
+				RuntimeM float64 `json:"runtime"`
+				ClatNs   struct {
+					Percentile map[string]float64 `json:"percentile"`
+				} `json:"clat_ns"`
+			} `json:"read"`
+			UsrCPU float64 `json:"usr_cpu"`
+			SysCPU float64 `json:"sys_cpu"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return bench.Trial{}, fmt.Errorf("fio: cannot parse its JSON: %w", err)
+	}
+	if len(doc.Jobs) == 0 || doc.Jobs[0].Read.RuntimeM <= 0 {
+		return bench.Trial{}, fmt.Errorf("fio: no read job in its output")
+	}
+	j := doc.Jobs[0]
+	secs := j.Read.RuntimeM / 1e3
+	return bench.Trial{
+		Ops: j.Read.TotalIOs, Seconds: secs,
+		P50us: j.Read.ClatNs.Percentile["50.000000"] / 1e3, P99us: j.Read.ClatNs.Percentile["99.000000"] / 1e3,
+		CPUSeconds: (j.UsrCPU + j.SysCPU) / 100 * secs,
+	}, nil
+}

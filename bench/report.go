@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Report is what a benchmark prints and saves.
+type Report struct {
+	Benchmark string   `json:"benchmark"`
+	Machine   Machine  `json:"machine"`
+	Config    any      `json:"config"`
+	Results   any      `json:"results"`
+	Ratios    []Ratio  `json:"ratios"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// WriteJSON writes the report to path, indented.
+func (r *Report) WriteJSON(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench: write report: %w", err)
+	}
+	return nil
+}
+
+// WriteMachine prints the machine block of a report.
+func WriteMachine(w io.Writer, m Machine) {
+	fmt.Fprintf(w, "machine: %s %s, %d CPUs, %.1f GiB RAM, %s, commit %s\n", m.Kernel, m.Arch, m.CPUs, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.Commit)
+	fmt.Fprintf(w, "data:    %s (%s on %s)\n", m.Dir, m.FileSystem, m.Device)
+}
+
+// Table renders a Markdown table.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Add appends a row of formatted cells.
+func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
+
+// Write prints the table with aligned columns.
+func (t *Table) Write(w io.Writer) {
+	width := make([]int, len(t.Header))
+	for i, h := range t.Header {
+		width[i] = len([]rune(h))
+	}
+	for _, row := range t.Rows {
+		for i, c := range row {
+			if i < len(width) {
+				width[i] = max(width[i], len([]rune(c)))
+			}
+		}
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i := range width {
+			c := ""
+			if i < len(cells) {
+				c = cells[i]
+			}
+			fmt.Fprintf(&b, " %s%s |", c, strings.Repeat(" ", width[i]-len([]rune(c))))
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(t.Header)
+	sep := make([]string, len(width))
+	for i := range sep {
+		sep[i] = strings.Repeat("-", width[i])
+	}
+	line(sep)
+	for _, row := range t.Rows {
+		line(row)
+	}
+}
+
+// WriteRatios prints ratio lines.
+func WriteRatios(w io.Writer, ratios []Ratio, labels map[string]string) {
+	for _, r := range ratios {
+		every := "not every trial"
+		if r.EveryTrialWins {
+			every = "every trial"
+		}
+		la, lb := labels[r.A], labels[r.B]
+		if la == "" {
+			la = r.A
+		}
+		if lb == "" {
+			lb = r.B
+		}
+		fmt.Fprintf(w, "  %-28s vs %-28s %6.2f× median, %6.2f× best (%s of the first above every trial of the second)\n", la, lb, r.Median, r.Best, every)
+	}
+}

@@ -1,0 +1,98 @@
+// Command ringstore probes the machine for io_uring and O_DIRECT, and runs
+// ringstore's side-by-side benchmarks.
+//
+//	ringstore probe [--dir D] [--json]
+//	ringstore bench [read] [flags]
+//
+// Run `ringstore help` for the flags.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ringstore/ringstore/bench"
+)
+
+// usageError is a mistake in the command line; it exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+const usage = `ringstore — fast, safe storage I/O on io_uring
+
+usage:
+  ringstore probe [--dir D] [--json]     kernel, io_uring, backend and O_DIRECT support
+  ringstore bench [flags]                every benchmark, side by side (today: read)
+  ringstore bench read [flags]           4 KiB O_DIRECT random reads: pread vs io_uring vs fio
+  ringstore help                         this text
+
+Run 'ringstore <command> --help' for a command's flags.
+Environment: RINGSTORE_IO_URING=false turns io_uring off (only unset or exactly "true" enables it).
+`
+
+func main() {
+	bench.MaybeChild()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "ringstore: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprint(stderr, "run 'ringstore help' for usage\n")
+		return 2
+	}
+	return 1
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usagef("no command given")
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "probe":
+		return cmdProbe(args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(args[1:], stdout, stderr)
+	}
+	return usagef("unknown command %q", args[0])
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("ringstore "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses flags and turns flag errors into usage errors; it rejects
+// stray positional arguments unless allowArgs.
+func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if !allowArgs && fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
