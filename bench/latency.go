@@ -15,7 +15,9 @@ type Latencies struct {
 }
 
 // NewLatencies returns a collector that keeps up to max samples.
-func NewLatencies(max int) *Latencies { return &Latencies{ns: make([]int64, 0, min(max, 1<<16)), max: max} }
+func NewLatencies(max int) *Latencies {
+	return &Latencies{ns: make([]int64, 0, min(max, 1<<16)), max: max}
+}
 
 // Add records one sample.
 func (l *Latencies) Add(d time.Duration) {

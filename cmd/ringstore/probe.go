@@ -87,7 +87,9 @@ func cmdProbe(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	w := func(k, format string, args ...any) { fmt.Fprintf(stdout, "%-16s %s\n", k, fmt.Sprintf(format, args...)) }
+	w := func(k, format string, args ...any) {
+		fmt.Fprintf(stdout, "%-16s %s\n", k, fmt.Sprintf(format, args...))
+	}
 	w("kernel", "%s", r.Kernel)
 	switch {
 	case r.Available:
