@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +33,7 @@ type uringBackend struct {
 
 	mu       sync.Mutex
 	queue    []*batch // guarded by mu
+	spare    []*batch // guarded by mu: the previous queue's array, reused
 	sleeping bool     // guarded by mu: the ring goroutine may be blocked in enter
 	closing  bool     // guarded by mu
 
@@ -40,6 +42,7 @@ type uringBackend struct {
 	// Owned by the ring goroutine.
 	ring      *uring.Ring
 	cqLimit   int      // most SQEs in flight (the CQ size), so the CQ never overflows
+	maxChain  int      // longest chain the ring can take whole; immutable after setup
 	inflight  int      // SQEs in flight, the wake read included
 	ready     []*chain // chains waiting for SQ room, oldest first
 	slots     []slot   // in-flight table indexed by user_data's low half
@@ -54,15 +57,20 @@ type uringBackend struct {
 	enters, sqes, completions, resubmits, overflow, lost atomic.Uint64
 }
 
+// sqFullPoll is how long the ring goroutine waits for a completion while
+// work waits for room in an SQPOLL ring's SQ.
+const sqFullPoll = 50 * time.Microsecond
+
 // wakeUserData marks the completion of the eventfd read.
 const wakeUserData = ^uint64(0)
 
 // batch is one caller's requests.
 type batch struct {
-	reqs   []Request
-	chains int           // chains not yet finished; owned by the ring goroutine
-	done   chan struct{} // receives once when every chain has finished
-	pin    runtime.Pinner
+	reqs     []Request
+	chains   int           // chains not yet finished; owned by the ring goroutine
+	chainBuf []chain       // the batch's chains; owned by the ring goroutine
+	done     chan struct{} // receives once when every chain has finished
+	pin      runtime.Pinner
 }
 
 var batchPool = sync.Pool{New: func() any { return &batch{done: make(chan struct{}, 1)} }}
@@ -125,6 +133,14 @@ func (u *uringBackend) run(cfg uring.Config, started chan<- error) {
 	}
 	u.ring = r
 	u.cqLimit = int(r.CQEntries())
+	// A chain is placed whole: it must fit the SQ (less one slot under
+	// SQPOLL, where the wake read may still sit unconsumed in the SQ) and,
+	// with the wake read, the CQ.
+	u.maxChain = int(r.SQEntries())
+	if u.kind == BackendSQPoll {
+		u.maxChain--
+	}
+	u.maxChain = min(u.maxChain, u.cqLimit-1)
 	u.slots = make([]slot, u.cqLimit)
 	u.freeSlots = make([]uint32, 0, u.cqLimit)
 	for i := u.cqLimit - 1; i >= 0; i-- {
@@ -139,36 +155,51 @@ func (u *uringBackend) run(cfg uring.Config, started chan<- error) {
 	u.loop()
 
 	r.Close()
-	unix.Close(u.efd)
+	// The eventfd is closed by close, once no caller can write to it.
 }
 
 func (u *uringBackend) loop() {
 	for {
 		u.mu.Lock()
 		taken := u.queue
-		u.queue = nil
+		u.queue = u.spare[:0]
+		u.spare = taken
+		u.sleeping = false
 		closing := u.closing
-		// From here until the next turn the ring goroutine may sleep in
-		// enter: callers that queue work must wake it.
-		u.sleeping = true
 		u.mu.Unlock()
 
 		for _, b := range taken {
 			u.addBatch(b)
 		}
-		if closing && len(u.ready) == 0 && u.inflight == u.wakeInflight() {
-			if !u.wakeArmed {
-				return
-			}
-			// Wait for the wake read to complete (Close wrote the eventfd).
-		}
-		if !u.wakeArmed {
+		// Chains first, so that one as long as the SQ finds it empty; the
+		// wake read takes a slot if one is left, else it is armed on a
+		// later turn (the requests in flight end this turn's wait).
+		u.place()
+		// Once closing, no caller can queue work, so the wake read is not
+		// armed again: a read armed now would never complete. One armed
+		// before is completed by Close's write to the eventfd.
+		if !u.wakeArmed && !closing {
 			u.armWake()
 		}
-		u.place()
+		if closing && len(u.ready) == 0 && u.inflight == 0 {
+			return
+		}
+		if !u.readyToSleep() {
+			continue
+		}
 
 		before := u.ring.Stats()
-		_, err := u.ring.SubmitAndWait(1)
+		var err error
+		if u.kind == BackendSQPoll && len(u.ready) > 0 {
+			// The SQPOLL thread publishes the SQ head after it has posted
+			// completions, so the SQ may be full of SQEs that are already
+			// done: no completion would wake a plain wait. Poll instead.
+			if _, err = u.ring.WaitTimeout(1, sqFullPoll); errors.Is(err, uring.ErrTimeout) {
+				err = nil
+			}
+		} else {
+			_, err = u.ring.SubmitAndWait(1)
+		}
 		after := u.ring.Stats()
 		u.enters.Add(after.Enters - before.Enters)
 		u.sqes.Add(after.SQEs - before.SQEs)
@@ -210,12 +241,41 @@ func (u *uringBackend) armWake() {
 
 // addBatch splits a batch into chains, ready for placement.
 func (u *uringBackend) addBatch(b *batch) {
-	for i := 0; i < len(b.reqs); {
+	n := 0
+	for i := 0; i < len(b.reqs); i = chainEnd(b.reqs, i) {
+		n++
+	}
+	// The chain structs live in the batch and are reused with it: no
+	// allocation per request on the hot path.
+	if cap(b.chainBuf) < n {
+		b.chainBuf = make([]chain, n)
+	}
+	b.chainBuf = b.chainBuf[:n]
+	b.chains = n
+	for i, k := 0, 0; i < len(b.reqs); k++ {
 		end := chainEnd(b.reqs, i)
-		b.chains++
-		u.ready = append(u.ready, &chain{b: b, first: i, end: end})
+		b.chainBuf[k] = chain{b: b, first: i, end: end}
+		u.ready = append(u.ready, &b.chainBuf[k])
 		i = end
 	}
+}
+
+// readyToSleep decides whether the ring goroutine may block in
+// io_uring_enter now. It returns false when new work arrived, which the
+// caller then takes on its next turn. (Spinning here before sleeping was
+// measured and lost: on a machine with few Ps a busy ring thread keeps the
+// callers it completes from running.)
+func (u *uringBackend) readyToSleep() bool {
+	if u.ring.CQReady() > 0 {
+		return true // enter will not block
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.queue) > 0 {
+		return false
+	}
+	u.sleeping = true
+	return true
 }
 
 // place turns ready chains into SQEs while the SQ and the in-flight limit
@@ -225,8 +285,8 @@ func (u *uringBackend) place() {
 	n := 0
 	for _, c := range u.ready {
 		size := c.end - c.first
-		if size > u.cqLimit-1 {
-			u.failChain(c, fmt.Errorf("ioengine: a linked chain of %d requests exceeds the ring's %d slots", size, u.cqLimit-1))
+		if size > u.maxChain {
+			u.failChain(c, fmt.Errorf("ioengine: a linked chain of %d requests exceeds the %d the ring can take at once (Options.Entries)", size, u.maxChain))
 			n++
 			continue
 		}
@@ -239,19 +299,27 @@ func (u *uringBackend) place() {
 	u.ready = u.ready[:copy(u.ready, u.ready[n:])]
 }
 
+// placeChain submits the chain from c.first. A member that gets an
+// injected fault ends what is placed this time: the kernel would break the
+// chain after a failed or short member, but it sees a NOP or a shortened
+// transfer succeed and would run the members linked after it. The rest is
+// placed, or canceled, by finishChain once the faulted member completes.
 func (u *uringBackend) placeChain(c *chain) {
 	reqs := c.b.reqs
-	for i := c.first; i < c.end; i++ {
+	reqs[c.first].state = statePending
+	for i := c.first + 1; i < c.end; i++ {
+		// Redone from the start after a restart.
+		reqs[i].N, reqs[i].Err, reqs[i].retries, reqs[i].state = 0, nil, 0, statePending
+	}
+	end := c.end
+	for i := c.first; i < end; i++ {
 		r := &reqs[i]
-		if i > c.first {
-			r.N, r.Err, r.retries = 0, nil, 0 // redone from the start after a restart
-		}
-		r.state = statePending
 		ud := u.allocSlot(c, i)
 		sqe := u.ring.GetSQE()
 		buf, off := r.Buf[r.N:], uint64(r.Off)+uint64(r.N)
 		inj := u.faults.pick(r.Op, r.Fd, len(buf))
 		if inj.n >= 0 {
+			end = i + 1
 			buf = buf[:inj.n]
 			if inj.errno != 0 {
 				if u.overrides == nil {
@@ -273,11 +341,11 @@ func (u *uringBackend) placeChain(c *chain) {
 			sqe.PrepFsync(r.Fd, uring.FsyncDatasync)
 		}
 		sqe.UserData = ud
-		if i < c.end-1 {
+		if i < end-1 {
 			sqe.Link()
 		}
 	}
-	c.outstanding = c.end - c.first
+	c.outstanding = end - c.first
 	u.inflight += c.outstanding
 }
 
@@ -341,18 +409,21 @@ func (u *uringBackend) complete(ud uint64, res int32) {
 	}
 }
 
-// finishChain runs when every SQE of a chain has completed: the chain is
-// done, or it restarts from its first unfinished member (a short transfer or
-// -EAGAIN breaks a link chain in the kernel), or a member failed and the
-// rest is canceled.
+// finishChain runs when every placed SQE of a chain has completed: the
+// chain is done, or it restarts from its first unfinished member (a short
+// transfer or -EAGAIN breaks a link chain in the kernel; members after an
+// injected fault were not placed), or a member failed and the rest is
+// canceled.
 func (u *uringBackend) finishChain(c *chain) {
 	reqs := c.b.reqs
 	for i := c.first; i < c.end; i++ {
 		switch reqs[i].state {
 		case stateDone:
 			continue
-		case stateRetry:
-			u.resubmits.Add(1)
+		case stateRetry, statePending:
+			if reqs[i].state == stateRetry {
+				u.resubmits.Add(1)
+			}
 			c.first = i
 			u.ready = append([]*chain{c}, u.ready...)
 			return
@@ -373,7 +444,8 @@ func (u *uringBackend) chainDone(c *chain) {
 
 func (u *uringBackend) failChain(c *chain, err error) {
 	for i := c.first; i < c.end; i++ {
-		c.b.reqs[i].Err, c.b.reqs[i].state = err, stateFailed
+		r := &c.b.reqs[i]
+		r.Err, r.state = opError(r, u.kind, err), stateFailed
 	}
 	u.chainDone(c)
 }
@@ -393,9 +465,9 @@ func (u *uringBackend) failAll(err error) {
 	u.ring.Close()
 	for i := range u.slots {
 		if s := &u.slots[i]; s.used {
-			s.c.b.reqs[s.idx].Err, s.c.b.reqs[s.idx].state = err, stateFailed
 			if s.c.outstanding--; s.c.outstanding == 0 {
-				u.chainDone(s.c)
+				// Every member fails, those not placed too.
+				u.failChain(s.c, err)
 			}
 			s.used = false
 		}
@@ -420,14 +492,15 @@ func (u *uringBackend) do(reqs []Request) error {
 		return ErrClosed
 	}
 	u.queue = append(u.queue, b)
-	wake := u.sleeping
-	u.sleeping = false
-	u.mu.Unlock()
-	if wake {
+	if u.sleeping {
+		// Under mu, so that the eventfd is still open: the ring goroutine
+		// takes this batch, and Close waits for it, only after Unlock.
+		u.sleeping = false
 		u.wake()
 	}
+	u.mu.Unlock()
 
-	<-b.done
+	awaitDone(b.done)
 	b.pin.Unpin()
 	b.reqs = nil
 	batchPool.Put(b)
@@ -457,10 +530,11 @@ func (u *uringBackend) stats(s *Stats) {
 func (u *uringBackend) close() error {
 	u.mu.Lock()
 	u.closing = true
-	u.mu.Unlock()
 	u.wake()
+	u.mu.Unlock()
 	<-u.exited
-	return nil
+	// Callers see closing under mu and no longer write to the eventfd.
+	return unix.Close(u.efd)
 }
 
 // explainSetup adds the usual cause of each refusal.
@@ -537,4 +611,28 @@ func submitOne(r *uring.Ring) (uring.CQE, error) {
 	c := *cqe
 	r.CQAdvance(1)
 	return c, nil
+}
+
+// callerSpin is how long a caller polls for its completion before it parks.
+// A parked goroutine is woken with a futex call and, on a virtual machine, an
+// inter-processor interrupt; polling briefly skips both when the batch is
+// about to finish.
+// Measured on a 2-vCPU VM: batch-1 reads went from about 6.6k to 7.9k per
+// second, batch-64 unchanged within noise.
+var callerSpin = 40 * time.Microsecond
+
+func awaitDone(done chan struct{}) {
+	start := time.Now()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if i&15 == 15 && time.Since(start) > callerSpin {
+			break
+		}
+		runtime.Gosched()
+	}
+	<-done
 }

@@ -42,7 +42,9 @@
 // must stay alive and unmoved until the completion for that SQE has been
 // seen: use off-heap memory (package directio) or pin it with runtime.Pinner
 // and keep a reference. iovec arrays and timespecs need only live until the
-// submitting io_uring_enter call returns.
+// kernel has consumed the SQE: until the submitting io_uring_enter call
+// returns, or, with SQPOLL (where Submit may return before the kernel
+// thread has read the SQE), until the completion.
 //
 // # Errors
 //
@@ -54,5 +56,5 @@
 // -errno (see CQE.Err).
 //
 // On systems other than Linux, and with the build tag ringstore_nouring,
-// the package exports only Available, which reports the reason.
+// the package exports only Compiled and NotCompiledReason.
 package uring

@@ -15,6 +15,9 @@ import (
 // stay alive and unmoved until UnregisterBuffers or Close. Use off-heap
 // memory (package directio).
 func (r *Ring) RegisterBuffers(bufs [][]byte) error {
+	if r.closed {
+		return ErrClosed
+	}
 	if len(bufs) == 0 {
 		return fmt.Errorf("uring: register buffers: no buffers")
 	}
@@ -36,6 +39,9 @@ func (r *Ring) RegisterBuffers(bufs [][]byte) error {
 
 // UnregisterBuffers drops the registered buffers.
 func (r *Ring) UnregisterBuffers() error {
+	if r.closed {
+		return ErrClosed
+	}
 	if _, errno := register(r.fd, unregisterBuffers, nil, 0); errno != 0 {
 		return os.NewSyscallError("io_uring_register(UNREGISTER_BUFFERS)", errno)
 	}
@@ -46,6 +52,9 @@ func (r *Ring) UnregisterBuffers() error {
 // names a file by its index in fds, saving the kernel a file-table lookup
 // per request. An entry of -1 leaves the slot empty.
 func (r *Ring) RegisterFiles(fds []int32) error {
+	if r.closed {
+		return ErrClosed
+	}
 	if len(fds) == 0 {
 		return fmt.Errorf("uring: register files: no files")
 	}
@@ -59,6 +68,9 @@ func (r *Ring) RegisterFiles(fds []int32) error {
 
 // UnregisterFiles drops the registered files.
 func (r *Ring) UnregisterFiles() error {
+	if r.closed {
+		return ErrClosed
+	}
 	if _, errno := register(r.fd, unregisterFiles, nil, 0); errno != 0 {
 		return os.NewSyscallError("io_uring_register(UNREGISTER_FILES)", errno)
 	}
@@ -88,6 +100,9 @@ func (p *Probe) Ops() []Opcode {
 // Probe asks the kernel which opcodes it supports (IORING_REGISTER_PROBE,
 // Linux 5.6).
 func (r *Ring) Probe() (*Probe, error) {
+	if r.closed {
+		return nil, ErrClosed
+	}
 	const n = 256
 	buf, hdr, ops := newProbeBuffer(n)
 	if _, errno := register(r.fd, registerProbe, bytesPtr(buf), n); errno != 0 {

@@ -43,7 +43,9 @@ type Config struct {
 	SQThreadIdle time.Duration
 	// SingleIssuer promises that one thread, the creating one, does every
 	// submission; it enables SINGLE_ISSUER|DEFER_TASKRUN where the kernel
-	// has them. The caller must hold runtime.LockOSThread.
+	// has them. The caller must hold runtime.LockOSThread. With SQPoll it
+	// enables SINGLE_ISSUER only, and Register*/Probe calls must then come
+	// from the creating thread.
 	SingleIssuer bool
 	// Flags, when non-zero, are passed to io_uring_setup exactly, with no
 	// stepping down (and Config.SQPoll/SingleIssuer ignored). For tests and
@@ -125,8 +127,13 @@ func (c *Config) candidates() []uint32 {
 	}
 	base := SetupCQSize
 	switch {
-	case c.SQPoll:
+	case c.SQPoll && c.SingleIssuer:
 		return []uint32{base | SetupSQPoll | SetupSingleIssuer, base | SetupSQPoll}
+	case c.SQPoll:
+		// No SINGLE_ISSUER unless asked for: with it the kernel refuses
+		// io_uring_register (buffers, files, probe) with EEXIST from every
+		// thread but the creating one.
+		return []uint32{base | SetupSQPoll}
 	case c.SingleIssuer:
 		return []uint32{base | SetupSingleIssuer | SetupDeferTaskrun, base | SetupCoopTaskrun, base, 0}
 	default:
@@ -153,6 +160,11 @@ func New(cfg Config) (*Ring, error) {
 	}
 	serr := &SetupError{Entries: entries}
 	for _, flags := range cfg.candidates() {
+		if cfg.CQEntries != 0 && cfg.Flags == 0 && flags&SetupCQSize == 0 {
+			// A CQ size was asked for: the EINVAL is about it (smaller than
+			// the SQ, or too large), not about a flag to step down from.
+			break
+		}
 		p := Params{Flags: flags}
 		if flags&SetupCQSize != 0 {
 			p.CQEntries = cqEntries
@@ -281,6 +293,9 @@ func (r *Ring) CQEntries() uint32 { return r.cq.entries }
 
 // SQSpace returns how many SQEs GetSQE can still hand out.
 func (r *Ring) SQSpace() uint32 {
+	if r.closed {
+		return 0
+	}
 	return r.sq.entries - (r.sq.tail - atomic.LoadUint32(r.sq.khead))
 }
 
@@ -438,7 +453,7 @@ func (r *Ring) WaitCQE() (*CQE, error) {
 
 // CQAdvance marks n completions consumed, handing their slots back.
 func (r *Ring) CQAdvance(n uint32) {
-	if n == 0 {
+	if n == 0 || r.closed {
 		return
 	}
 	r.stats.Completions += uint64(n)
@@ -450,6 +465,9 @@ func (r *Ring) CQAdvance(n uint32) {
 func (r *Ring) ReapCQEs(dst []CQE) int {
 	ready := r.CQReady()
 	n := min(uint32(len(dst)), ready)
+	if n == 0 {
+		return 0 // and, after Close, keep off the unmapped ring
+	}
 	head := *r.cq.khead
 	for i := uint32(0); i < n; i++ {
 		dst[i] = r.cq.cqes[(head+i)&r.cq.mask]

@@ -52,6 +52,7 @@ type childConfig struct {
 	File       string        `json:"file"`
 	Mode       string        `json:"mode"` // serial-pread, parallel-pread, uring, sqpoll
 	Batch      int           `json:"batch"`
+	Callers    int           `json:"callers"` // concurrent callers of ReadBatch (uring modes)
 	Duration   time.Duration `json:"duration"`
 	WarmupFrac float64       `json:"warmup_frac"`
 }
@@ -101,8 +102,10 @@ func Run(o Options) error {
 	}
 
 	cfg := func(mode string, batch int) childConfig {
-		return childConfig{File: file, Mode: mode, Batch: batch, Duration: o.Duration, WarmupFrac: 0.1}
+		return childConfig{File: file, Mode: mode, Batch: batch, Callers: 1, Duration: o.Duration, WarmupFrac: 0.1}
 	}
+	pipelined := cfg("uring", 16)
+	pipelined.Callers = 4
 	modes := []bench.Mode{
 		{Name: "serial-pread", Label: "pread, serial (QD1)", Batch: 1, Exec: bench.ChildExec(Workload, cfg("serial-pread", 1))},
 		{Name: "parallel-pread", Label: "pread, 64 goroutines", Batch: 64, Exec: bench.ChildExec(Workload, cfg("parallel-pread", 64))},
@@ -110,11 +113,15 @@ func Run(o Options) error {
 	for _, b := range []int{1, 8, 64, 256} {
 		modes = append(modes, bench.Mode{Name: fmt.Sprintf("uring-b%d", b), Label: fmt.Sprintf("io_uring, batch %d", b), Batch: b, Exec: bench.ChildExec(Workload, cfg("uring", b))})
 	}
-	modes = append(modes, bench.Mode{Name: "sqpoll-b64", Label: "io_uring SQPOLL, batch 64", Batch: 64, Exec: bench.ChildExec(Workload, cfg("sqpoll", 64))})
+	modes = append(modes,
+		bench.Mode{Name: "uring-4x16", Label: "io_uring, 4 callers × batch 16", Batch: 16, Exec: bench.ChildExec(Workload, pipelined)},
+		bench.Mode{Name: "sqpoll-b64", Label: "io_uring SQPOLL, batch 64", Batch: 64, Exec: bench.ChildExec(Workload, cfg("sqpoll", 64))})
 	var notes []string
 	if o.Fio {
 		if path, err := exec.LookPath("fio"); err == nil {
-			modes = append(modes, bench.Mode{Name: "fio-qd64", Label: "fio io_uring, iodepth 64", Batch: 64, Exec: fioExec(path, file, o.Duration)})
+			modes = append(modes,
+				bench.Mode{Name: "fio-qd64", Label: "fio io_uring, iodepth 64", Batch: 64, Exec: fioExec(path, file, o.Duration)},
+				bench.Mode{Name: "fio-qd64-batch", Label: "fio io_uring, batches of 64", Batch: 64, Exec: fioExec(path, file, o.Duration, "--iodepth_batch_submit=64", "--iodepth_batch_complete_min=64")})
 		} else {
 			notes = append(notes, "fio is not installed: the fio comparison was skipped")
 		}
@@ -149,7 +156,7 @@ func Run(o Options) error {
 			fmt.Sprintf("%.0f–%.0f", row.IOPSMin, row.IOPSMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), fmt.Sprintf("%.1f", row.CPUPerM), x)
 	}
 	var ratios []bench.Ratio
-	for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-b256", "serial-pread"}} {
+	for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"uring-b64", "fio-qd64-batch"}, {"uring-4x16", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-b256", "serial-pread"}} {
 		if r, ok := bench.Compare(results, pair[0], pair[1]); ok {
 			ratios = append(ratios, r)
 		}
@@ -227,7 +234,10 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	if c.Batch < 1 {
 		return bench.Trial{}, fmt.Errorf("batch must be at least 1")
 	}
-	mem, err := directio.Alloc(c.Batch * blockSize)
+	if c.Callers < 1 {
+		c.Callers = 1
+	}
+	mem, err := directio.Alloc(c.Batch * c.Callers * blockSize)
 	if err != nil {
 		return bench.Trial{}, err
 	}
@@ -256,11 +266,12 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		if e.Backend() != want {
 			return bench.Trial{}, fmt.Errorf("wanted %s, got %s: %s", want, e.Backend(), e.FallbackReason())
 		}
-		reqs := make([]ioengine.Request, c.Batch)
-		for i := range reqs {
-			reqs[i] = ioengine.Request{Op: ioengine.OpRead, Fd: fd, Buf: mem[i*blockSize : (i+1)*blockSize]}
-		}
-		return measure(warm, c.Duration, 1, func(_ int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error) {
+		return measure(warm, c.Duration, c.Callers, func(g int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error) {
+			reqs := make([]ioengine.Request, c.Batch)
+			for i := range reqs {
+				at := (g*c.Batch + i) * blockSize
+				reqs[i] = ioengine.Request{Op: ioengine.OpRead, Fd: fd, Buf: mem[at : at+blockSize]}
+			}
 			var ops int64
 			for !stop.Load() {
 				for i := range reqs {
@@ -303,7 +314,7 @@ func preadLoop(fd int, buf []byte, blocks uint64, rng *rand.Rand, lat *bench.Lat
 // measure runs workers goroutines of work: first for warm (not counted),
 // then for d, and returns the measured trial.
 func measure(warm, d time.Duration, workers int, work func(g int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error)) (bench.Trial, error) {
-	run := func(d time.Duration, keep bool) (bench.Trial, error) {
+	run := func(d time.Duration) (bench.Trial, error) {
 		var stop atomic.Bool
 		var wg sync.WaitGroup
 		ops := make([]int64, workers)
@@ -335,20 +346,22 @@ func measure(warm, d time.Duration, workers int, work func(g int, rng *rand.Rand
 		return tr, nil
 	}
 	if warm > 0 {
-		if _, err := run(warm, false); err != nil {
+		if _, err := run(warm); err != nil {
 			return bench.Trial{}, err
 		}
 	}
-	return run(d, true)
+	return run(d)
 }
 
 // fioExec runs fio's io_uring engine at iodepth 64 on the same file.
-func fioExec(path, file string, d time.Duration) func() (bench.Trial, error) {
+// Extra arguments change how fio submits and reaps.
+func fioExec(path, file string, d time.Duration, extra ...string) func() (bench.Trial, error) {
 	return func() (bench.Trial, error) {
 		secs := max(1, int(d.Round(time.Second)/time.Second))
-		cmd := exec.Command(path, "--name=ringstore-randread", "--filename="+file, "--ioengine=io_uring", "--iodepth=64",
-			"--direct=1", "--rw=randread", "--bs=4k", "--time_based", "--runtime="+strconv.Itoa(secs), "--ramp_time=0",
-			"--readonly", "--output-format=json")
+		args := append([]string{"--name=ringstore-randread", "--filename=" + file, "--ioengine=io_uring", "--iodepth=64",
+			"--direct=1", "--rw=randread", "--bs=4k", "--time_based", "--runtime=" + strconv.Itoa(secs), "--ramp_time=0",
+			"--readonly", "--output-format=json"}, extra...)
+		cmd := exec.Command(path, args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
