@@ -75,8 +75,9 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v <= 0 || v*float64(mult) > 1<<50 {
+	n := v * float64(mult)
+	if err != nil || !(n >= 1 && n <= 1<<50) { // written so that NaN fails too
 		return 0, fmt.Errorf("%q is not a size (try 1GiB, 512M or 4096)", s)
 	}
-	return int64(v * float64(mult)), nil
+	return int64(n), nil
 }

@@ -1,0 +1,33 @@
+# ringstore — developer targets. CI runs .ci/run.
+GO ?= go
+FUZZTIME ?= 30s
+
+.PHONY: test race lint fuzz bench probe
+
+test:
+	$(GO) test ./...
+
+race:
+	$(GO) test -race ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+	GOOS=darwin $(GO) build ./...
+	$(GO) build -tags ringstore_nouring ./...
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
+
+# Every fuzz target, FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench:
+	mkdir -p bench-out
+	$(GO) run ./cmd/ringstore bench --json bench-out/read.json
+
+probe:
+	$(GO) run ./cmd/ringstore probe

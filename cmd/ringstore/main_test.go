@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/internal/testdir"
+)
+
+// TestMain lets the test binary serve as the benchmark's child process.
+func TestMain(m *testing.M) {
+	bench.MaybeChild()
+	os.Exit(m.Run())
+}
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadArguments(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"no command", nil, 2, "no command given"},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"probe", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"stray argument", []string{"probe", "extra"}, 2, `unexpected argument "extra"`},
+		{"probe missing dir", []string{"probe", "--dir", missing}, 2, missing},
+		{"probe dir is a file", []string{"probe", "--dir", "/proc/self/status"}, 2, "is not a directory"},
+		{"unknown workload", []string{"bench", "nope"}, 2, `unknown workload "nope"`},
+		{"bad size", []string{"bench", "read", "--size", "12 parsecs"}, 2, `"12 parsecs" is not a size`},
+		{"negative size", []string{"bench", "read", "--size", "-1G"}, 2, "is not a size"},
+		{"zero duration", []string{"bench", "read", "--duration", "0s"}, 2, "--duration must be positive"},
+		{"zero trials", []string{"bench", "read", "--trials", "0"}, 2, "--trials must be at least 1"},
+		{"bad duration", []string{"bench", "read", "--duration", "fast"}, 2, "invalid value"},
+		{"missing file", []string{"bench", "read", "--file", missing}, 1, missing},
+		{"tiny size", []string{"bench", "read", "--size", "4KiB"}, 1, "too small"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(c.args...)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d (stderr: %s)", code, c.code, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr %q does not mention %q", stderr, c.want)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"bench", "help"}} {
+		code, out, _ := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "usage") {
+			t.Errorf("%v: code %d, output %q", args, code, out)
+		}
+	}
+	if code, _, _ := runCLI("probe", "--help"); code != 0 {
+		t.Errorf("probe --help exits %d", code)
+	}
+}
+
+func TestProbeJSON(t *testing.T) {
+	dir := t.TempDir()
+	code, out, stderr := runCLI("probe", "--dir", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r probeReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("probe --json printed invalid JSON: %v\n%s", err, out)
+	}
+	if r.Dir != dir || r.Backend == "" || r.Switch == "" || r.Kernel == "" {
+		t.Errorf("incomplete report: %+v", r)
+	}
+	if r.Available && (r.Backend != "uring" && r.Reason == "") {
+		t.Errorf("io_uring available but backend %s without a reason", r.Backend)
+	}
+	if !r.Available && r.SetupError == "" {
+		t.Errorf("io_uring unavailable without a reason")
+	}
+	code, text, _ := runCLI("probe", "--dir", dir)
+	if code != 0 || !strings.Contains(text, "backend") || !strings.Contains(text, "O_DIRECT") {
+		t.Errorf("probe text output: %q", text)
+	}
+}
+
+// TestBenchReadEndToEnd runs the real benchmark briefly: child processes,
+// every mode, and the JSON the issue asks for.
+func TestBenchReadEndToEnd(t *testing.T) {
+	dir := testdir.Direct(t)
+	out := filepath.Join(t.TempDir(), "read.json")
+	code, stdout, stderr := runCLI("bench", "read", "--dir", dir, "--size", "8MiB", "--duration", "150ms", "--trials", "1", "--no-fio", "--json", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Results []struct {
+			Mode  string  `json:"mode"`
+			Batch int     `json:"batch"`
+			IOPS  float64 `json:"iops"`
+			P50   float64 `json:"p50_us"`
+			P99   float64 `json:"p99_us"`
+		} `json:"results"`
+		Machine struct {
+			Kernel string `json:"kernel"`
+		} `json:"machine"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"serial-pread", "parallel-pread", "uring-b1", "uring-b8", "uring-b64", "uring-b256", "uring-4x16", "sqpoll-b64"}
+	got := map[string]bool{}
+	for _, r := range rep.Results {
+		got[r.Mode] = true
+		if r.IOPS <= 0 || r.P50 <= 0 || r.P99 < r.P50 || r.Batch < 1 {
+			t.Errorf("implausible row %+v", r)
+		}
+	}
+	for _, m := range want {
+		if !got[m] {
+			t.Errorf("mode %s missing from the JSON results", m)
+		}
+	}
+	if rep.Machine.Kernel == "" {
+		t.Error("machine not recorded")
+	}
+	if _, err := os.Stat(dir); err == nil {
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 0 {
+			t.Errorf("benchmark left files behind in %s: %v", dir, entries)
+		}
+	}
+}
