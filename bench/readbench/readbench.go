@@ -110,13 +110,33 @@ func Run(o Options) error {
 		{Name: "serial-pread", Label: "pread, serial (QD1)", Batch: 1, Exec: bench.ChildExec(Workload, cfg("serial-pread", 1))},
 		{Name: "parallel-pread", Label: "pread, 64 goroutines", Batch: 64, Exec: bench.ChildExec(Workload, cfg("parallel-pread", 64))},
 	}
+	// io_uring modes run only where io_uring works; otherwise the report
+	// says why they are missing rather than failing the whole run.
+	var notes []string
+	kp := ioengine.ProbeKernel()
+	uringOK, sqpollOK := kp.Available && kp.SelfTestError == nil, kp.Available && kp.SQPollError == nil
+	switch {
+	case !kp.Compiled:
+		notes = append(notes, "io_uring modes skipped: "+kp.NotCompiled)
+	case !kp.Available:
+		notes = append(notes, fmt.Sprintf("io_uring modes skipped: %v", kp.SetupError))
+	case kp.SelfTestError != nil:
+		notes = append(notes, fmt.Sprintf("io_uring modes skipped: self-test failed: %v", kp.SelfTestError))
+	case kp.SQPollError != nil:
+		notes = append(notes, fmt.Sprintf("SQPOLL mode skipped: %v", kp.SQPollError))
+	}
 	for _, b := range []int{1, 8, 64, 256} {
+		if !uringOK {
+			break
+		}
 		modes = append(modes, bench.Mode{Name: fmt.Sprintf("uring-b%d", b), Label: fmt.Sprintf("io_uring, batch %d", b), Batch: b, Exec: bench.ChildExec(Workload, cfg("uring", b))})
 	}
-	modes = append(modes,
-		bench.Mode{Name: "uring-4x16", Label: "io_uring, 4 callers × batch 16", Batch: 16, Exec: bench.ChildExec(Workload, pipelined)},
-		bench.Mode{Name: "sqpoll-b64", Label: "io_uring SQPOLL, batch 64", Batch: 64, Exec: bench.ChildExec(Workload, cfg("sqpoll", 64))})
-	var notes []string
+	if uringOK {
+		modes = append(modes, bench.Mode{Name: "uring-4x16", Label: "io_uring, 4 callers × batch 16", Batch: 16, Exec: bench.ChildExec(Workload, pipelined)})
+	}
+	if sqpollOK {
+		modes = append(modes, bench.Mode{Name: "sqpoll-b64", Label: "io_uring SQPOLL, batch 64", Batch: 64, Exec: bench.ChildExec(Workload, cfg("sqpoll", 64))})
+	}
 	if o.Fio {
 		if path, err := exec.LookPath("fio"); err == nil {
 			modes = append(modes,
