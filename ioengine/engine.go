@@ -355,6 +355,11 @@ func finish(r *Request, res int, errno error, kind Backend) reqState {
 			r.Err, r.state = io.EOF, stateFailed
 		case r.Op == OpWrite && res == 0:
 			r.Err, r.state = opError(r, kind, io.ErrShortWrite), stateFailed
+		case r.Op == OpRead && atEOF(r.Fd, r.Off+int64(r.N)):
+			// A short read that ends at end of file is not resubmitted: the
+			// rest would start at an unaligned offset, which O_DIRECT may
+			// refuse with EINVAL instead of returning 0.
+			r.Err, r.state = io.EOF, stateFailed
 		default:
 			r.state = stateRetry // short transfer: the rest goes again
 		}

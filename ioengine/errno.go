@@ -13,3 +13,13 @@ func isRetryable(err error) bool {
 }
 
 func isCanceled(err error) bool { return errors.Is(err, unix.ECANCELED) }
+
+// atEOF reports whether off is at or past the end of the regular file fd
+// refers to. It is asked only after a short read, which is rare.
+func atEOF(fd int, off int64) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	return off >= st.Size
+}

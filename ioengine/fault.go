@@ -47,7 +47,7 @@ type Fault struct {
 	Kind  FaultKind
 	Op    Op  // requests of this op only; 0 matches every op
 	Fd    int // requests on this descriptor only; 0 matches every descriptor
-	After int // let this many matching requests pass first
+	After int // let this many matching requests pass first (those the kind applies to: FaultTorn writes, FaultShort reads and writes)
 	Times int // inject this many times; 0 means once, -1 means always
 	Bytes int // bytes transferred by FaultShort and FaultTorn; 0 means half
 }
@@ -111,6 +111,17 @@ func (p *FaultPlan) pick(op Op, fd, n int) injection {
 		if (f.Op != 0 && f.Op != op) || (f.Fd != 0 && f.Fd != fd) {
 			continue
 		}
+		// A request the fault cannot apply to does not match it, and does
+		// not count toward After.
+		switch f.Kind {
+		case FaultShort, FaultTorn:
+			if op != OpRead && op != OpWrite || n < 2 || (f.Kind == FaultTorn && op != OpWrite) {
+				continue
+			}
+		case FaultEAGAIN, FaultEIO, FaultENOSPC:
+		default:
+			continue
+		}
 		f.seen++
 		if f.seen <= f.After {
 			continue
@@ -125,9 +136,6 @@ func (p *FaultPlan) pick(op Op, fd, n int) injection {
 		inj := injection{n: 0, kind: f.Kind}
 		switch f.Kind {
 		case FaultShort, FaultTorn:
-			if op != OpRead && op != OpWrite || n < 2 || (f.Kind == FaultTorn && op != OpWrite) {
-				continue
-			}
 			inj.n = f.Bytes
 			if inj.n <= 0 || inj.n >= n {
 				inj.n = n / 2
@@ -141,8 +149,6 @@ func (p *FaultPlan) pick(op Op, fd, n int) injection {
 			inj.errno = unix.EIO
 		case FaultENOSPC:
 			inj.errno = unix.ENOSPC
-		default:
-			continue
 		}
 		f.fired++
 		p.injected++

@@ -133,14 +133,9 @@ func (u *uringBackend) run(cfg uring.Config, started chan<- error) {
 	}
 	u.ring = r
 	u.cqLimit = int(r.CQEntries())
-	// A chain is placed whole: it must fit the SQ (less one slot under
-	// SQPOLL, where the wake read may still sit unconsumed in the SQ) and,
-	// with the wake read, the CQ.
-	u.maxChain = int(r.SQEntries())
-	if u.kind == BackendSQPoll {
-		u.maxChain--
-	}
-	u.maxChain = min(u.maxChain, u.cqLimit-1)
+	// A chain is placed whole: it must fit the SQ and, with the wake
+	// read, the CQ.
+	u.maxChain = min(int(r.SQEntries()), u.cqLimit-1)
 	u.slots = make([]slot, u.cqLimit)
 	u.freeSlots = make([]uint32, 0, u.cqLimit)
 	for i := u.cqLimit - 1; i >= 0; i-- {
@@ -190,7 +185,7 @@ func (u *uringBackend) loop() {
 
 		before := u.ring.Stats()
 		var err error
-		if u.kind == BackendSQPoll && len(u.ready) > 0 {
+		if u.kind == BackendSQPoll && len(u.ready) > 0 && u.ring.Features()&uring.FeatExtArg != 0 {
 			// The SQPOLL thread publishes the SQ head after it has posted
 			// completions, so the SQ may be full of SQEs that are already
 			// done: no completion would wake a plain wait. Poll instead.
@@ -442,10 +437,12 @@ func (u *uringBackend) chainDone(c *chain) {
 	}
 }
 
+// failChain ends every member of c not already done with err.
 func (u *uringBackend) failChain(c *chain, err error) {
 	for i := c.first; i < c.end; i++ {
-		r := &c.b.reqs[i]
-		r.Err, r.state = opError(r, u.kind, err), stateFailed
+		if r := &c.b.reqs[i]; r.state != stateDone {
+			r.Err, r.state = opError(r, u.kind, err), stateFailed
+		}
 	}
 	u.chainDone(c)
 }
