@@ -1,0 +1,209 @@
+// Package wal will be ringstore's durable, group-commit write-ahead log.
+// This file holds its on-disk format; the log itself (appends, recovery,
+// reading, truncation) is being built on top of it.
+//
+// # Segment file
+//
+// A segment is a preallocated file of a fixed size. Unwritten space reads
+// as zeros.
+//
+//	offset 0                  SegmentHeaderSize     dataEnd          size-TrailerSize   size
+//	┌──────────────────────────┬──────────────────────┬────── zeros ────┬─────────────────┐
+//	│ header (40 B)            │ entry entry entry …  │                 │ trailer (40 B)  │
+//	└──────────────────────────┴──────────────────────┴─────────────────┴─────────────────┘
+//	                                                                      (written on seal)
+//
+// Header, little-endian:
+//
+//	0  magic    "RSWALSEG"
+//	8  version  uint32 (1)
+//	12 reserved uint32 (0)
+//	16 baseSeq  uint64   sequence number of the segment's first entry
+//	24 size     uint64   the segment file's fixed size
+//	32 reserved uint32 (0)
+//	36 crc      uint32   CRC32C (Castagnoli) of bytes 0..36
+//
+// Trailer, little-endian, at size-40, written when the segment is sealed:
+//
+//	0  magic    "RSWALEND"
+//	8  lastSeq  uint64   sequence number of the last entry (baseSeq-1 if none)
+//	16 dataEnd  uint64   offset just past the last entry
+//	24 dataCRC  uint32   CRC32C of bytes SegmentHeaderSize..dataEnd
+//	28 reserved [8]byte (0)
+//	36 crc      uint32   CRC32C of bytes 0..36
+//
+// # Entry
+//
+//	0  bodyLen  uint32   length of the payload
+//	4  seq      uint64   sequence number (never 0)
+//	12 crc      uint32   CRC32C of bytes 0..12 and the payload
+//	16 payload  [bodyLen]byte
+//
+// A header of 16 zero bytes marks the end of the written entries (the
+// preallocated zeros). bodyLen is checked against the space left before any
+// payload is read.
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// Sizes of the fixed parts of the format.
+const (
+	SegmentHeaderSize = 40
+	TrailerSize       = 40
+	EntryHeaderSize   = 16
+	formatVersion     = 1
+)
+
+var (
+	segmentMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'S', 'E', 'G'}
+	trailerMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'E', 'N', 'D'}
+	castagnoli   = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// Decoding errors. ErrEndOfEntries and ErrTruncated are what a torn tail
+// looks like; ErrCorrupt is damage. Each is wrapped with where it was found.
+var (
+	ErrEndOfEntries = errors.New("wal: end of entries")
+	ErrTruncated    = errors.New("wal: truncated")
+	ErrCorrupt      = errors.New("wal: corrupt")
+)
+
+// SegmentHeader is the first 40 bytes of a segment.
+type SegmentHeader struct {
+	BaseSeq uint64
+	Size    uint64
+}
+
+// Encode writes the header into b, which must hold SegmentHeaderSize bytes.
+func (h SegmentHeader) Encode(b []byte) {
+	_ = b[SegmentHeaderSize-1]
+	clear(b[:SegmentHeaderSize])
+	copy(b[0:8], segmentMagic[:])
+	binary.LittleEndian.PutUint32(b[8:12], formatVersion)
+	binary.LittleEndian.PutUint64(b[16:24], h.BaseSeq)
+	binary.LittleEndian.PutUint64(b[24:32], h.Size)
+	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], castagnoli))
+}
+
+// DecodeSegmentHeader checks and decodes a segment header.
+func DecodeSegmentHeader(b []byte) (SegmentHeader, error) {
+	if len(b) < SegmentHeaderSize {
+		return SegmentHeader{}, fmt.Errorf("%w: segment header needs %d bytes, have %d", ErrTruncated, SegmentHeaderSize, len(b))
+	}
+	if [8]byte(b[0:8]) != segmentMagic {
+		return SegmentHeader{}, fmt.Errorf("%w: segment header magic %q", ErrCorrupt, b[0:8])
+	}
+	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], castagnoli); got != want {
+		return SegmentHeader{}, fmt.Errorf("%w: segment header checksum %#08x, computed %#08x", ErrCorrupt, got, want)
+	}
+	if !allZero(b[12:16]) || !allZero(b[32:36]) {
+		return SegmentHeader{}, fmt.Errorf("%w: segment header reserved bytes are not zero", ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint32(b[8:12]); v != formatVersion {
+		return SegmentHeader{}, fmt.Errorf("%w: segment format version %d, this build reads %d", ErrCorrupt, v, formatVersion)
+	}
+	h := SegmentHeader{BaseSeq: binary.LittleEndian.Uint64(b[16:24]), Size: binary.LittleEndian.Uint64(b[24:32])}
+	if h.BaseSeq == 0 || h.Size < SegmentHeaderSize+TrailerSize {
+		return SegmentHeader{}, fmt.Errorf("%w: segment header base sequence %d, size %d", ErrCorrupt, h.BaseSeq, h.Size)
+	}
+	return h, nil
+}
+
+// Trailer is the last 40 bytes of a sealed segment.
+type Trailer struct {
+	LastSeq uint64
+	DataEnd uint64
+	DataCRC uint32
+}
+
+// Encode writes the trailer into b, which must hold TrailerSize bytes.
+func (t Trailer) Encode(b []byte) {
+	_ = b[TrailerSize-1]
+	clear(b[:TrailerSize])
+	copy(b[0:8], trailerMagic[:])
+	binary.LittleEndian.PutUint64(b[8:16], t.LastSeq)
+	binary.LittleEndian.PutUint64(b[16:24], t.DataEnd)
+	binary.LittleEndian.PutUint32(b[24:28], t.DataCRC)
+	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], castagnoli))
+}
+
+// DecodeTrailer checks and decodes a trailer. A trailer of zeros (a segment
+// that was never sealed) is ErrEndOfEntries.
+func DecodeTrailer(b []byte) (Trailer, error) {
+	if len(b) < TrailerSize {
+		return Trailer{}, fmt.Errorf("%w: trailer needs %d bytes, have %d", ErrTruncated, TrailerSize, len(b))
+	}
+	if allZero(b[:TrailerSize]) {
+		return Trailer{}, fmt.Errorf("%w: segment not sealed", ErrEndOfEntries)
+	}
+	if [8]byte(b[0:8]) != trailerMagic {
+		return Trailer{}, fmt.Errorf("%w: trailer magic %q", ErrCorrupt, b[0:8])
+	}
+	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], castagnoli); got != want {
+		return Trailer{}, fmt.Errorf("%w: trailer checksum %#08x, computed %#08x", ErrCorrupt, got, want)
+	}
+	if !allZero(b[28:36]) {
+		return Trailer{}, fmt.Errorf("%w: trailer reserved bytes are not zero", ErrCorrupt)
+	}
+	return Trailer{LastSeq: binary.LittleEndian.Uint64(b[8:16]), DataEnd: binary.LittleEndian.Uint64(b[16:24]), DataCRC: binary.LittleEndian.Uint32(b[24:28])}, nil
+}
+
+// EncodedLen is the size of an entry with a payload of n bytes.
+func EncodedLen(n int) int { return EntryHeaderSize + n }
+
+// AppendEntry appends the encoding of (seq, payload) to dst.
+func AppendEntry(dst []byte, seq uint64, payload []byte) []byte {
+	var h [EntryHeaderSize]byte
+	binary.LittleEndian.PutUint32(h[0:4], uint32(len(payload)))
+	binary.LittleEndian.PutUint64(h[4:12], seq)
+	crc := crc32.Update(crc32.Checksum(h[0:12], castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(h[12:16], crc)
+	return append(append(dst, h[:]...), payload...)
+}
+
+// DecodeEntry decodes the entry at the start of b. It returns the payload
+// (aliasing b) and the entry's encoded length. maxBody bounds bodyLen before
+// anything past the header is looked at. Errors: ErrEndOfEntries for a zero
+// header, ErrTruncated when b ends inside the entry, ErrCorrupt otherwise.
+func DecodeEntry(b []byte, maxBody int) (seq uint64, payload []byte, n int, err error) {
+	if len(b) < EntryHeaderSize {
+		if allZero(b) {
+			return 0, nil, 0, ErrEndOfEntries
+		}
+		return 0, nil, 0, fmt.Errorf("%w: entry header needs %d bytes, have %d", ErrTruncated, EntryHeaderSize, len(b))
+	}
+	if allZero(b[:EntryHeaderSize]) {
+		return 0, nil, 0, ErrEndOfEntries
+	}
+	bodyLen := binary.LittleEndian.Uint32(b[0:4])
+	seq = binary.LittleEndian.Uint64(b[4:12])
+	if uint64(bodyLen) > uint64(maxBody) {
+		return 0, nil, 0, fmt.Errorf("%w: entry length %d exceeds the limit %d", ErrCorrupt, bodyLen, maxBody)
+	}
+	if uint64(bodyLen) > uint64(len(b)-EntryHeaderSize) {
+		return 0, nil, 0, fmt.Errorf("%w: entry of %d bytes, %d left", ErrTruncated, bodyLen, len(b)-EntryHeaderSize)
+	}
+	payload = b[EntryHeaderSize : EntryHeaderSize+int(bodyLen)]
+	crc := crc32.Update(crc32.Checksum(b[0:12], castagnoli), castagnoli, payload)
+	if got := binary.LittleEndian.Uint32(b[12:16]); got != crc {
+		return 0, nil, 0, fmt.Errorf("%w: entry seq %d checksum %#08x, computed %#08x", ErrCorrupt, seq, got, crc)
+	}
+	if seq == 0 {
+		return 0, nil, 0, fmt.Errorf("%w: entry with sequence number 0", ErrCorrupt)
+	}
+	return seq, payload, EntryHeaderSize + int(bodyLen), nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
