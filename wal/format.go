@@ -95,11 +95,8 @@ func DecodeSegmentHeader(b []byte) (SegmentHeader, error) {
 	if len(b) < SegmentHeaderSize {
 		return SegmentHeader{}, fmt.Errorf("%w: segment header needs %d bytes, have %d", ErrTruncated, SegmentHeaderSize, len(b))
 	}
-	if [8]byte(b[0:8]) != segmentMagic {
-		return SegmentHeader{}, fmt.Errorf("%w: segment header magic %q", ErrCorrupt, b[0:8])
-	}
-	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], castagnoli); got != want {
-		return SegmentHeader{}, fmt.Errorf("%w: segment header checksum %#08x, computed %#08x", ErrCorrupt, got, want)
+	if err := checkFrame(b, segmentMagic, "segment header"); err != nil {
+		return SegmentHeader{}, err
 	}
 	if !allZero(b[12:16]) || !allZero(b[32:36]) {
 		return SegmentHeader{}, fmt.Errorf("%w: segment header reserved bytes are not zero", ErrCorrupt)
@@ -141,11 +138,8 @@ func DecodeTrailer(b []byte) (Trailer, error) {
 	if allZero(b[:TrailerSize]) {
 		return Trailer{}, fmt.Errorf("%w: segment not sealed", ErrEndOfEntries)
 	}
-	if [8]byte(b[0:8]) != trailerMagic {
-		return Trailer{}, fmt.Errorf("%w: trailer magic %q", ErrCorrupt, b[0:8])
-	}
-	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], castagnoli); got != want {
-		return Trailer{}, fmt.Errorf("%w: trailer checksum %#08x, computed %#08x", ErrCorrupt, got, want)
+	if err := checkFrame(b, trailerMagic, "trailer"); err != nil {
+		return Trailer{}, err
 	}
 	if !allZero(b[28:36]) {
 		return Trailer{}, fmt.Errorf("%w: trailer reserved bytes are not zero", ErrCorrupt)
@@ -197,6 +191,17 @@ func DecodeEntry(b []byte, maxBody int) (seq uint64, payload []byte, n int, err 
 		return 0, nil, 0, fmt.Errorf("%w: entry with sequence number 0", ErrCorrupt)
 	}
 	return seq, payload, EntryHeaderSize + int(bodyLen), nil
+}
+
+// checkFrame checks the magic and the CRC32C of a 40-byte header or trailer.
+func checkFrame(b []byte, magic [8]byte, what string) error {
+	if [8]byte(b[0:8]) != magic {
+		return fmt.Errorf("%w: %s magic %q", ErrCorrupt, what, b[0:8])
+	}
+	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], castagnoli); got != want {
+		return fmt.Errorf("%w: %s checksum %#08x, computed %#08x", ErrCorrupt, what, got, want)
+	}
+	return nil
 }
 
 func allZero(b []byte) bool {
