@@ -1,0 +1,665 @@
+package wal
+
+import (
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// Log is a durable append-only log of entries numbered by consecutive
+// sequence numbers. All methods are safe for concurrent use. See the
+// package documentation for the formats, the crash rules and the order of
+// operations.
+type Log struct {
+	dir       string           // immutable
+	opts      Options          // immutable after Open
+	eng       *ioengine.Engine // immutable
+	ownEngine bool             // immutable: Close closes eng
+	lock      *os.File         // immutable: flock on wal.lock, held until Close
+	capacity  int              // immutable: the largest encoded request a new segment holds
+
+	// mu guards the queue of requests and the state below it.
+	mu      sync.Mutex
+	cond    *sync.Cond // signaled when pending grows or closing is set
+	pending []*request
+	closing bool
+	failed  error // set by the first failed write or sync; permanent
+
+	// Owned by the committer goroutine (by Open before it starts).
+	next      uint64   // sequence number of the next entry
+	active    *segment // segment appends go to; nil until the next rotation
+	activeOff int64    // where the next group is written in active
+	activeCRC uint32   // CRC32C of active's data bytes so far
+
+	slots  chan struct{} // a token for every group in flight (PipelineDepth)
+	flushQ chan *group   // groups to write and flush, to the flushers
+	ackQ   chan *group   // the same groups, in order, to the acker
+	bufs   chan []byte   // group buffers not in use
+
+	// segMu guards segs, first, last, notify, closed, and the segment
+	// fields that say so.
+	segMu  sync.RWMutex
+	segs   []*segment // sorted by base; the last may be active
+	first  uint64     // first entry kept (the next one when the log is empty)
+	last   uint64     // last durable entry (first-1 when empty)
+	notify chan struct{}
+	closed bool
+
+	wg sync.WaitGroup // committer, flushers, acker
+
+	appends, entries, bytes, flushes, rotations atomic.Uint64
+	tailCuts                                    atomic.Uint64
+}
+
+// Stats are a log's counters since Open.
+type Stats struct {
+	Appends   uint64 // Append and AppendBatch calls acknowledged
+	Entries   uint64 // entries made durable
+	Bytes     uint64 // payload bytes made durable
+	Flushes   uint64 // group commits: one write and one fdatasync each
+	Rotations uint64 // segments sealed and created
+	TailCuts  uint64 // torn tails cut by recovery at Open
+	Segments  int    // segment files
+	FirstSeq  uint64
+	LastSeq   uint64
+	Backend   ioengine.Backend
+	// FallbackReason says why the log's engine is not on io_uring, if so.
+	FallbackReason string
+}
+
+// EntriesPerFlush is the mean number of entries one group commit carried.
+func (s Stats) EntriesPerFlush() float64 {
+	if s.Flushes == 0 {
+		return 0
+	}
+	return float64(s.Entries) / float64(s.Flushes)
+}
+
+type reqKind uint8
+
+const (
+	reqAppend reqKind = iota
+	reqTruncateFront
+	reqTruncateBack
+)
+
+// request is one Append, AppendBatch or truncation waiting for the
+// committer. Truncations go through the same queue so that they are
+// ordered with the appends around them.
+type request struct {
+	kind     reqKind
+	payloads [][]byte
+	one      [1][]byte
+	size     int    // encoded bytes of all payloads
+	seq      uint64 // first seq assigned (appends) or the argument (truncations)
+	err      error
+	done     chan struct{} // receives once when the request is finished
+}
+
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+func (r *request) finish(err error) {
+	r.err = err
+	r.done <- struct{}{}
+}
+
+// group is one group commit: the entries of several requests written with
+// one write and flushed with one fdatasync.
+type group struct {
+	seg         *segment
+	off         int64
+	buf         []byte
+	first, last uint64
+	offsets     []uint32
+	reqs        []*request
+	err         error
+	done        chan struct{} // closed by the flusher
+}
+
+// Open opens the log in dir, creating the directory if needed, and
+// recovers it: a torn tail of the last segment is cut; damage anywhere else
+// is an error (a *CorruptError naming the file and offset) and nothing is
+// changed. Only one Log may have a directory open at a time.
+func Open(dir string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	lock, err := lockDir(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		dir: dir, opts: opts, lock: lock,
+		capacity: int(opts.SegmentSize) - SegmentHeaderSize - TrailerSize,
+		slots:    make(chan struct{}, opts.PipelineDepth),
+		flushQ:   make(chan *group, opts.PipelineDepth),
+		ackQ:     make(chan *group, opts.PipelineDepth),
+		bufs:     make(chan []byte, opts.PipelineDepth),
+		notify:   make(chan struct{}),
+	}
+	l.cond = sync.NewCond(&l.mu)
+	for range opts.PipelineDepth {
+		l.bufs <- nil
+	}
+	if opts.Engine != nil {
+		l.eng = opts.Engine
+	} else {
+		l.eng, err = ioengine.New(ioengine.Options{Mode: opts.IOMode, Logf: opts.Logf})
+		if err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("wal: %w", err)
+		}
+		l.ownEngine = true
+	}
+	if err := l.recover(); err != nil {
+		l.releaseAll()
+		return nil, err
+	}
+	l.wg.Add(2 + opts.PipelineDepth)
+	go l.commitLoop()
+	go l.ackLoop()
+	for range opts.PipelineDepth {
+		go l.flushLoop()
+	}
+	return l, nil
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Append writes payload as the next entry and returns its sequence number
+// once the entry is on stable storage. Concurrent appends are committed
+// together: one write and one fdatasync for many entries.
+func (l *Log) Append(payload []byte) (uint64, error) {
+	r := requestPool.Get().(*request)
+	r.one[0] = payload
+	seq, err := l.appendRequest(r, r.one[:])
+	r.one[0] = nil
+	requestPool.Put(r)
+	return seq, err
+}
+
+// AppendBatch writes payloads as consecutive entries and returns the
+// sequence number of the first once all are on stable storage. After a
+// crash before it returns, any prefix of the batch may be present (each
+// entry is whole or absent); use one entry when all-or-nothing matters. An
+// empty batch returns LastSeq()+1 at once and writes nothing.
+func (l *Log) AppendBatch(payloads [][]byte) (uint64, error) {
+	if len(payloads) == 0 {
+		return l.LastSeq() + 1, nil
+	}
+	r := requestPool.Get().(*request)
+	seq, err := l.appendRequest(r, payloads)
+	requestPool.Put(r)
+	return seq, err
+}
+
+func (l *Log) appendRequest(r *request, payloads [][]byte) (uint64, error) {
+	size := 0
+	for i, p := range payloads {
+		if len(p) > l.opts.MaxEntrySize {
+			return 0, fmt.Errorf("%w: entry %d of the batch is %d bytes, the limit is %d", ErrEntryTooLarge, i, len(p), l.opts.MaxEntrySize)
+		}
+		size += EncodedLen(len(p))
+	}
+	if size > l.capacity {
+		return 0, fmt.Errorf("%w: a batch of %d entries encodes to %d bytes, more than a segment of %d bytes holds (%d)", ErrEntryTooLarge, len(payloads), size, l.opts.SegmentSize, l.capacity)
+	}
+	r.kind, r.payloads, r.size, r.seq, r.err = reqAppend, payloads, size, 0, nil
+	if err := l.enqueue(r); err != nil {
+		return 0, err
+	}
+	<-r.done
+	seq, err := r.seq, r.err
+	r.payloads = nil
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+func (l *Log) enqueue(r *request) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return ErrClosed
+	}
+	if l.failed != nil && r.kind == reqAppend {
+		return l.failed
+	}
+	l.pending = append(l.pending, r)
+	if len(l.pending) == 1 {
+		l.cond.Signal()
+	}
+	return nil
+}
+
+// commitLoop is the committer: it takes the queued requests, gives each
+// append its sequence numbers, encodes a group, and hands it to the
+// flushers while it forms the next. It alone changes the set of segments.
+func (l *Log) commitLoop() {
+	defer l.wg.Done()
+	for {
+		l.mu.Lock()
+		for len(l.pending) == 0 && !l.closing {
+			l.cond.Wait()
+		}
+		if len(l.pending) == 0 {
+			l.mu.Unlock()
+			break
+		}
+		reqs := l.takeLocked()
+		failed := l.failed
+		l.mu.Unlock()
+
+		switch {
+		case reqs[0].kind == reqTruncateFront:
+			l.drain()
+			reqs[0].finish(l.truncateFront(reqs[0].seq))
+		case reqs[0].kind == reqTruncateBack:
+			l.drain()
+			reqs[0].finish(l.truncateBack(reqs[0].seq))
+		case failed != nil:
+			for _, r := range reqs {
+				r.finish(failed)
+			}
+		default:
+			l.commit(reqs)
+		}
+	}
+	l.drain()
+	close(l.flushQ)
+	close(l.ackQ)
+}
+
+// takeLocked removes from the queue the requests of the next group: appends
+// up to MaxGroupBytes (at least one), or one truncation.
+func (l *Log) takeLocked() []*request {
+	n, bytes := 0, 0
+	for n < len(l.pending) {
+		r := l.pending[n]
+		if r.kind != reqAppend {
+			if n == 0 {
+				n = 1
+			}
+			break
+		}
+		if n > 0 && bytes+r.size > l.opts.MaxGroupBytes {
+			break
+		}
+		bytes += r.size
+		n++
+	}
+	reqs := make([]*request, n)
+	copy(reqs, l.pending)
+	rest := copy(l.pending, l.pending[n:])
+	clear(l.pending[rest:])
+	l.pending = l.pending[:rest]
+	return reqs
+}
+
+// commit writes reqs as one or more groups, rotating when the active
+// segment is full.
+func (l *Log) commit(reqs []*request) {
+	for len(reqs) > 0 {
+		room := int64(0)
+		if l.active != nil {
+			room = l.active.size - TrailerSize - l.activeOff
+		}
+		if int64(reqs[0].size) > room {
+			fresh := l.active != nil && l.activeOff == SegmentHeaderSize
+			if fresh { // cannot happen: Append checks against a new segment's capacity
+				reqs[0].finish(fmt.Errorf("%w: %d bytes do not fit in %s", ErrEntryTooLarge, reqs[0].size, l.active.path))
+				reqs = reqs[1:]
+				continue
+			}
+			l.drain()
+			if err := l.rotate(); err != nil {
+				for _, r := range reqs {
+					r.finish(err)
+				}
+				return
+			}
+			continue
+		}
+		buf := <-l.bufs
+		g := &group{seg: l.active, off: l.activeOff, first: l.next, done: make(chan struct{})}
+		n := 0
+		for n < len(reqs) && int64(len(buf)+reqs[n].size) <= room {
+			r := reqs[n]
+			r.seq = l.next
+			for _, p := range r.payloads {
+				g.offsets = append(g.offsets, uint32(l.activeOff+int64(len(buf))))
+				buf = AppendEntry(buf, l.next, p)
+				l.next++
+			}
+			n++
+		}
+		g.reqs, reqs = reqs[:n], reqs[n:]
+		g.buf, g.last = buf, l.next-1
+		l.activeOff += int64(len(buf))
+		l.activeCRC = crc32.Update(l.activeCRC, castagnoli, buf)
+		l.slots <- struct{}{}
+		l.ackQ <- g
+		l.flushQ <- g
+	}
+}
+
+// drain waits until every group in flight has been acknowledged.
+func (l *Log) drain() {
+	for range cap(l.slots) {
+		l.slots <- struct{}{}
+	}
+	for range cap(l.slots) {
+		<-l.slots
+	}
+}
+
+// flushLoop writes groups and flushes them: one linked write + fdatasync.
+func (l *Log) flushLoop() {
+	defer l.wg.Done()
+	for g := range l.flushQ {
+		g.err = l.writeFile(g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
+		close(g.done)
+	}
+}
+
+// ackLoop acknowledges groups in the order they were formed, so that an
+// entry is acknowledged only when every entry before it is durable too. The
+// first failure turns the log read-only; every later group fails with it.
+func (l *Log) ackLoop() {
+	defer l.wg.Done()
+	for g := range l.ackQ {
+		<-g.done
+		l.mu.Lock()
+		if g.err != nil && l.failed == nil {
+			l.failed = fmt.Errorf("%w: %w", ErrReadOnly, g.err)
+		}
+		failed := l.failed
+		l.mu.Unlock()
+		if failed != nil {
+			for _, r := range g.reqs {
+				r.finish(failed)
+			}
+		} else {
+			l.segMu.Lock()
+			g.seg.index = append(g.seg.index, g.offsets...)
+			g.seg.last = g.last
+			g.seg.dataEnd = g.off + int64(len(g.buf))
+			l.last = g.last
+			close(l.notify)
+			l.notify = make(chan struct{})
+			l.segMu.Unlock()
+			l.traceAck(g.last)
+			var payload uint64
+			for _, r := range g.reqs {
+				for _, p := range r.payloads {
+					payload += uint64(len(p))
+				}
+			}
+			l.appends.Add(uint64(len(g.reqs)))
+			l.entries.Add(g.last - g.first + 1)
+			l.bytes.Add(payload)
+			l.flushes.Add(1)
+			for _, r := range g.reqs {
+				r.finish(nil)
+			}
+		}
+		l.bufs <- g.buf[:0]
+		<-l.slots
+	}
+}
+
+// fail makes the log read-only with err.
+func (l *Log) fail(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
+	return l.failed
+}
+
+// rotate seals the active segment (if any) and creates the next. Nothing
+// may be in flight. A failure to seal is permanent; a failure to create
+// (a full disk) is returned and the next append tries again.
+func (l *Log) rotate() error {
+	if l.active != nil {
+		if err := l.seal(l.active, l.activeOff, l.activeCRC); err != nil {
+			return l.fail(err)
+		}
+		l.active = nil
+	}
+	seg, permanent, err := l.createSegment(l.next)
+	if err != nil {
+		if permanent {
+			return l.fail(err)
+		}
+		return err
+	}
+	l.segMu.Lock()
+	l.segs = append(l.segs, seg)
+	l.segMu.Unlock()
+	l.active, l.activeOff, l.activeCRC = seg, SegmentHeaderSize, 0
+	l.rotations.Add(1)
+	return nil
+}
+
+// seal writes seg's trailer for the data up to dataEnd and flushes it. The
+// segment's entries must all be durable already.
+func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
+	l.segMu.RLock()
+	last := seg.last
+	f := seg.f
+	l.segMu.RUnlock()
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(seg.path, os.O_RDWR, 0); err != nil {
+			return fmt.Errorf("wal: seal: %w", err)
+		}
+		defer f.Close()
+	}
+	var t [TrailerSize]byte
+	Trailer{LastSeq: last, DataEnd: uint64(dataEnd), DataCRC: crc}.Encode(t[:])
+	if err := l.writeFile(f, seg.path, seg.size-TrailerSize, t[:], !l.opts.Unsafe.NoSync); err != nil {
+		return fmt.Errorf("wal: seal: %w", err)
+	}
+	l.segMu.Lock()
+	seg.sealed = true
+	if seg.f != nil {
+		seg.f.Close()
+		seg.f = nil
+		seg.loaded = false // map it on first read; the index is known
+	}
+	l.segMu.Unlock()
+	return nil
+}
+
+// createSegment creates, preallocates and names the segment starting at
+// base: a temporary file gets its space and header, is flushed, renamed to
+// its name, and the directory is flushed, all before any entry goes in.
+// permanent reports a failure after which durability is in doubt.
+func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
+	path := filepath.Join(l.dir, segmentName(base))
+	tmp := path + tmpSuffix
+	size := l.opts.SegmentSize
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("wal: create segment: %w", err)
+	}
+	l.traceCreate(tmp, size)
+	if err := preallocate(f, size); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, false, fmt.Errorf("wal: create segment: %w", err)
+	}
+	var h [SegmentHeaderSize]byte
+	SegmentHeader{BaseSeq: base, Size: uint64(size)}.Encode(h[:])
+	if err := l.writeFile(f, tmp, 0, h[:], !l.opts.Unsafe.NoSync); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, false, fmt.Errorf("wal: create segment: %w", err)
+	}
+	if err := l.rename(tmp, path); err != nil {
+		f.Close()
+		return nil, true, err
+	}
+	if err := l.syncDir(); err != nil {
+		f.Close()
+		return nil, true, err
+	}
+	return &segment{base: base, path: path, size: size, last: base - 1, dataEnd: SegmentHeaderSize,
+		index: []uint32{}, f: f, loaded: true}, false, nil
+}
+
+// writeFile writes buf at off of f and, if sync, flushes it with an
+// fdatasync linked to the write: one submission, and the flush runs only
+// after the write completed in full.
+func (l *Log) writeFile(f *os.File, path string, off int64, buf []byte, sync bool) error {
+	id := l.traceWrite(path, off, buf)
+	reqs := [2]ioengine.Request{
+		{Op: ioengine.OpWrite, Fd: int(f.Fd()), Off: off, Buf: buf, Link: sync},
+		{Op: ioengine.OpFdatasync, Fd: int(f.Fd())},
+	}
+	n := 1
+	if sync {
+		n = 2
+	}
+	err := l.eng.Do(reqs[:n])
+	runtime.KeepAlive(f)
+	if err != nil {
+		return fmt.Errorf("wal: write %s at offset %d, %d bytes: %w", path, off, len(buf), err)
+	}
+	if sync {
+		l.traceSync(path, id)
+	}
+	return nil
+}
+
+// syncFile flushes f's data.
+func (l *Log) syncFile(f *os.File, path string) error {
+	if l.opts.Unsafe.NoSync {
+		return nil
+	}
+	err := l.eng.Fdatasync(int(f.Fd()))
+	runtime.KeepAlive(f)
+	if err != nil {
+		return fmt.Errorf("wal: fdatasync %s: %w", path, err)
+	}
+	l.traceSync(path, 0)
+	return nil
+}
+
+func (l *Log) rename(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	l.traceRename(from, to)
+	return nil
+}
+
+func (l *Log) remove(path string) error {
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	l.traceRemove(path)
+	return nil
+}
+
+// syncDir flushes the directory, making creates, renames and removes in it
+// durable.
+func (l *Log) syncDir() error {
+	if l.opts.Unsafe.NoSync {
+		return nil
+	}
+	d, err := os.Open(l.dir)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync directory %s: %w", l.dir, err)
+	}
+	l.traceSyncDir()
+	return nil
+}
+
+// FirstSeq returns the sequence number of the first entry; when the log is
+// empty, the one the next append gets.
+func (l *Log) FirstSeq() uint64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.first
+}
+
+// LastSeq returns the sequence number of the last durable entry, or
+// FirstSeq()-1 when the log is empty.
+func (l *Log) LastSeq() uint64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.last
+}
+
+// Stats returns the log's counters.
+func (l *Log) Stats() Stats {
+	l.segMu.RLock()
+	s := Stats{Segments: len(l.segs), FirstSeq: l.first, LastSeq: l.last}
+	l.segMu.RUnlock()
+	s.Appends, s.Entries, s.Bytes = l.appends.Load(), l.entries.Load(), l.bytes.Load()
+	s.Flushes, s.Rotations, s.TailCuts = l.flushes.Load(), l.rotations.Load(), l.tailCuts.Load()
+	s.Backend, s.FallbackReason = l.eng.Backend(), l.eng.FallbackReason()
+	return s
+}
+
+// Err returns the error that turned the log read-only, or nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
+// Close waits for the appends in progress to finish, then releases the
+// files. Appends after Close fail with ErrClosed. It returns the error that
+// turned the log read-only, if one did.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closing = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.releaseAll()
+	return l.Err()
+}
+
+// releaseAll unmaps and closes every segment, the engine (if the log's
+// own) and the lock, and wakes followers.
+func (l *Log) releaseAll() {
+	l.segMu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.notify)
+	}
+	for _, s := range l.segs {
+		s.release()
+	}
+	l.segs = nil
+	l.segMu.Unlock()
+	if l.ownEngine {
+		l.eng.Close()
+	}
+	l.lock.Close()
+}

@@ -1,0 +1,132 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// Options configure a Log. The zero value is safe: 64 MiB segments, every
+// acknowledged append durable, io_uring unless RINGSTORE_IO_URING says
+// otherwise.
+type Options struct {
+	// SegmentSize is the fixed size of every new segment file, a multiple
+	// of 4096 and at least 64 KiB. Default 64 MiB. Existing segments keep
+	// the size their header records.
+	SegmentSize int64
+	// MaxEntrySize bounds one payload. Default 16 MiB, and never more than
+	// fits in a segment.
+	MaxEntrySize int
+	// MaxGroupBytes bounds the bytes one group commit writes; appends that
+	// arrive while a group is flushing wait for the next. A single append
+	// larger than this goes in a group of its own. Default 4 MiB.
+	MaxGroupBytes int
+	// PipelineDepth is how many groups may be in flight at once: the next
+	// group is written while the previous one's flush runs. Default 2.
+	PipelineDepth int
+	// IOMode chooses the backend of the engine the log opens when Engine
+	// is nil; Auto follows RINGSTORE_IO_URING.
+	IOMode ioengine.IOMode
+	// Engine, when set, is used for all I/O and not closed by Close.
+	Engine *ioengine.Engine
+	// LazyVerify defers the full check of sealed segments (every entry and
+	// the data CRC) from Open to the first read of each segment. Headers,
+	// trailers and the sequence of segments are always checked at Open.
+	LazyVerify bool
+	// Logf receives what recovery did (a torn tail cut, stray files
+	// removed). Default: the standard logger.
+	Logf func(format string, args ...any)
+
+	// Unsafe holds knobs that trade durability for speed.
+	Unsafe UnsafeOptions
+
+	// trace, for the crash-state tests, sees every change to the files.
+	trace func(traceEvent)
+}
+
+// UnsafeOptions can lose acknowledged data.
+//
+// CAUTION: with any of these set, an acknowledged append may be lost in a
+// power failure or kernel crash. Use them for benchmarks and tests only.
+type UnsafeOptions struct {
+	// NoSync skips the fdatasync of each group commit. THIS IS UNSAFE.
+	NoSync bool
+}
+
+const (
+	defaultSegmentSize   = 64 << 20
+	minSegmentSize       = 64 << 10
+	defaultMaxEntrySize  = 16 << 20
+	defaultMaxGroupBytes = 4 << 20
+	defaultPipelineDepth = 2
+)
+
+func (o *Options) String() string {
+	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LazyVerify: %v, Unsafe.NoSync: %v}",
+		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LazyVerify, o.Unsafe.NoSync)
+}
+
+// withDefaults fills in defaults and checks the options.
+func (o Options) withDefaults() (Options, error) {
+	if o.SegmentSize == 0 {
+		o.SegmentSize = defaultSegmentSize
+	}
+	if o.SegmentSize < minSegmentSize || o.SegmentSize%4096 != 0 || o.SegmentSize > 1<<32 {
+		return o, fmt.Errorf("wal: segment size %d must be a multiple of 4096 between %d and %d", o.SegmentSize, minSegmentSize, int64(1)<<32)
+	}
+	capacity := int(o.SegmentSize) - SegmentHeaderSize - TrailerSize - EntryHeaderSize
+	if o.MaxEntrySize == 0 {
+		o.MaxEntrySize = defaultMaxEntrySize
+	}
+	if o.MaxEntrySize < 0 {
+		return o, fmt.Errorf("wal: negative MaxEntrySize %d", o.MaxEntrySize)
+	}
+	o.MaxEntrySize = min(o.MaxEntrySize, capacity)
+	if o.MaxGroupBytes == 0 {
+		o.MaxGroupBytes = defaultMaxGroupBytes
+	}
+	if o.MaxGroupBytes < 0 {
+		return o, fmt.Errorf("wal: negative MaxGroupBytes %d", o.MaxGroupBytes)
+	}
+	if o.PipelineDepth == 0 {
+		o.PipelineDepth = defaultPipelineDepth
+	}
+	if o.PipelineDepth < 1 || o.PipelineDepth > 64 {
+		return o, fmt.Errorf("wal: PipelineDepth %d must be between 1 and 64", o.PipelineDepth)
+	}
+	if o.IOMode < ioengine.Auto || o.IOMode > ioengine.Syscall {
+		return o, fmt.Errorf("wal: invalid IOMode %d", int(o.IOMode))
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
+	return o, nil
+}
+
+// Errors of the log. Each is wrapped with what was asked and where.
+var (
+	ErrClosed        = errors.New("wal: closed")
+	ErrReadOnly      = errors.New("wal: read-only after a failed write or sync")
+	ErrNotFound      = errors.New("wal: entry not found")
+	ErrEntryTooLarge = errors.New("wal: entry too large")
+	ErrLocked        = errors.New("wal: directory in use by another log")
+)
+
+// CorruptError reports damage found in a segment or in the meta file: the
+// file, the byte offset and what was wrong. It unwraps to ErrCorrupt (or
+// ErrTruncated), so errors.Is(err, ErrCorrupt) holds. Repair cuts the log
+// at such a place.
+type CorruptError struct {
+	Path    string
+	Offset  int64
+	LastSeq uint64 // last good entry before Offset (0 when none is known)
+	Err     error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("wal: %s at offset %d: %v", e.Path, e.Offset, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }

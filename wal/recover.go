@@ -1,0 +1,150 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// recover rebuilds the log's state from dir at Open.
+//
+//   - Every segment but the last must be sealed: header, trailer, the
+//     sequence numbers following from one segment to the next, and (unless
+//     LazyVerify) every entry and the data CRC are checked. Damage is a
+//     *CorruptError and nothing is changed.
+//   - The last segment, if not sealed, is read to its first entry that is
+//     not valid (a zero header, a torn or bad entry, or a sequence number out
+//     of order). If everything after that point is zeros, appends continue
+//     there. If not, the rest is a torn tail of writes that were never
+//     acknowledged: the segment is sealed at that point (or removed when it
+//     holds no entry) so the torn bytes can never be read, and appends go
+//     to a new segment.
+//   - Segments wholly before the first seq of wal.meta (an interrupted
+//     TruncateFront) are removed.
+func (l *Log) recover() error {
+	first, err := readMeta(l.dir)
+	if err != nil {
+		return err
+	}
+	bases, err := listSegments(l.dir)
+	if err != nil {
+		return err
+	}
+	for i, base := range bases {
+		seg, err := l.openSegment(base, i == len(bases)-1)
+		if err != nil {
+			return err
+		}
+		if seg == nil {
+			continue
+		}
+		if n := len(l.segs); n > 0 {
+			prev := l.segs[n-1]
+			if seg.base != prev.last+1 {
+				seg.release()
+				return &CorruptError{Path: seg.path, Offset: 16, Err: fmt.Errorf("%w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, seg.base, filepath.Base(prev.path), prev.last)}
+			}
+		}
+		l.segs = append(l.segs, seg)
+	}
+
+	if first == 0 {
+		first = 1
+		if len(l.segs) > 0 {
+			first = l.segs[0].base
+		}
+	}
+	// An interrupted TruncateFront: the meta file was replaced, some of
+	// the segments before the new first entry were not yet removed.
+	for len(l.segs) > 0 && l.segs[0].last < first {
+		s := l.segs[0]
+		s.release()
+		if err := l.remove(s.path); err != nil {
+			return err
+		}
+		if err := l.syncDir(); err != nil {
+			return err
+		}
+		if s == l.active {
+			l.active = nil
+		}
+		l.segs = l.segs[1:]
+	}
+	if len(l.segs) > 0 && l.segs[0].base > first {
+		return &CorruptError{Path: filepath.Join(l.dir, metaName), Offset: 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(l.segs[0].path), l.segs[0].base)}
+	}
+	l.first, l.last = first, first-1
+	if n := len(l.segs); n > 0 {
+		l.last = l.segs[n-1].last
+	}
+	l.next = l.last + 1
+	return nil
+}
+
+// openSegment opens and checks one segment at Open. For the last segment
+// it may cut a torn tail; it returns nil when it removed the segment.
+func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
+	path := filepath.Join(l.dir, segmentName(base))
+	flag := os.O_RDONLY
+	if isLast {
+		flag = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	h, t, sealed, err := readHeaderTrailer(f, path, base)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	seg := &segment{base: base, path: path, size: int64(h.Size)}
+	if sealed {
+		f.Close()
+		seg.sealed, seg.last, seg.dataEnd = true, t.LastSeq, int64(t.DataEnd)
+		if t.DataEnd < SegmentHeaderSize || t.DataEnd > h.Size-TrailerSize || t.LastSeq+1 < base {
+			return nil, &CorruptError{Path: path, Offset: seg.size - TrailerSize, Err: fmt.Errorf("%w: trailer data end %d, last seq %d do not fit the segment", ErrCorrupt, t.DataEnd, t.LastSeq)}
+		}
+		if !l.opts.LazyVerify {
+			if err := seg.load(); err != nil {
+				return nil, err
+			}
+		}
+		return seg, nil
+	}
+	if !isLast {
+		f.Close()
+		return nil, &CorruptError{Path: path, Offset: seg.size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
+	}
+
+	img, err := mapFile(path, seg.size)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r := scanEntries(img, base, seg.size-TrailerSize)
+	clean := allZero(img[r.dataEnd:])
+	unmapFile(img)
+	seg.last, seg.dataEnd, seg.index, seg.f, seg.loaded = r.last, r.dataEnd, r.index, f, true
+	if seg.index == nil {
+		seg.index = []uint32{}
+	}
+	if clean {
+		l.active, l.activeOff, l.activeCRC = seg, r.dataEnd, r.crc
+		return seg, nil
+	}
+	l.tailCuts.Add(1)
+	l.opts.Logf("wal: %s: cut a torn tail at offset %d after seq %d (%v)", path, r.dataEnd, r.last, r.stop)
+	if len(r.index) == 0 {
+		f.Close()
+		if err := l.remove(path); err != nil {
+			return nil, err
+		}
+		return nil, l.syncDir()
+	}
+	if err := l.seal(seg, r.dataEnd, r.crc); err != nil {
+		seg.release()
+		return nil, err
+	}
+	return seg, nil
+}

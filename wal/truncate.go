@@ -1,0 +1,194 @@
+package wal
+
+import (
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// TruncateFront removes the entries before seq: seq becomes the first
+// entry. A seq past LastSeq()+1 empties the log, and the next append gets
+// seq. Whole segments before seq are deleted; the first seq is recorded in
+// wal.meta first, so a crash part way leaves the log as before or as after.
+func (l *Log) TruncateFront(seq uint64) error {
+	if seq == 0 {
+		return fmt.Errorf("wal: TruncateFront(0): sequence numbers start at 1")
+	}
+	return l.structural(reqTruncateFront, seq)
+}
+
+// TruncateBack removes the entries after seq: seq becomes the last entry
+// and the next append gets seq+1. seq must be at least FirstSeq()-1 (which
+// empties the log). Later segments are deleted newest first, and the
+// segment holding seq is sealed at seq's end, so a crash part way leaves a
+// log that ends at seq or later, never one with a hole.
+func (l *Log) TruncateBack(seq uint64) error {
+	return l.structural(reqTruncateBack, seq)
+}
+
+func (l *Log) structural(kind reqKind, seq uint64) error {
+	r := requestPool.Get().(*request)
+	defer requestPool.Put(r)
+	r.kind, r.seq, r.payloads, r.size, r.err = kind, seq, nil, 0, nil
+	if err := l.enqueue(r); err != nil {
+		return err
+	}
+	<-r.done
+	return r.err
+}
+
+// truncateFront runs on the committer with nothing in flight.
+func (l *Log) truncateFront(seq uint64) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	l.segMu.RLock()
+	first, last := l.first, l.last
+	l.segMu.RUnlock()
+	if seq <= first {
+		return nil
+	}
+	if err := l.writeMeta(seq); err != nil {
+		return l.fail(err)
+	}
+	l.segMu.Lock()
+	l.first = seq
+	if seq > last+1 {
+		l.last = seq - 1
+	}
+	var drop []*segment
+	for len(l.segs) > 0 && l.segs[0].last < seq {
+		drop = append(drop, l.segs[0])
+		l.segs = l.segs[1:]
+	}
+	for _, s := range drop {
+		s.release()
+	}
+	l.segMu.Unlock()
+	if seq > last+1 || len(l.segs) == 0 {
+		l.next = max(l.next, seq)
+	}
+	for _, s := range drop {
+		if s == l.active {
+			l.active = nil
+		}
+		if err := l.remove(s.path); err != nil {
+			return l.fail(err)
+		}
+		if err := l.syncDir(); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// truncateBack runs on the committer with nothing in flight.
+func (l *Log) truncateBack(seq uint64) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	l.segMu.RLock()
+	first, last := l.first, l.last
+	l.segMu.RUnlock()
+	if seq+1 < first {
+		return fmt.Errorf("wal: TruncateBack(%d): the first entry is %d; the lowest allowed is %d", seq, first, first-1)
+	}
+	if seq >= last {
+		return nil
+	}
+	// Later segments go first, newest first, each removal made durable
+	// before the next: a crash leaves a log without holes.
+	for {
+		l.segMu.Lock()
+		n := len(l.segs)
+		if n == 0 || l.segs[n-1].base <= seq {
+			l.segMu.Unlock()
+			break
+		}
+		s := l.segs[n-1]
+		l.segs = l.segs[:n-1]
+		s.release()
+		l.last = min(l.last, s.base-1)
+		l.segMu.Unlock()
+		if s == l.active {
+			l.active = nil
+		}
+		if err := l.remove(s.path); err != nil {
+			return l.fail(err)
+		}
+		if err := l.syncDir(); err != nil {
+			return l.fail(err)
+		}
+	}
+	l.segMu.Lock()
+	var cut *segment
+	if n := len(l.segs); n > 0 && l.segs[n-1].last > seq {
+		cut = l.segs[n-1]
+	}
+	l.segMu.Unlock()
+	if cut != nil {
+		// Seal the segment that holds seq at seq's end; the entries after
+		// it stay in the file but past the trailer's data end, where no
+		// read goes. New appends go to a new segment.
+		off, n := cut.entryBounds(seq)
+		end := off + n
+		crc, err := l.dataCRC(cut, end)
+		if err != nil {
+			return l.fail(err)
+		}
+		l.segMu.Lock()
+		cut.last, cut.dataEnd = seq, end
+		cut.index = cut.index[:seq-cut.base+1]
+		l.segMu.Unlock()
+		if err := l.seal(cut, end, crc); err != nil {
+			return l.fail(err)
+		}
+		if cut == l.active {
+			l.active = nil
+		}
+	}
+	l.segMu.Lock()
+	l.last = seq
+	l.segMu.Unlock()
+	l.next = seq + 1
+	return nil
+}
+
+// dataCRC computes the CRC32C of a segment's bytes from the header to end.
+func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return 0, fmt.Errorf("wal: %w", err)
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, io.NewSectionReader(f, SegmentHeaderSize, end-SegmentHeaderSize)); err != nil {
+		return 0, fmt.Errorf("wal: read %s: %w", s.path, err)
+	}
+	return h.Sum32(), nil
+}
+
+// writeMeta replaces wal.meta atomically: a temporary file written and
+// flushed, renamed over the old one, and the directory flushed.
+func (l *Log) writeMeta(first uint64) error {
+	path := filepath.Join(l.dir, metaName)
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	defer f.Close()
+	l.traceCreate(tmp, 0)
+	if err := l.writeFile(f, tmp, 0, EncodeMeta(first), false); err != nil {
+		return err
+	}
+	if err := l.syncFile(f, tmp); err != nil {
+		return err
+	}
+	if err := l.rename(tmp, path); err != nil {
+		return err
+	}
+	return l.syncDir()
+}
