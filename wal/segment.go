@@ -248,4 +248,3 @@ func listSegments(dir string) ([]uint64, error) {
 func segmentCRC(img []byte, dataEnd int64) uint32 {
 	return crc32.Checksum(img[SegmentHeaderSize:dataEnd], castagnoli)
 }
-

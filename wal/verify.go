@@ -1,0 +1,276 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// SegmentInfo describes one segment file as Verify found it.
+type SegmentInfo struct {
+	Path     string
+	BaseSeq  uint64
+	LastSeq  uint64 // base-1 when empty
+	Size     int64
+	DataEnd  int64
+	Sealed   bool
+	TornTail int64 // bytes after the last entry that are not zeros (last, unsealed segment only)
+}
+
+// Entries returns the number of entries in the segment.
+func (s SegmentInfo) Entries() uint64 { return s.LastSeq + 1 - s.BaseSeq }
+
+// VerifyReport is what Verify found.
+type VerifyReport struct {
+	Dir      string
+	FirstSeq uint64 // from wal.meta, or the first segment's base
+	LastSeq  uint64
+	Segments []SegmentInfo
+}
+
+// Verify checks every byte of the log in dir without changing anything:
+// wal.meta, every segment's header and trailer, every entry and its CRC,
+// the data CRC of sealed segments and the sequence from one segment to the
+// next. Damage is returned as a *CorruptError naming the file and offset;
+// a torn tail of the last segment (which Open would cut) is not damage and
+// shows in the report. The report holds what was read up to the damage.
+func Verify(dir string) (VerifyReport, error) {
+	rep := VerifyReport{Dir: dir}
+	first, err := readMeta(dir)
+	if err != nil {
+		return rep, err
+	}
+	bases, err := listSegmentsReadOnly(dir)
+	if err != nil {
+		return rep, err
+	}
+	var prev *SegmentInfo
+	for i, base := range bases {
+		info, err := verifySegment(filepath.Join(dir, segmentName(base)), base, i == len(bases)-1)
+		if err != nil {
+			return rep, err
+		}
+		if prev != nil && info.BaseSeq != prev.LastSeq+1 {
+			return rep, &CorruptError{Path: info.Path, Offset: 16, LastSeq: prev.LastSeq, Err: fmt.Errorf("%w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, info.BaseSeq, filepath.Base(prev.Path), prev.LastSeq)}
+		}
+		rep.Segments = append(rep.Segments, info)
+		prev = &rep.Segments[len(rep.Segments)-1]
+	}
+	if first == 0 {
+		first = 1
+		if len(rep.Segments) > 0 {
+			first = rep.Segments[0].BaseSeq
+		}
+	}
+	rep.FirstSeq, rep.LastSeq = first, first-1
+	if prev != nil {
+		rep.LastSeq = max(prev.LastSeq, first-1)
+		if rep.Segments[0].BaseSeq > first {
+			return rep, &CorruptError{Path: filepath.Join(dir, metaName), Offset: 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment starts at %d", ErrCorrupt, first, rep.Segments[0].BaseSeq)}
+		}
+	}
+	return rep, nil
+}
+
+// listSegmentsReadOnly is listSegments without removing temporary files.
+func listSegmentsReadOnly(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	var bases []uint64
+	for _, e := range entries {
+		if name := e.Name(); strings.HasSuffix(name, segmentSuffix) {
+			base, ok := parseSegmentName(name)
+			if !ok {
+				return nil, fmt.Errorf("wal: %s: not a segment file name", filepath.Join(dir, name))
+			}
+			bases = append(bases, base)
+		}
+	}
+	return bases, nil
+}
+
+func verifySegment(path string, base uint64, isLast bool) (SegmentInfo, error) {
+	info := SegmentInfo{Path: path, BaseSeq: base, LastSeq: base - 1}
+	f, err := os.Open(path)
+	if err != nil {
+		return info, fmt.Errorf("wal: %w", err)
+	}
+	h, t, sealed, err := readHeaderTrailer(f, path, base)
+	f.Close()
+	if err != nil {
+		return info, err
+	}
+	info.Size, info.Sealed = int64(h.Size), sealed
+	if !sealed && !isLast {
+		return info, &CorruptError{Path: path, Offset: info.Size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
+	}
+	img, err := mapFile(path, info.Size)
+	if err != nil {
+		return info, err
+	}
+	defer unmapFile(img)
+	if sealed {
+		r, err := checkSealed(path, img, h, t)
+		if err != nil {
+			return info, err
+		}
+		info.LastSeq, info.DataEnd = r.last, r.dataEnd
+		return info, nil
+	}
+	r := scanEntries(img, base, info.Size-TrailerSize)
+	info.LastSeq, info.DataEnd = r.last, r.dataEnd
+	for i := len(img) - 1; i >= int(r.dataEnd); i-- {
+		if img[i] != 0 {
+			info.TornTail = int64(i+1) - r.dataEnd
+			break
+		}
+	}
+	return info, nil
+}
+
+// RepairReport says what Repair cut.
+type RepairReport struct {
+	Actions      []string // what was done, one line each
+	LostFrom     uint64   // first seq no longer in the log (0 when nothing was lost)
+	LastSeqAfter uint64
+}
+
+// Repair cuts the log in dir at its first damage so that it opens again:
+// the damaged segment is sealed after its last good entry (or removed when
+// it has none) and every later segment is removed. Entries after the
+// damage are lost — this is the user's explicit choice, never something
+// Open does by itself. A log without damage is left as it is.
+func Repair(dir string, opts Options) (RepairReport, error) {
+	var rep RepairReport
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return rep, err
+	}
+	lock, err := lockDir(filepath.Join(dir, lockName))
+	if err != nil {
+		return rep, err
+	}
+	l := &Log{dir: dir, opts: opts, lock: lock, notify: make(chan struct{})}
+	if l.eng, err = ioengine.New(ioengine.Options{Mode: opts.IOMode, Logf: opts.Logf}); err != nil {
+		lock.Close()
+		return rep, fmt.Errorf("wal: %w", err)
+	}
+	l.ownEngine = true
+	defer l.releaseAll()
+	for range 1 << 20 { // every round removes or reseals a segment
+		v, err := Verify(dir)
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			rep.LastSeqAfter = v.LastSeq
+			return rep, err
+		}
+		if filepath.Base(ce.Path) == metaName {
+			first := uint64(1)
+			if len(v.Segments) > 0 {
+				first = v.Segments[0].BaseSeq
+			} else if bases, _ := listSegmentsReadOnly(dir); len(bases) > 0 {
+				first = bases[0]
+			}
+			if err := l.writeMeta(first); err != nil {
+				return rep, err
+			}
+			rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; rewrote it with first seq %d", ce.Path, ce.Err, first))
+			continue
+		}
+		if err := l.repairSegment(ce, &rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, fmt.Errorf("wal: repair of %s made no progress", dir)
+}
+
+// repairSegment cuts the log at the damage ce reports.
+func (l *Log) repairSegment(ce *CorruptError, rep *RepairReport) error {
+	bases, err := listSegmentsReadOnly(l.dir)
+	if err != nil {
+		return err
+	}
+	base, ok := parseSegmentName(filepath.Base(ce.Path))
+	if !ok {
+		return ce
+	}
+	// Later segments go first, newest first.
+	for i := len(bases) - 1; i >= 0 && bases[i] > base; i-- {
+		p := filepath.Join(l.dir, segmentName(bases[i]))
+		if err := l.remove(p); err != nil {
+			return err
+		}
+		if err := l.syncDir(); err != nil {
+			return err
+		}
+		rep.Actions = append(rep.Actions, "removed "+p)
+		rep.noteLoss(bases[i])
+	}
+	keep, r, err := l.salvage(ce.Path, base)
+	if err != nil {
+		return err
+	}
+	if !keep {
+		if err := l.remove(ce.Path); err != nil {
+			return err
+		}
+		if err := l.syncDir(); err != nil {
+			return err
+		}
+		rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; removed it (no good entry)", ce.Path, ce.Err))
+		rep.noteLoss(base)
+		return nil
+	}
+	seg := &segment{base: base, path: ce.Path, size: r.size, last: r.last}
+	if err := l.seal(seg, r.dataEnd, r.crc); err != nil {
+		return err
+	}
+	rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; sealed it after seq %d (offset %d)", ce.Path, ce.Err, r.last, r.dataEnd))
+	rep.noteLoss(r.last + 1)
+	return nil
+}
+
+func (rep *RepairReport) noteLoss(from uint64) {
+	if rep.LostFrom == 0 || from < rep.LostFrom {
+		rep.LostFrom = from
+	}
+}
+
+type salvaged struct {
+	scanResult
+	size int64
+}
+
+// salvage scans a damaged segment from its header for its good entries.
+func (l *Log) salvage(path string, base uint64) (bool, salvaged, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, salvaged{}, fmt.Errorf("wal: %w", err)
+	}
+	st, err := f.Stat()
+	var hb [SegmentHeaderSize]byte
+	if err == nil {
+		_, err = f.ReadAt(hb[:], 0)
+	}
+	f.Close()
+	if err != nil && st == nil {
+		return false, salvaged{}, fmt.Errorf("wal: %w", err)
+	}
+	h, err := DecodeSegmentHeader(hb[:])
+	if err != nil || h.BaseSeq != base || int64(h.Size) != st.Size() || st.Size()%4096 != 0 {
+		return false, salvaged{}, nil // the header is gone: nothing in the file can be trusted
+	}
+	img, err := mapFile(path, st.Size())
+	if err != nil {
+		return false, salvaged{}, err
+	}
+	defer unmapFile(img)
+	r := scanEntries(img, base, st.Size()-TrailerSize)
+	return len(r.index) > 0, salvaged{scanResult: r, size: st.Size()}, nil
+}
