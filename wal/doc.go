@@ -1,0 +1,135 @@
+// Package wal is ringstore's durable append-only log with group commit.
+//
+//	l, err := wal.Open(dir, wal.Options{})
+//	seq, err := l.Append(payload) // returns once the entry is on stable storage
+//	p, err := l.ReadAt(seq)
+//
+// Every acknowledged entry survives a crash: Append returns only after the
+// write that holds the entry and an fdatasync that covers it have both
+// completed. Concurrent appends share that work: one write and one
+// fdatasync commit every entry that arrived while the previous group was
+// flushing.
+//
+// # Group commit
+//
+//	appenders ──▶ queue ──▶ committer ──▶ flushers ──▶ acker ──▶ appenders
+//	                         assigns seqs   write (linked) acknowledges
+//	                         encodes group  + fdatasync    in seq order
+//
+// The committer takes every queued append (up to MaxGroupBytes), gives them
+// consecutive sequence numbers, encodes them into one buffer and hands it
+// to a flusher, which submits a write linked to an fdatasync through
+// ioengine: on io_uring one submission, the flush starting only after the
+// write completed in full (short writes are finished first). While that
+// flush runs the committer forms the next group (PipelineDepth groups may
+// be in flight). The acker acknowledges groups strictly in order, so an
+// entry is acknowledged only when every entry before it is durable too.
+// The first failed write or sync turns the log read-only: that append and
+// every later one fail with ErrReadOnly wrapping the cause, and no fsync is
+// ever retried (after a failed fsync the kernel may have dropped the dirty
+// pages; a retry could report success for data that is gone). Reopening
+// runs recovery.
+//
+// # Concurrency
+//
+// All methods of Log are safe for concurrent use. One committer goroutine
+// owns the set of segments and the next sequence number; truncations go
+// through its queue, ordered with the appends around them. Readers
+// (ReadAt, Iterator, Follow) see entries once they are durable, while
+// appends go on; sealed segments are read through a read-only mmap, the
+// active one with pread up to the durable point. A directory is locked
+// (flock on wal.lock) by the one Log that has it open.
+//
+// # Files
+//
+//	dir/
+//	  00000000000000000001.seg   segments, named by the seq of their first entry
+//	  00000000000000065537.seg
+//	  wal.meta                   first seq after TruncateFront (absent before)
+//	  wal.lock                   flock held while open
+//
+// # Segment file
+//
+// A segment is a preallocated file of a fixed size. Unwritten space reads
+// as zeros.
+//
+//	offset 0                  SegmentHeaderSize     dataEnd          size-TrailerSize   size
+//	┌──────────────────────────┬──────────────────────┬────── zeros ────┬─────────────────┐
+//	│ header (40 B)            │ entry entry entry …  │                 │ trailer (40 B)  │
+//	└──────────────────────────┴──────────────────────┴─────────────────┴─────────────────┘
+//	                                                                      (written on seal)
+//
+// Header, little-endian:
+//
+//	0  magic    "RSWALSEG"
+//	8  version  uint32 (1)
+//	12 reserved uint32 (0)
+//	16 baseSeq  uint64   sequence number of the segment's first entry
+//	24 size     uint64   the segment file's fixed size
+//	32 reserved uint32 (0)
+//	36 crc      uint32   CRC32C (Castagnoli) of bytes 0..36
+//
+// Trailer, little-endian, at size-40, written when the segment is sealed:
+//
+//	0  magic    "RSWALEND"
+//	8  lastSeq  uint64   sequence number of the last entry (baseSeq-1 if none)
+//	16 dataEnd  uint64   offset just past the last entry
+//	24 dataCRC  uint32   CRC32C of bytes SegmentHeaderSize..dataEnd
+//	28 reserved [8]byte (0)
+//	36 crc      uint32   CRC32C of bytes 0..36
+//
+// # Entry
+//
+//	0  bodyLen  uint32   length of the payload
+//	4  seq      uint64   sequence number (never 0)
+//	12 crc      uint32   CRC32C of bytes 0..12 and the payload
+//	16 payload  [bodyLen]byte
+//
+// A header of 16 zero bytes marks the end of the written entries (the
+// preallocated zeros). bodyLen is checked against the space left before any
+// payload is read.
+//
+// # Crash safety and recovery
+//
+// A new segment is created as a temporary file, preallocated (fallocate),
+// given its header, flushed, renamed to its name and the directory
+// flushed, all before any entry goes in. A full segment is sealed (its
+// trailer written and flushed) before the next is created. Open:
+//
+//   - checks every sealed segment: header, trailer, every entry's CRC and
+//     sequence number, the data CRC, and that each segment starts where the
+//     previous one ended (LazyVerify defers the entry checks to first read);
+//   - reads the last, unsealed segment to its first entry that is not valid.
+//     If only zeros follow, appends continue there. Otherwise the rest is a
+//     torn tail of a group that was never acknowledged: the segment is
+//     sealed at that point (removed if it holds no entry), so the torn bytes
+//     can never be read as entries, and appends go to a new segment;
+//   - reports damage anywhere else as a *CorruptError naming the file and
+//     offset, and changes nothing. Repair is the explicit choice to cut the
+//     log at the damage.
+//
+// TruncateFront records the new first seq in wal.meta (written to a
+// temporary file, flushed, renamed, directory flushed) before it removes
+// whole segments, oldest first. TruncateBack removes later segments newest
+// first, each removal flushed, then seals the segment holding the new last
+// entry at that entry's end. A crash part way through either leaves the
+// log as before or as after, never with a hole.
+//
+// # System assumptions
+//
+// Sector writes are not atomic and un-flushed writes may be lost, kept, or
+// kept in part, in any order; a flushed write is kept. The size fallocate
+// gives a file survives once the file has been flushed. Directory changes
+// (create, rename, remove) become durable in the order they were made, and
+// all of them once the directory is flushed. The crash-state test checks
+// recovery against exactly this model.
+//
+// # Caveats
+//
+// Damage to acknowledged entries of the last, unsealed segment cannot be
+// told apart from a torn tail: recovery cuts there and logs what it cut
+// (Options.Logf, Stats.TailCuts). A payload returned by ReadAt is a copy;
+// one passed to Iterator's or Follow's callers is valid until the next
+// entry. An AppendBatch interrupted by a crash may leave any prefix of its
+// entries (each whole); put what must be all-or-nothing in one entry.
+package wal
