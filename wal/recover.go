@@ -42,7 +42,7 @@ func (l *Log) recover() error {
 			prev := l.segs[n-1]
 			if seg.base != prev.last+1 {
 				seg.release()
-				return &CorruptError{Path: seg.path, Offset: 16, Err: fmt.Errorf("%w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, seg.base, filepath.Base(prev.path), prev.last)}
+				return &CorruptError{Path: seg.path, Offset: 16, Err: fmt.Errorf("%w: %w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, errGap, seg.base, filepath.Base(prev.path), prev.last)}
 			}
 		}
 		l.segs = append(l.segs, seg)

@@ -55,7 +55,7 @@ func Verify(dir string) (VerifyReport, error) {
 			return rep, err
 		}
 		if prev != nil && info.BaseSeq != prev.LastSeq+1 {
-			return rep, &CorruptError{Path: info.Path, Offset: 16, LastSeq: prev.LastSeq, Err: fmt.Errorf("%w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, info.BaseSeq, filepath.Base(prev.Path), prev.LastSeq)}
+			return rep, &CorruptError{Path: info.Path, Offset: 16, LastSeq: prev.LastSeq, Err: fmt.Errorf("%w: %w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, errGap, info.BaseSeq, filepath.Base(prev.Path), prev.LastSeq)}
 		}
 		rep.Segments = append(rep.Segments, info)
 		prev = &rep.Segments[len(rep.Segments)-1]
@@ -134,6 +134,9 @@ func verifySegment(path string, base uint64, isLast bool) (SegmentInfo, error) {
 	return info, nil
 }
 
+// errGap marks a segment that does not start where the previous one ended.
+var errGap = errors.New("segments do not follow")
+
 // RepairReport says what Repair cut.
 type RepairReport struct {
 	Actions      []string // what was done, one line each
@@ -143,8 +146,8 @@ type RepairReport struct {
 
 // Repair cuts the log in dir at its first damage so that it opens again:
 // the damaged segment is sealed after its last good entry (or removed when
-// it has none) and every later segment is removed. Entries after the
-// damage are lost — this is the user's explicit choice, never something
+// it has none) and the later segments that then no longer follow are
+// removed. Entries after the damage are lost — this is the user's explicit choice, never something
 // Open does by itself. A log without damage is left as it is.
 func Repair(dir string, opts Options) (RepairReport, error) {
 	var rep RepairReport
@@ -163,12 +166,18 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 	}
 	l.ownEngine = true
 	defer l.releaseAll()
-	for range 1 << 20 { // every round removes or reseals a segment
+	seen := map[string]bool{}
+	for { // every round removes or reseals a segment, or rewrites wal.meta
 		v, err := Verify(dir)
 		var ce *CorruptError
 		if !errors.As(err, &ce) {
 			rep.LastSeqAfter = v.LastSeq
 			return rep, err
+		}
+		if key := ce.Error(); seen[key] {
+			return rep, fmt.Errorf("wal: repair of %s made no progress at: %w", dir, ce)
+		} else {
+			seen[key] = true
 		}
 		if filepath.Base(ce.Path) == metaName {
 			first := uint64(1)
@@ -187,21 +196,38 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 			return rep, err
 		}
 	}
-	return rep, fmt.Errorf("wal: repair of %s made no progress", dir)
 }
 
-// repairSegment cuts the log at the damage ce reports.
+// repairSegment cuts the log at the damage ce reports. A segment that does
+// not follow the one before it is removed with every later one (newest
+// first). A damaged segment is sealed again after its last good entry, or
+// removed with every later one when it has none; if later segments then no
+// longer follow, the next round removes them.
 func (l *Log) repairSegment(ce *CorruptError, rep *RepairReport) error {
-	bases, err := listSegmentsReadOnly(l.dir)
-	if err != nil {
-		return err
-	}
 	base, ok := parseSegmentName(filepath.Base(ce.Path))
 	if !ok {
 		return ce
 	}
-	// Later segments go first, newest first.
-	for i := len(bases) - 1; i >= 0 && bases[i] > base; i-- {
+	keep, r, err := l.salvage(ce.Path, base)
+	if err != nil {
+		return err
+	}
+	if keep && !errors.Is(ce, errGap) {
+		seg := &segment{base: base, path: ce.Path, size: r.size, last: r.last}
+		if err := l.seal(seg, r.dataEnd, r.crc); err != nil {
+			return err
+		}
+		rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; sealed it after seq %d (offset %d)", ce.Path, ce.Err, r.last, r.dataEnd))
+		if ce.Offset < r.size-TrailerSize { // the damage was in the data, not the trailer
+			rep.noteLoss(r.last + 1)
+		}
+		return nil
+	}
+	bases, err := listSegmentsReadOnly(l.dir)
+	if err != nil {
+		return err
+	}
+	for i := len(bases) - 1; i >= 0 && bases[i] >= base; i-- {
 		p := filepath.Join(l.dir, segmentName(bases[i]))
 		if err := l.remove(p); err != nil {
 			return err
@@ -209,30 +235,13 @@ func (l *Log) repairSegment(ce *CorruptError, rep *RepairReport) error {
 		if err := l.syncDir(); err != nil {
 			return err
 		}
-		rep.Actions = append(rep.Actions, "removed "+p)
+		what := "removed " + p
+		if bases[i] == base {
+			what = fmt.Sprintf("%s: %v; removed it", p, ce.Err)
+		}
+		rep.Actions = append(rep.Actions, what)
 		rep.noteLoss(bases[i])
 	}
-	keep, r, err := l.salvage(ce.Path, base)
-	if err != nil {
-		return err
-	}
-	if !keep {
-		if err := l.remove(ce.Path); err != nil {
-			return err
-		}
-		if err := l.syncDir(); err != nil {
-			return err
-		}
-		rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; removed it (no good entry)", ce.Path, ce.Err))
-		rep.noteLoss(base)
-		return nil
-	}
-	seg := &segment{base: base, path: ce.Path, size: r.size, last: r.last}
-	if err := l.seal(seg, r.dataEnd, r.crc); err != nil {
-		return err
-	}
-	rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; sealed it after seq %d (offset %d)", ce.Path, ce.Err, r.last, r.dataEnd))
-	rep.noteLoss(r.last + 1)
 	return nil
 }
 
