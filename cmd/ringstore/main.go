@@ -3,6 +3,7 @@
 //
 //	ringstore probe [--dir D] [--json]
 //	ringstore bench [read] [flags]
+//	ringstore wal verify|stat|dump|repair DIR [flags]
 //
 // Run `ringstore help` for the flags.
 package main
@@ -30,6 +31,10 @@ usage:
   ringstore probe [--dir D] [--json]     kernel, io_uring, backend and O_DIRECT support
   ringstore bench [flags]                every benchmark, side by side (today: read)
   ringstore bench read [flags]           4 KiB O_DIRECT random reads: pread vs io_uring vs fio
+  ringstore wal verify DIR [--json]      check every byte of the write-ahead log in DIR (read-only)
+  ringstore wal stat DIR [--json]        its segments, entries, bytes on disk, first and last seq
+  ringstore wal dump DIR [flags]         print its entries (--from, --to, --limit, --format hex|text|json)
+  ringstore wal repair DIR --yes         cut it at its first damage so that it opens again
   ringstore help                         this text
 
 Run 'ringstore <command> --help' for a command's flags.
@@ -71,6 +76,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdProbe(args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(args[1:], stdout, stderr)
+	case "wal":
+		return cmdWAL(args[1:], stdout, stderr)
 	}
 	return usagef("unknown command %q", args[0])
 }

@@ -1,0 +1,826 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ringstore/ringstore/wal"
+)
+
+const walUsage = `usage: ringstore wal <command> DIR [flags]
+
+Inspect and repair the write-ahead log in DIR. Every command but
+'repair --yes' only reads: none takes the log's lock, recovers a torn tail
+or writes anything.
+Commands:
+  verify DIR [--json]          check every byte: segments, entries, checksums, sequence
+  stat DIR [--json]            segments, entries, bytes on disk, first and last seq
+  dump DIR [--from SEQ] [--to SEQ] [--limit N] [--format hex|text|json] [--max-bytes N]
+                               print entries: seq, length and payload
+  repair DIR [--yes] [--json]  cut the log at its first damage so that it opens again
+                               (without --yes: only say what it would do)
+`
+
+// Files of a log directory (see the wal package documentation).
+const (
+	walSegmentSuffix = ".seg"
+	walSegmentDigits = 20
+	walMetaName      = "wal.meta"
+	walLockName      = "wal.lock"
+)
+
+func cmdWAL(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, walUsage)
+		return usagef("wal: no command given (verify, stat, dump or repair)")
+	}
+	switch args[0] {
+	case "verify":
+		return walVerify(args[1:], stdout, stderr)
+	case "stat":
+		return walStat(args[1:], stdout, stderr)
+	case "dump":
+		return walDump(args[1:], stdout, stderr)
+	case "repair":
+		return walRepair(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, walUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, walUsage)
+	return usagef("wal: unknown command %q", args[0])
+}
+
+// walFlags is newFlags for `wal NAME DIR [flags]`, with a usage line that
+// shows DIR.
+func walFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := newFlags("wal "+name, stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: ringstore wal %s %s\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseDir parses flags given before and after the one positional DIR and
+// checks that DIR is a directory holding a log.
+func parseDir(fs *flag.FlagSet, args []string) (string, error) {
+	if err := parse(fs, args, true); err != nil {
+		return "", err
+	}
+	name := strings.TrimPrefix(fs.Name(), "ringstore ")
+	if fs.NArg() == 0 {
+		return "", usagef("%s: missing DIR, the log's directory", name)
+	}
+	dir := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:], false); err != nil {
+		return "", err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", usagef("%s: %v", name, err)
+	}
+	if !st.IsDir() {
+		return "", usagef("%s: %s is not a directory", name, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, walSegmentSuffix) || n == walMetaName || n == walLockName {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %s holds no log (no segment files, %s or %s)", name, dir, walMetaName, walLockName)
+}
+
+// segmentJSON and damageJSON are parts of the --json reports.
+type segmentJSON struct {
+	Name     string `json:"name"`
+	BaseSeq  uint64 `json:"base_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+	Entries  uint64 `json:"entries"`
+	Sealed   bool   `json:"sealed"`
+	Size     int64  `json:"size"`
+	DataEnd  int64  `json:"data_end"`
+	TornTail int64  `json:"torn_tail,omitempty"`
+}
+
+type damageJSON struct {
+	File    string `json:"file"`
+	Offset  int64  `json:"offset"`
+	LastSeq uint64 `json:"last_good_seq,omitempty"`
+	What    string `json:"what"`
+}
+
+func damageOf(err error) *damageJSON {
+	var ce *wal.CorruptError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	return &damageJSON{File: ce.Path, Offset: ce.Offset, LastSeq: ce.LastSeq, What: ce.Err.Error()}
+}
+
+func segmentsOf(v wal.VerifyReport) []segmentJSON {
+	segs := make([]segmentJSON, 0, len(v.Segments))
+	for _, s := range v.Segments {
+		segs = append(segs, segmentJSON{Name: filepath.Base(s.Path), BaseSeq: s.BaseSeq, LastSeq: s.LastSeq,
+			Entries: s.Entries(), Sealed: s.Sealed, Size: s.Size, DataEnd: s.DataEnd, TornTail: s.TornTail})
+	}
+	return segs
+}
+
+// verifyJSON is what `ringstore wal verify --json` prints.
+type verifyJSON struct {
+	Dir      string        `json:"dir"`
+	OK       bool          `json:"ok"`
+	FirstSeq uint64        `json:"first_seq"`
+	LastSeq  uint64        `json:"last_seq"`
+	Segments []segmentJSON `json:"segments"`
+	Damage   *damageJSON   `json:"damage,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func walVerify(args []string, stdout, stderr io.Writer) error {
+	fs := walFlags("verify", "DIR [--json]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	dir, err := parseDir(fs, args)
+	if err != nil {
+		return err
+	}
+	v, verr := wal.Verify(dir)
+	if *asJSON {
+		r := verifyJSON{Dir: dir, OK: verr == nil, Segments: segmentsOf(v), Damage: damageOf(verr)}
+		if verr == nil {
+			r.FirstSeq, r.LastSeq = v.FirstSeq, v.LastSeq
+		} else {
+			r.Error = verr.Error()
+		}
+		if err := printJSON(stdout, r); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "segment\tseqs\tentries\tstate\tdata end\tsize")
+		for _, s := range v.Segments {
+			state := "sealed"
+			if !s.Sealed {
+				state = "active"
+			}
+			if s.TornTail > 0 {
+				state += fmt.Sprintf(", torn tail of %d bytes", s.TornTail)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\n", filepath.Base(s.Path), seqRange(s.BaseSeq, s.LastSeq), s.Entries(), state, s.DataEnd, s.Size)
+		}
+		tw.Flush()
+		if d := damageOf(verr); d != nil {
+			fmt.Fprintf(stdout, "damage     %s at offset %d: %s\n", d.File, d.Offset, d.What)
+		} else if verr == nil {
+			fmt.Fprintf(stdout, "first seq  %d\nlast seq   %d\n", v.FirstSeq, v.LastSeq)
+			if v.LastSeq < v.FirstSeq {
+				fmt.Fprintln(stdout, "ok (empty)")
+			} else {
+				fmt.Fprintln(stdout, "ok")
+			}
+		}
+	}
+	if verr != nil {
+		return fmt.Errorf("wal verify %s: %w", dir, verr)
+	}
+	return nil
+}
+
+// seqRange prints first..last, or "-" for an empty range.
+func seqRange(first, last uint64) string {
+	if last < first {
+		return "-"
+	}
+	return fmt.Sprintf("%d..%d", first, last)
+}
+
+// statJSON is what `ringstore wal stat --json` prints.
+type statJSON struct {
+	Dir           string      `json:"dir"`
+	OK            bool        `json:"ok"`
+	Segments      int         `json:"segments"`
+	Sealed        int         `json:"sealed"`
+	Active        int         `json:"active"`
+	FirstSeq      uint64      `json:"first_seq"`
+	LastSeq       uint64      `json:"last_seq"`
+	Entries       uint64      `json:"entries"`        // last_seq - first_seq + 1
+	StoredEntries uint64      `json:"stored_entries"` // in the segment files, some maybe before first_seq
+	BytesOnDisk   int64       `json:"bytes_on_disk"`  // segment files and wal.meta
+	EntryBytes    int64       `json:"entry_bytes"`    // entry headers and payloads
+	SegmentSize   int64       `json:"segment_size,omitempty"`
+	TornTail      int64       `json:"torn_tail,omitempty"`
+	ActiveSegment string      `json:"active_segment,omitempty"`
+	OldestSegment string      `json:"oldest_segment,omitempty"`
+	NewestSegment string      `json:"newest_segment,omitempty"`
+	Damage        *damageJSON `json:"damage,omitempty"`
+	Error         string      `json:"error,omitempty"`
+}
+
+func walStat(args []string, stdout, stderr io.Writer) error {
+	fs := walFlags("stat", "DIR [--json]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	dir, err := parseDir(fs, args)
+	if err != nil {
+		return err
+	}
+	v, verr := wal.Verify(dir)
+	r := statJSON{Dir: dir, OK: verr == nil, Segments: len(v.Segments), Damage: damageOf(verr)}
+	if verr != nil {
+		r.Error = verr.Error()
+	}
+	if st, err := os.Stat(filepath.Join(dir, walMetaName)); err == nil {
+		r.BytesOnDisk += st.Size()
+	}
+	for i, s := range v.Segments {
+		if s.Sealed {
+			r.Sealed++
+		} else {
+			r.Active++
+			r.ActiveSegment = filepath.Base(s.Path)
+		}
+		r.StoredEntries += s.Entries()
+		r.BytesOnDisk += s.Size
+		r.EntryBytes += s.DataEnd - wal.SegmentHeaderSize
+		r.TornTail += s.TornTail
+		if i == 0 {
+			r.SegmentSize = s.Size
+			r.OldestSegment = filepath.Base(s.Path)
+		} else if r.SegmentSize != s.Size {
+			r.SegmentSize = 0 // sizes differ
+		}
+		r.NewestSegment = filepath.Base(s.Path)
+	}
+	if verr == nil {
+		r.FirstSeq, r.LastSeq = v.FirstSeq, v.LastSeq
+		r.Entries = v.LastSeq + 1 - v.FirstSeq
+	}
+	if *asJSON {
+		if err := printJSON(stdout, r); err != nil {
+			return err
+		}
+	} else {
+		w := func(k, format string, args ...any) {
+			fmt.Fprintf(stdout, "%-14s %s\n", k, fmt.Sprintf(format, args...))
+		}
+		w("dir", "%s", dir)
+		if verr == nil {
+			w("entries", "%d (seq %s)", r.Entries, seqRange(r.FirstSeq, r.LastSeq))
+			if r.StoredEntries > r.Entries {
+				w("", "and %d truncated before seq %d, still in the oldest segment", r.StoredEntries-r.Entries, r.FirstSeq)
+			}
+		} else {
+			w("entries", "%d in the segments read before the damage", r.StoredEntries)
+		}
+		state := fmt.Sprintf("%d sealed, %d active", r.Sealed, r.Active)
+		if r.ActiveSegment != "" {
+			state += " (" + r.ActiveSegment + ")"
+		}
+		w("segments", "%d: %s", r.Segments, state)
+		if r.Segments > 0 {
+			w("oldest/newest", "%s / %s", r.OldestSegment, r.NewestSegment)
+		}
+		if r.SegmentSize > 0 {
+			w("segment size", "%s", fmtBytes(r.SegmentSize))
+		}
+		w("bytes on disk", "%s", fmtBytes(r.BytesOnDisk))
+		w("entry bytes", "%s, headers and payloads", fmtBytes(r.EntryBytes))
+		if r.TornTail > 0 {
+			w("torn tail", "%d bytes after the last entry (Open cuts them)", r.TornTail)
+		}
+		if r.Damage != nil {
+			w("damage", "%s at offset %d: %s", r.Damage.File, r.Damage.Offset, r.Damage.What)
+		} else if verr == nil {
+			w("state", "ok")
+		}
+	}
+	if verr != nil {
+		return fmt.Errorf("wal stat %s: %w", dir, verr)
+	}
+	return nil
+}
+
+// fmtBytes prints n exactly and, from 1 KiB, in binary units too.
+func fmtBytes(n int64) string {
+	if n < 1<<10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n), ""
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		v, unit = v/1024, u
+		if v < 1024 {
+			break
+		}
+	}
+	return fmt.Sprintf("%d B (%.4g %s)", n, v, unit)
+}
+
+// segmentFiles returns the bases of dir's segment files in order.
+func segmentFiles(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []uint64
+	for _, e := range entries { // sorted by name; 20-digit names sort as numbers
+		name := e.Name()
+		digits, ok := strings.CutSuffix(name, walSegmentSuffix)
+		if !ok {
+			continue
+		}
+		base, err := strconv.ParseUint(digits, 10, 64)
+		if len(digits) != walSegmentDigits || err != nil || base == 0 {
+			return nil, fmt.Errorf("%s: not a segment file name (want %d digits and %s)", filepath.Join(dir, name), walSegmentDigits, walSegmentSuffix)
+		}
+		bases = append(bases, base)
+	}
+	return bases, nil
+}
+
+func segmentPath(dir string, base uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%0*d%s", walSegmentDigits, base, walSegmentSuffix))
+}
+
+// walEntry is one entry a reader found.
+type walEntry struct {
+	Seq     uint64 `json:"seq"`
+	Len     int    `json:"len"`
+	Segment string `json:"segment"`
+	Offset  int64  `json:"offset"`
+	Payload []byte `json:"payload"` // base64 in JSON
+}
+
+// readLog reads the entries of the log in dir from seq from to seq to in
+// order, read-only, through the format decoders, and calls fn for each
+// until fn returns false. Damage is a *wal.CorruptError naming the file and
+// offset. A torn tail of the last, unsealed segment (which Open would cut)
+// ends the entries; notef hears of it.
+func readLog(dir string, from, to uint64, fn func(walEntry) bool, notef func(string, ...any)) (first uint64, err error) {
+	metaPath := filepath.Join(dir, walMetaName)
+	if b, err := os.ReadFile(metaPath); err == nil {
+		if first, err = wal.DecodeMeta(b); err != nil {
+			return 0, &wal.CorruptError{Path: metaPath, Err: err}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	bases, err := segmentFiles(dir)
+	if err != nil {
+		return first, err
+	}
+	if first == 0 {
+		first = 1
+		if len(bases) > 0 {
+			first = bases[0]
+		}
+	}
+	from = max(from, first)
+	var prevPath string
+	prevLast := uint64(0) // last seq of the previous segment read in full; 0 when none
+	for i, base := range bases {
+		isLast := i == len(bases)-1
+		if base > to {
+			return first, nil
+		}
+		if !isLast && bases[i+1] <= from {
+			prevLast = 0 // every entry is before from
+			continue
+		}
+		path := segmentPath(dir, base)
+		if prevLast != 0 && base != prevLast+1 {
+			return first, &wal.CorruptError{Path: path, Offset: 16, LastSeq: prevLast, Err: fmt.Errorf("%w: segment starts at seq %d but %s ends at seq %d", wal.ErrCorrupt, base, filepath.Base(prevPath), prevLast)}
+		}
+		last, done, err := readSegment(path, base, isLast, from, to, fn, notef)
+		if err != nil || done {
+			return first, err
+		}
+		prevPath, prevLast = path, last
+	}
+	return first, nil
+}
+
+// readSegment reads one segment file for readLog. done reports that fn
+// asked to stop or that seq to was passed.
+func readSegment(path string, base uint64, isLast bool, from, to uint64, fn func(walEntry) bool, notef func(string, ...any)) (last uint64, done bool, _ error) {
+	bad := func(off int64, last uint64, err error) error {
+		return &wal.CorruptError{Path: path, Offset: off, LastSeq: last, Err: err}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	var hb [wal.SegmentHeaderSize]byte
+	if _, err := f.ReadAt(hb[:], 0); err != nil {
+		return 0, false, bad(0, 0, fmt.Errorf("%w: segment header: %v", wal.ErrTruncated, err))
+	}
+	h, err := wal.DecodeSegmentHeader(hb[:])
+	if err != nil {
+		return 0, false, bad(0, 0, err)
+	}
+	if h.BaseSeq != base {
+		return 0, false, bad(16, 0, fmt.Errorf("%w: segment header base seq %d, file name says %d", wal.ErrCorrupt, h.BaseSeq, base))
+	}
+	size := int64(h.Size)
+	if st.Size() != size {
+		return 0, false, bad(min(st.Size(), size), 0, fmt.Errorf("%w: segment file is %d bytes, header says %d", wal.ErrTruncated, st.Size(), size))
+	}
+	if size > 1<<32 || size%4096 != 0 {
+		return 0, false, bad(24, 0, fmt.Errorf("%w: segment size %d in header", wal.ErrCorrupt, size))
+	}
+	var tb [wal.TrailerSize]byte
+	if _, err := f.ReadAt(tb[:], size-wal.TrailerSize); err != nil {
+		return 0, false, fmt.Errorf("read trailer of %s: %w", path, err)
+	}
+	t, err := wal.DecodeTrailer(tb[:])
+	sealed := err == nil
+	limit := size - wal.TrailerSize
+	switch {
+	case errors.Is(err, wal.ErrEndOfEntries):
+		if !isLast {
+			return 0, false, bad(limit, 0, fmt.Errorf("%w: segment is not sealed but is not the last one", wal.ErrCorrupt))
+		}
+	case err != nil:
+		return 0, false, bad(limit, 0, err)
+	default:
+		if t.DataEnd < wal.SegmentHeaderSize || t.DataEnd > h.Size-wal.TrailerSize || t.LastSeq+1 < base {
+			return 0, false, bad(limit, 0, fmt.Errorf("%w: trailer data end %d, last seq %d do not fit a segment of %d bytes starting at seq %d", wal.ErrCorrupt, t.DataEnd, t.LastSeq, size, base))
+		}
+		limit = int64(t.DataEnd)
+	}
+	img := make([]byte, limit)
+	if _, err := f.ReadAt(img, 0); err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	name := filepath.Base(path)
+	maxBody := int(size) - wal.SegmentHeaderSize - wal.TrailerSize - wal.EntryHeaderSize
+	off, last := int64(wal.SegmentHeaderSize), base-1
+	var crc uint32
+	for off < limit {
+		seq, payload, n, err := wal.DecodeEntry(img[off:], maxBody)
+		if err == nil && seq != last+1 {
+			err = fmt.Errorf("%w: entry seq %d where %d was expected", wal.ErrCorrupt, seq, last+1)
+		}
+		if err != nil {
+			if sealed {
+				return last, false, bad(off, last, fmt.Errorf("sealed segment: %w", err))
+			}
+			if !errors.Is(err, wal.ErrEndOfEntries) || !allZero(img[off:]) {
+				notef("%s: the entries end at a torn tail at offset %d after seq %d (%v); Open would cut it", path, off, last, err)
+			}
+			return last, false, nil
+		}
+		if seq > to {
+			return last, true, nil
+		}
+		if seq >= from && !fn(walEntry{Seq: seq, Len: len(payload), Segment: name, Offset: off, Payload: payload}) {
+			return last, true, nil
+		}
+		crc = crc32.Update(crc, castagnoli, img[off:off+int64(n)])
+		off += int64(n)
+		last = seq
+	}
+	if sealed {
+		if last != t.LastSeq {
+			return last, false, bad(off, last, fmt.Errorf("%w: sealed segment ends at seq %d, trailer says %d", wal.ErrCorrupt, last, t.LastSeq))
+		}
+		if crc != t.DataCRC {
+			return last, false, bad(wal.SegmentHeaderSize, 0, fmt.Errorf("%w: sealed segment data checksum %#08x, trailer says %#08x", wal.ErrCorrupt, crc, t.DataCRC))
+		}
+	}
+	return last, false, nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func walDump(args []string, stdout, stderr io.Writer) error {
+	fs := walFlags("dump", "DIR [--from SEQ] [--to SEQ] [--limit N] [--format hex|text|json] [--max-bytes N]", stderr)
+	fromS := fs.String("from", "", "first sequence number to print (default: the log's first)")
+	toS := fs.String("to", "", "last sequence number to print (default: the log's last)")
+	limit := fs.Int("limit", 0, "print at most this many entries (0: no limit)")
+	format := fs.String("format", "hex", "payload format: hex, text (printable payloads as they are, others quoted) or json (one object a line, payload in base64)")
+	maxBytes := fs.Int("max-bytes", 32, "show at most this many payload bytes an entry in hex and text (0: all)")
+	dir, err := parseDir(fs, args)
+	if err != nil {
+		return err
+	}
+	from, to := uint64(1), uint64(1<<64-1)
+	if *fromS != "" {
+		if from, err = parseSeq(*fromS); err != nil {
+			return usagef("wal dump: --from: %v", err)
+		}
+	}
+	if *toS != "" {
+		if to, err = parseSeq(*toS); err != nil {
+			return usagef("wal dump: --to: %v", err)
+		}
+	}
+	if from > to {
+		return usagef("wal dump: --from %d is after --to %d", from, to)
+	}
+	if *limit < 0 {
+		return usagef("wal dump: --limit must not be negative, got %d", *limit)
+	}
+	if *maxBytes < 0 {
+		return usagef("wal dump: --max-bytes must not be negative, got %d", *maxBytes)
+	}
+	var print func(walEntry) error
+	switch *format {
+	case "hex":
+		print = func(e walEntry) error {
+			p, more := capped(e.Payload, *maxBytes)
+			_, err := fmt.Fprintf(stdout, "seq=%d len=%d %s%s\n", e.Seq, e.Len, hex.EncodeToString(p), more)
+			return err
+		}
+	case "text":
+		print = func(e walEntry) error {
+			n := len(e.Payload)
+			if *maxBytes > 0 && n > *maxBytes {
+				n = *maxBytes
+				for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(e.Payload[n]); i++ {
+					n-- // do not cut a character in two
+				}
+			}
+			p, more := capped(e.Payload, n)
+			_, err := fmt.Fprintf(stdout, "seq=%d len=%d %s%s\n", e.Seq, e.Len, textOf(p), more)
+			return err
+		}
+	case "json":
+		enc := json.NewEncoder(stdout)
+		print = func(e walEntry) error { return enc.Encode(e) }
+	default:
+		return usagef("wal dump: --format %q: want hex, text or json", *format)
+	}
+	var n int
+	var werr error
+	first, err := readLog(dir, from, to, func(e walEntry) bool {
+		if werr = print(e); werr != nil {
+			return false
+		}
+		n++
+		return *limit == 0 || n < *limit
+	}, func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: wal dump: "+format+"\n", args...) })
+	if werr != nil {
+		return werr
+	}
+	if err != nil {
+		return fmt.Errorf("wal dump %s: stopped after %d entries: %w", dir, n, err)
+	}
+	if n == 0 {
+		msg := fmt.Sprintf("no entries from seq %d to %d", from, to)
+		if *toS == "" {
+			msg = fmt.Sprintf("no entries from seq %d on", max(from, first))
+		}
+		if v, err := wal.Verify(dir); err == nil {
+			msg += fmt.Sprintf(" (the log holds %s)", seqRange(v.FirstSeq, v.LastSeq))
+		}
+		fmt.Fprintf(stderr, "ringstore: wal dump: %s\n", msg)
+	}
+	return nil
+}
+
+// parseSeq parses a sequence number, which starts at 1.
+func parseSeq(s string) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a sequence number", s)
+	}
+	if v == 0 {
+		return 0, fmt.Errorf("sequence numbers start at 1, got 0")
+	}
+	return v, nil
+}
+
+// capped returns at most n bytes of p (all of it when n is 0) and what to
+// print for the rest.
+func capped(p []byte, n int) ([]byte, string) {
+	if n == 0 || len(p) <= n {
+		return p, ""
+	}
+	return p[:n], fmt.Sprintf("… (+%d bytes)", len(p)-n)
+}
+
+// textOf prints a printable payload as it is and any other quoted, with Go
+// escapes.
+func textOf(p []byte) string {
+	s := string(p)
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// repairJSON is what `ringstore wal repair --json` prints.
+type repairJSON struct {
+	Dir          string      `json:"dir"`
+	Applied      bool        `json:"applied"`
+	Damage       *damageJSON `json:"damage,omitempty"`
+	Plan         []string    `json:"plan,omitempty"`
+	Actions      []string    `json:"actions,omitempty"`
+	LostFrom     uint64      `json:"lost_from,omitempty"`
+	LastSeqAfter uint64      `json:"last_seq_after,omitempty"`
+	VerifiedOK   bool        `json:"verified_ok"` // after an applied repair
+}
+
+func walRepair(args []string, stdout, stderr io.Writer) error {
+	fs := walFlags("repair", "DIR [--yes] [--json]", stderr)
+	yes := fs.Bool("yes", false, "do it: cut the log at its first damage, losing every entry after it")
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	dir, err := parseDir(fs, args)
+	if err != nil {
+		return err
+	}
+	r := repairJSON{Dir: dir, Applied: *yes}
+	out := func() error {
+		if *asJSON {
+			return printJSON(stdout, r)
+		}
+		return nil
+	}
+	if !*yes {
+		v, verr := wal.Verify(dir)
+		r.Damage = damageOf(verr)
+		if verr != nil && r.Damage == nil {
+			return fmt.Errorf("wal repair %s: %w", dir, verr)
+		}
+		if r.Damage == nil {
+			if err := out(); err != nil {
+				return err
+			}
+			if !*asJSON {
+				fmt.Fprintf(stdout, "no damage found in %s (seq %s): repair would change nothing\n", dir, seqRange(v.FirstSeq, v.LastSeq))
+			}
+			return usagef("wal repair: --yes is required to repair (and there is nothing to repair)")
+		}
+		r.Plan = repairPlan(dir, v, verr)
+		if err := out(); err != nil {
+			return err
+		}
+		if !*asJSON {
+			fmt.Fprintf(stdout, "damage     %s at offset %d: %s\n", r.Damage.File, r.Damage.Offset, r.Damage.What)
+			fmt.Fprintln(stdout, "repair would:")
+			for _, p := range r.Plan {
+				fmt.Fprintf(stdout, "  %s\n", p)
+			}
+		}
+		return usagef("wal repair: --yes is required to repair %s (what it would do is above)", dir)
+	}
+	rep, err := wal.Repair(dir, wal.Options{Logf: func(format string, args ...any) {
+		fmt.Fprintf(stderr, "ringstore: wal repair: "+format+"\n", args...)
+	}})
+	r.Actions, r.LostFrom, r.LastSeqAfter = rep.Actions, rep.LostFrom, rep.LastSeqAfter
+	if !*asJSON {
+		for _, a := range rep.Actions {
+			fmt.Fprintln(stdout, a)
+		}
+	}
+	if err != nil {
+		if jerr := out(); jerr != nil {
+			return jerr
+		}
+		return fmt.Errorf("wal repair %s: %w", dir, err)
+	}
+	_, verr := wal.Verify(dir)
+	r.VerifiedOK = verr == nil
+	if err := out(); err != nil {
+		return err
+	}
+	if !*asJSON {
+		switch {
+		case len(rep.Actions) == 0:
+			fmt.Fprintf(stdout, "no damage found: nothing changed (last seq %d)\n", rep.LastSeqAfter)
+		case rep.LostFrom != 0:
+			fmt.Fprintf(stdout, "repaired: entries from seq %d on were cut; the log now ends at seq %d\n", rep.LostFrom, rep.LastSeqAfter)
+		default:
+			fmt.Fprintf(stdout, "repaired: no entry lost; the log ends at seq %d\n", rep.LastSeqAfter)
+		}
+	}
+	if verr != nil {
+		return fmt.Errorf("wal repair %s: the log still does not verify after repair: %w", dir, verr)
+	}
+	return nil
+}
+
+// repairPlan says what wal.Repair would do about the damage Verify found
+// (v, verr), as far as it can be told without doing it.
+func repairPlan(dir string, v wal.VerifyReport, verr error) []string {
+	var ce *wal.CorruptError
+	if !errors.As(verr, &ce) {
+		return nil
+	}
+	if filepath.Base(ce.Path) == walMetaName {
+		first := "1"
+		if bases, _ := segmentFiles(dir); len(bases) > 0 {
+			first = strconv.FormatUint(bases[0], 10)
+		}
+		return []string{fmt.Sprintf("rewrite %s with first seq %s, the oldest segment's", ce.Path, first)}
+	}
+	digits, _ := strings.CutSuffix(filepath.Base(ce.Path), walSegmentSuffix)
+	base, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || base == 0 {
+		return []string{"nothing: " + ce.Path + " is not a segment file name"}
+	}
+	var later []string
+	next := uint64(0) // base of the segment after the damaged one
+	bases, _ := segmentFiles(dir)
+	for i := len(bases) - 1; i >= 0 && bases[i] > base; i-- {
+		later = append(later, segmentPath(dir, bases[i]))
+		next = bases[i]
+	}
+	removeLater := func(from uint64, why string) []string {
+		var plan []string
+		for _, p := range later {
+			plan = append(plan, fmt.Sprintf("remove %s (%s)", p, why))
+		}
+		return append(plan, fmt.Sprintf("entries from seq %d on are lost", from))
+	}
+	// A segment that does not follow the one before it goes, with every
+	// later one; so does one whose header is bad or that has no good entry.
+	gap := len(v.Segments) > 0 && v.Segments[len(v.Segments)-1].LastSeq+1 != base
+	last, end, headerOK := salvageable(ce.Path, base)
+	if gap || !headerOK || last < base {
+		why := "it has no good entry"
+		switch {
+		case gap:
+			why = fmt.Sprintf("it does not follow seq %d", v.Segments[len(v.Segments)-1].LastSeq)
+		case !headerOK:
+			why = "its header is damaged"
+		}
+		return append([]string{fmt.Sprintf("remove %s (%s)", ce.Path, why)}, removeLater(base, "after the damage")...)
+	}
+	plan := []string{fmt.Sprintf("seal %s after seq %d (offset %d)", ce.Path, last, end)}
+	if next != 0 && next != last+1 {
+		return append(plan, removeLater(last+1, fmt.Sprintf("no longer follows seq %d", last))...)
+	}
+	if next == 0 && ce.Offset < end {
+		plan = append(plan, fmt.Sprintf("entries after seq %d are lost", last))
+	}
+	return append(plan, "then verify again and repair any further damage the same way")
+}
+
+// salvageable scans a damaged segment from its header to its first entry
+// that is not valid (or the trailer), as Repair does, and returns the last
+// good entry and its end; last is base-1 when there is none. headerOK is
+// false when the header cannot be trusted.
+func salvageable(path string, base uint64) (last uint64, end int64, headerOK bool) {
+	img, err := os.ReadFile(path)
+	if err != nil {
+		return base - 1, 0, false
+	}
+	h, err := wal.DecodeSegmentHeader(img)
+	if err != nil || h.BaseSeq != base || h.Size != uint64(len(img)) || len(img)%4096 != 0 {
+		return base - 1, 0, false
+	}
+	limit := len(img) - wal.TrailerSize
+	maxBody := len(img) - wal.SegmentHeaderSize - wal.TrailerSize - wal.EntryHeaderSize
+	end, last = wal.SegmentHeaderSize, base-1
+	for end < int64(limit) {
+		seq, _, n, err := wal.DecodeEntry(img[end:limit], maxBody)
+		if err != nil || seq != last+1 {
+			break
+		}
+		end += int64(n)
+		last = seq
+	}
+	return last, end, true
+}
