@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -250,12 +251,18 @@ func (l *Log) enqueue(r *request) error {
 func (l *Log) commitLoop() {
 	defer l.wg.Done()
 	for {
+		// Wait for room in the pipeline before taking requests: what
+		// arrives while every slot is busy joins this group instead of
+		// being left for the one after (with one slot, writers then form two
+		// cohorts, one flushing and one gathering, not three).
+		l.slots <- struct{}{}
 		l.mu.Lock()
 		for len(l.pending) == 0 && !l.closing {
 			l.cond.Wait()
 		}
 		if len(l.pending) == 0 {
 			l.mu.Unlock()
+			<-l.slots
 			break
 		}
 		reqs := l.takeLocked()
@@ -264,17 +271,20 @@ func (l *Log) commitLoop() {
 
 		switch {
 		case reqs[0].kind == reqTruncateFront:
+			<-l.slots
 			l.drain()
 			reqs[0].finish(l.truncateFront(reqs[0].seq))
 		case reqs[0].kind == reqTruncateBack:
+			<-l.slots
 			l.drain()
 			reqs[0].finish(l.truncateBack(reqs[0].seq))
 		case failed != nil:
+			<-l.slots
 			for _, r := range reqs {
 				r.finish(failed)
 			}
 		default:
-			l.commit(reqs)
+			l.commit(reqs) // takes over the slot
 		}
 	}
 	l.drain()
@@ -309,8 +319,15 @@ func (l *Log) takeLocked() []*request {
 }
 
 // commit writes reqs as one or more groups, rotating when the active
-// segment is full.
+// segment is full. The caller holds one pipeline slot, which the first
+// group uses.
 func (l *Log) commit(reqs []*request) {
+	held := true
+	defer func() {
+		if held {
+			<-l.slots
+		}
+	}()
 	for len(reqs) > 0 {
 		room := int64(0)
 		if l.active != nil {
@@ -323,6 +340,10 @@ func (l *Log) commit(reqs []*request) {
 				reqs = reqs[1:]
 				continue
 			}
+			if held {
+				<-l.slots
+				held = false
+			}
 			l.drain()
 			if err := l.rotate(); err != nil {
 				for _, r := range reqs {
@@ -331,6 +352,12 @@ func (l *Log) commit(reqs []*request) {
 				return
 			}
 			continue
+		}
+		if err := l.Err(); err != nil {
+			for _, r := range reqs {
+				r.finish(err)
+			}
+			return
 		}
 		buf := <-l.bufs
 		g := &group{seg: l.active, off: l.activeOff, first: l.next, done: make(chan struct{})}
@@ -349,7 +376,10 @@ func (l *Log) commit(reqs []*request) {
 		g.buf, g.last = buf, l.next-1
 		l.activeOff += int64(len(buf))
 		l.activeCRC = crc32.Update(l.activeCRC, castagnoli, buf)
-		l.slots <- struct{}{}
+		if !held {
+			l.slots <- struct{}{}
+		}
+		held = false
 		l.ackQ <- g
 		l.flushQ <- g
 	}
@@ -434,6 +464,12 @@ func (l *Log) fail(err error) error {
 // may be in flight. A failure to seal is permanent; a failure to create
 // (a full disk) is returned and the next append tries again.
 func (l *Log) rotate() error {
+	// After a failure the active segment's bytes past the last durable
+	// group are unknown: it is never sealed (recovery cuts it instead), and
+	// nothing more is written.
+	if err := l.Err(); err != nil {
+		return err
+	}
 	if l.active != nil {
 		if err := l.seal(l.active, l.activeOff, l.activeCRC); err != nil {
 			return l.fail(err)
@@ -508,7 +544,12 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	if err := l.writeFile(f, tmp, 0, h[:], !l.opts.Unsafe.NoSync); err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return nil, false, fmt.Errorf("wal: create segment: %w", err)
+		// A failed write of a file that is then thrown away harms nothing
+		// (a full disk: the next append tries again); a failed fdatasync is
+		// never retried.
+		var oe *ioengine.OpError
+		synced := errors.As(err, &oe) && (oe.Op == ioengine.OpFdatasync || oe.Op == ioengine.OpFsync)
+		return nil, synced, fmt.Errorf("wal: create segment: %w", err)
 	}
 	if err := l.rename(tmp, path); err != nil {
 		f.Close()

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,6 +95,14 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
 	h, t, sealed, err := readHeaderTrailer(f, path, base)
+	var ce *CorruptError
+	if isLast && errors.As(err, &ce) && ce.Offset == int64(h.Size)-TrailerSize {
+		// A torn trailer on the last segment is a seal that never
+		// completed: its entries are read as if unsealed, and the garbage
+		// trailer makes the tail unclean, so it is sealed again below.
+		l.opts.Logf("wal: %s: trailer not valid (%v); reading the segment as unsealed", path, ce.Err)
+		sealed, err = false, nil
+	}
 	if err != nil {
 		f.Close()
 		return nil, err

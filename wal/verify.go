@@ -103,6 +103,10 @@ func verifySegment(path string, base uint64, isLast bool) (SegmentInfo, error) {
 	}
 	h, t, sealed, err := readHeaderTrailer(f, path, base)
 	f.Close()
+	var ce *CorruptError
+	if isLast && errors.As(err, &ce) && ce.Offset == int64(h.Size)-TrailerSize {
+		sealed, err = false, nil // a seal that never completed: a torn tail, as Open sees it
+	}
 	if err != nil {
 		return info, err
 	}
