@@ -47,4 +47,3 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
-
