@@ -97,39 +97,51 @@ type Mode struct {
 // process of this binary, with extra environment entries.
 func ChildExec(workload string, config any, env ...string) func() (Trial, error) {
 	return func() (Trial, error) {
-		cfg, err := json.Marshal(config)
-		if err != nil {
-			return Trial{}, err
-		}
 		exe, err := os.Executable()
 		if err != nil {
 			return Trial{}, fmt.Errorf("bench: cannot find own executable: %w", err)
 		}
-		cmd := exec.Command(exe, childArg, workload, string(cfg))
-		cmd.Env = append(os.Environ(), env...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		runErr := cmd.Run()
-		var t Trial
-		found := false
-		sc := bufio.NewScanner(&stdout)
-		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
-				if err := json.Unmarshal([]byte(line), &t); err != nil {
-					return Trial{}, fmt.Errorf("bench: child %s: bad result: %w", workload, err)
-				}
-				found = true
-			}
-		}
-		if runErr != nil || !found {
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = "no result"
-			}
-			return Trial{}, fmt.Errorf("bench: child %s failed (%v): %s", workload, runErr, msg)
-		}
-		return t, nil
+		return runChild(exe, workload, config, env)
 	}
+}
+
+// BinaryExec is ChildExec for another program that speaks the same child
+// protocol (it registers workload and calls MaybeChild): the peer
+// comparisons, which are built from their own module so that ringstore's
+// module never depends on them.
+func BinaryExec(exe, workload string, config any, env ...string) func() (Trial, error) {
+	return func() (Trial, error) { return runChild(exe, workload, config, env) }
+}
+
+func runChild(exe, workload string, config any, env []string) (Trial, error) {
+	cfg, err := json.Marshal(config)
+	if err != nil {
+		return Trial{}, err
+	}
+	cmd := exec.Command(exe, childArg, workload, string(cfg))
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var t Trial
+	found := false
+	sc := bufio.NewScanner(&stdout)
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+			if err := json.Unmarshal([]byte(line), &t); err != nil {
+				return Trial{}, fmt.Errorf("bench: child %s: bad result: %w", workload, err)
+			}
+			found = true
+		}
+	}
+	if runErr != nil || !found {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = "no result"
+		}
+		return Trial{}, fmt.Errorf("bench: child %s failed (%v): %s", workload, runErr, msg)
+	}
+	return t, nil
 }
 
 // ModeResult gathers the trials of one mode.
