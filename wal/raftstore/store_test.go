@@ -298,7 +298,7 @@ func TestSecondOpenRefused(t *testing.T) {
 // front, readers read everywhere.
 func TestLogStoreConcurrent(t *testing.T) {
 	s := openStore(t, newDir(t))
-	const n = 2000
+	const n = 1000
 	var wg sync.WaitGroup
 	done := make(chan struct{})
 	errc := make(chan error, 8)
