@@ -2,7 +2,7 @@
 // ringstore's side-by-side benchmarks.
 //
 //	ringstore probe [--dir D] [--json]
-//	ringstore bench [read] [flags]
+//	ringstore bench [read|wal] [flags]
 //	ringstore wal verify|stat|dump|repair DIR [flags]
 //
 // Run `ringstore help` for the flags.
@@ -29,8 +29,10 @@ const usage = `ringstore — fast, safe storage I/O on io_uring
 
 usage:
   ringstore probe [--dir D] [--json]     kernel, io_uring, backend and O_DIRECT support
-  ringstore bench [flags]                every benchmark, side by side (today: read)
+  ringstore bench [flags]                every benchmark, side by side: read, then wal
   ringstore bench read [flags]           4 KiB O_DIRECT random reads: pread vs io_uring vs fio
+  ringstore bench wal [flags]            1 KiB durable appends: fdatasync per write vs ringstore's
+                                         wal (1–256 writers) vs raft-wal, tidwall/wal, etcd's wal
   ringstore wal verify DIR [--json]      check every byte of the write-ahead log in DIR (read-only)
   ringstore wal stat DIR [--json]        its segments, entries, bytes on disk, first and last seq
   ringstore wal dump DIR [flags]         print its entries (--from, --to, --limit, --format hex|text|json)

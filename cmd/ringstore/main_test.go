@@ -16,6 +16,10 @@ import (
 // TestMain lets the test binary serve as the benchmark's child process.
 func TestMain(m *testing.M) {
 	bench.MaybeChild()
+	// A race-enabled child otherwise sleeps a second before it exits.
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	os.Exit(m.Run())
 }
 
@@ -47,6 +51,17 @@ func TestBadArguments(t *testing.T) {
 		{"bad duration", []string{"bench", "read", "--duration", "fast"}, 2, "invalid value"},
 		{"missing file", []string{"bench", "read", "--file", missing}, 1, missing},
 		{"tiny size", []string{"bench", "read", "--size", "4KiB"}, 1, "too small"},
+		{"wal zero duration", []string{"bench", "wal", "--duration", "0s"}, 2, "bench wal: --duration must be positive"},
+		{"wal zero trials", []string{"bench", "wal", "--trials", "0"}, 2, "bench wal: --trials must be at least 1"},
+		{"wal bad duration", []string{"bench", "wal", "--duration", "soon"}, 2, "invalid value"},
+		{"wal bad trials", []string{"bench", "wal", "--trials", "three"}, 2, "invalid value"},
+		{"wal missing dir", []string{"bench", "wal", "--dir", missing}, 2, missing},
+		{"wal dir is a file", []string{"bench", "wal", "--dir", "/proc/self/status"}, 2, "is not a directory"},
+		{"wal read-only flag", []string{"bench", "wal", "--size", "1GiB"}, 2, "flag provided but not defined: -size"},
+		{"wal stray argument", []string{"bench", "wal", "--no-peers", "extra"}, 2, `unexpected argument "extra"`},
+		{"read wal-only flag", []string{"bench", "read", "--no-peers"}, 2, "flag provided but not defined: -no-peers"},
+		{"all bad size", []string{"bench", "--size", "lots"}, 2, `"lots" is not a size`},
+		{"all missing dir", []string{"bench", "--dir", missing}, 2, missing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,6 +77,12 @@ func TestBadArguments(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"bench", "help"}} {
+		code, out, _ := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "wal") {
+			t.Errorf("%v: the usage does not mention the wal benchmark: %q", args, out)
+		}
+	}
 	for _, args := range [][]string{{"help"}, {"--help"}, {"bench", "help"}} {
 		code, out, _ := runCLI(args...)
 		if code != 0 || !strings.Contains(out, "usage") {
@@ -152,5 +173,75 @@ func TestBenchReadEndToEnd(t *testing.T) {
 		if len(entries) != 0 {
 			t.Errorf("benchmark left files behind in %s: %v", dir, entries)
 		}
+	}
+}
+
+// TestBenchWALEndToEnd runs the wal benchmark briefly without the peers:
+// child processes, every ringstore mode, and the JSON the issue asks for.
+func TestBenchWALEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(t.TempDir(), "wal.json")
+	code, stdout, stderr := runCLI("bench", "wal", "--dir", dir, "--duration", "100ms", "--trials", "1", "--no-peers", "--json", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Results []struct {
+			System          string  `json:"system"`
+			Mode            string  `json:"mode"`
+			Writers         int     `json:"writers"`
+			OpsPerS         float64 `json:"ops_per_s"`
+			P50             float64 `json:"p50_us"`
+			P99             float64 `json:"p99_us"`
+			EntriesPerFlush float64 `json:"entries_per_flush"`
+			FlushesPerS     float64 `json:"flushes_per_s"`
+		} `json:"results"`
+		Device struct {
+			P50 float64 `json:"p50_us"`
+		} `json:"device_fdatasync"`
+		Ratios  []struct{ A, B string } `json:"ratios"`
+		Machine struct {
+			Kernel string `json:"kernel"`
+		} `json:"machine"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"fsync-per-write", "device-fdatasync", "ringstore-syscall-w64"}
+	if kp := ioengine.ProbeKernel(); kp.Available {
+		want = append(want, "ringstore-uring-w1", "ringstore-uring-w16", "ringstore-uring-w64", "ringstore-uring-w256", "ringstore-sqpoll-w64")
+	} else if !strings.Contains(stdout, "io_uring modes skipped") {
+		t.Errorf("io_uring unavailable but the report does not say the modes were skipped:\n%s", stdout)
+	}
+	got := map[string]bool{}
+	for _, r := range rep.Results {
+		got[r.Mode] = true
+		if r.System == "" || r.Writers < 1 || r.OpsPerS <= 0 || r.P50 <= 0 || r.P99 < r.P50 {
+			t.Errorf("implausible row %+v", r)
+		}
+		if r.Mode != "device-fdatasync" && (r.EntriesPerFlush < 1 || r.FlushesPerS <= 0) {
+			t.Errorf("row without flush counts: %+v", r)
+		}
+		if r.Writers == 1 && r.EntriesPerFlush > 1.0001 {
+			t.Errorf("one writer cannot put more than one entry in a flush: %+v", r)
+		}
+	}
+	for _, m := range want {
+		if !got[m] {
+			t.Errorf("mode %s missing from the JSON results", m)
+		}
+	}
+	if rep.Device.P50 <= 0 || rep.Machine.Kernel == "" || len(rep.Ratios) == 0 {
+		t.Errorf("device fdatasync, machine or ratios missing: %s", data)
+	}
+	if !strings.Contains(stdout, "peers skipped: --no-peers") || !strings.Contains(stdout, "| ringstore syscall, 64 writers") {
+		t.Errorf("report lacks the table or the peers note:\n%s", stdout)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("benchmark left files behind in %s: %v", dir, entries)
 	}
 }

@@ -1,0 +1,297 @@
+package walbench
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal"
+)
+
+// ChildConfig is one trial's instructions, for ringstore's child and for the
+// peers' program alike.
+type ChildConfig struct {
+	// Dir is the benchmark directory; the trial makes a fresh directory in
+	// it and removes it afterwards.
+	Dir string `json:"dir"`
+	// Mode is fsync-per-write, device-fdatasync or ringstore here; a peer's
+	// name (raft-wal, tidwall-wal, etcd-wal) in the peers' program.
+	Mode string `json:"mode"`
+	// IOMode is ringstore's backend: uring, sqpoll or syscall.
+	IOMode     string        `json:"io_mode,omitempty"`
+	Writers    int           `json:"writers"`
+	EntrySize  int           `json:"entry_size"`
+	Duration   time.Duration `json:"duration"`
+	WarmupFrac float64       `json:"warmup_frac"`
+}
+
+// Keys of bench.Trial.Extra that the wal benchmark fills in.
+const (
+	ExtraEntries = "entries" // entries made durable in the measured part, by the log's own count
+	ExtraFlushes = "flushes" // flushes (fdatasync or fsync) in the measured part
+	// ExtraFlushesInferred is 1 when flushes were not counted but follow
+	// from the code: one sync per call.
+	ExtraFlushesInferred = "flushes_inferred"
+)
+
+func init() { bench.RegisterChild(Workload, child) }
+
+// TrialDir makes a fresh empty directory for one trial in base; remove
+// deletes it with everything in it.
+func TrialDir(base string) (dir string, remove func(), err error) {
+	dir, err = os.MkdirTemp(base, "ringstore-bench-wal-")
+	if err != nil {
+		return "", nil, fmt.Errorf("trial directory: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// Counters returns a log's running totals of entries made durable and of
+// flushes.
+type Counters func() (entries, flushes uint64)
+
+// Measure runs c.Writers goroutines, each calling appendOne in a loop with
+// its own c.EntrySize payload (the first 8 bytes change with every call),
+// first for c.WarmupFrac of c.Duration (not counted), then for c.Duration.
+// Latency is that of one appendOne call, waits for locks or groups included.
+// The measured part ends at c.Duration: calls still running then are not
+// counted, nor is the CPU spent finishing them. counters, when not nil,
+// gives the entries and flushes of the measured part (the difference of its
+// values at its start and at its end).
+func Measure(c ChildConfig, appendOne func(writer int, payload []byte) error, counters Counters) (bench.Trial, error) {
+	return measure(c, func(w int, p []byte) (time.Duration, error) {
+		t0 := time.Now()
+		err := appendOne(w, p)
+		return time.Since(t0), err
+	}, counters)
+}
+
+// measure is Measure with op timing itself: it returns the latency to
+// record.
+func measure(c ChildConfig, op func(writer int, payload []byte) (time.Duration, error), counters Counters) (bench.Trial, error) {
+	if c.Writers < 1 || c.EntrySize < 8 || c.Duration <= 0 {
+		return bench.Trial{}, fmt.Errorf("bad config: %d writers, %d-byte entries, %s", c.Writers, c.EntrySize, c.Duration)
+	}
+	payloads := make([][]byte, c.Writers)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	for w := range payloads {
+		payloads[w] = make([]byte, c.EntrySize)
+		for i := range payloads[w] {
+			payloads[w][i] = byte(rng.Uint32())
+		}
+	}
+	perWriter := max(1024, (1<<21)/c.Writers) // latency samples kept per writer
+	run := func(d time.Duration) (bench.Trial, error) {
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		var failOnce sync.Once
+		failed := make(chan struct{}) // closed at the first error
+		ops := make([]int64, c.Writers)
+		lats := make([]*bench.Latencies, c.Writers)
+		errs := make([]error, c.Writers)
+		var e0, f0 uint64
+		if counters != nil {
+			e0, f0 = counters()
+		}
+		cpu0, t0 := bench.CPUTime(), time.Now()
+		for w := range c.Writers {
+			lats[w] = bench.NewLatencies(perWriter)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := payloads[w]
+				for !stop.Load() {
+					binary.LittleEndian.PutUint64(p, uint64(ops[w]))
+					lat, err := op(w, p)
+					if err != nil {
+						errs[w] = err
+						failOnce.Do(func() { close(failed) })
+						return
+					}
+					if stop.Load() {
+						return // finished after the end: not counted
+					}
+					lats[w].Add(lat)
+					ops[w]++
+				}
+			}()
+		}
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-failed:
+			timer.Stop()
+		}
+		stop.Store(true)
+		tr := bench.Trial{Seconds: time.Since(t0).Seconds(), CPUSeconds: bench.CPUTime() - cpu0}
+		var e1, f1 uint64
+		if counters != nil {
+			e1, f1 = counters()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return tr, err
+		}
+		all := bench.NewLatencies(0)
+		for w := range c.Writers {
+			tr.Ops += ops[w]
+			all.Merge(lats[w])
+		}
+		tr.P50us, tr.P99us = all.Percentile(50), all.Percentile(99)
+		if counters != nil {
+			tr.Extra = map[string]float64{ExtraEntries: float64(e1 - e0), ExtraFlushes: float64(f1 - f0)}
+		}
+		return tr, nil
+	}
+	if warm := time.Duration(float64(c.Duration) * c.WarmupFrac); warm > 0 {
+		if _, err := run(warm); err != nil {
+			return bench.Trial{}, err
+		}
+	}
+	return run(c.Duration)
+}
+
+// PerCall returns Counters for a log that makes each call durable with one
+// sync of its own and counts nothing itself: calls counts the calls that
+// succeeded. The trial is marked as having its flushes inferred.
+func PerCall(calls *atomic.Uint64) Counters {
+	return func() (uint64, uint64) { n := calls.Load(); return n, n }
+}
+
+// MarkInferred marks a trial whose flushes were inferred (see PerCall).
+func MarkInferred(t bench.Trial) bench.Trial {
+	if t.Extra == nil {
+		t.Extra = map[string]float64{}
+	}
+	t.Extra[ExtraFlushesInferred] = 1
+	return t
+}
+
+// child runs one trial of fsync-per-write, device-fdatasync or ringstore.
+func child(raw json.RawMessage) (bench.Trial, error) {
+	var c ChildConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return bench.Trial{}, err
+	}
+	dir, remove, err := TrialDir(c.Dir)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer remove()
+	switch c.Mode {
+	case "fsync-per-write":
+		return fsyncPerWrite(c, dir)
+	case "device-fdatasync":
+		return deviceFdatasync(c, dir)
+	case "ringstore":
+		return ringstore(c, dir)
+	}
+	return bench.Trial{}, fmt.Errorf("unknown mode %q", c.Mode)
+}
+
+// fsyncPerWrite appends to a plain file and fdatasyncs after every write:
+// what a program does without a log library. Writers share the file under
+// a mutex (the benchmark runs it with one).
+func fsyncPerWrite(c ChildConfig, dir string) (bench.Trial, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "append.log"), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	var mu sync.Mutex
+	var calls atomic.Uint64
+	tr, err := Measure(c, func(_ int, p []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := f.Write(p); err != nil {
+			return err
+		}
+		if err := fdatasync(fd); err != nil {
+			return fmt.Errorf("fdatasync: %w", err)
+		}
+		calls.Add(1)
+		return nil
+	}, PerCall(&calls))
+	return MarkInferred(tr), err
+}
+
+// deviceFdatasync measures the device's own flush: a 1 KiB pwrite in place
+// into an already written block of a preallocated file, then fdatasync,
+// timing only the fdatasync. Overwriting written blocks leaves the file
+// system no metadata to commit, so what is left is the device's flush.
+func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "device.dat"), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	const size = 1 << 20
+	if err := preallocate(fd, size); err != nil {
+		return bench.Trial{}, fmt.Errorf("fallocate: %w", err)
+	}
+	// Write the blocks for real once, so that no overwrite later converts
+	// an unwritten extent (a metadata change).
+	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+		return bench.Trial{}, err
+	}
+	if err := f.Sync(); err != nil {
+		return bench.Trial{}, err
+	}
+	var mu sync.Mutex
+	var calls atomic.Uint64
+	tr, err := measure(c, func(_ int, p []byte) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := f.WriteAt(p, 0); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		if err := fdatasync(fd); err != nil {
+			return 0, fmt.Errorf("fdatasync: %w", err)
+		}
+		lat := time.Since(t0)
+		calls.Add(1)
+		return lat, nil
+	}, PerCall(&calls))
+	return MarkInferred(tr), err
+}
+
+// ringstore runs c.Writers goroutines appending to one wal.Log.
+func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
+	mode, err := ioengine.ParseIOMode(c.IOMode)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	want := map[ioengine.IOMode]ioengine.Backend{ioengine.URing: ioengine.BackendURing, ioengine.SQPoll: ioengine.BackendSQPoll, ioengine.Syscall: ioengine.BackendSyscall}
+	w, ok := want[mode]
+	if !ok {
+		return bench.Trial{}, fmt.Errorf("io mode %s: want uring, sqpoll or syscall", mode)
+	}
+	l, err := wal.Open(filepath.Join(dir, "wal"), wal.Options{IOMode: mode})
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	if st := l.Stats(); st.Backend != w {
+		l.Close()
+		return bench.Trial{}, fmt.Errorf("wanted backend %s, the log is on %s: %s", w, st.Backend, st.FallbackReason)
+	}
+	tr, err := Measure(c, func(_ int, p []byte) error {
+		_, err := l.Append(p)
+		return err
+	}, func() (uint64, uint64) { st := l.Stats(); return st.Entries, st.Flushes })
+	if cerr := l.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	return tr, err
+}

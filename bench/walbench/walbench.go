@@ -1,0 +1,388 @@
+// Package walbench is `ringstore bench wal`: durable appends of 1 KiB
+// entries, side by side in one run:
+//
+//   - fsync-per-write: a plain os.File, append and fdatasync, one writer;
+//   - device-fdatasync: the device's own flush (a 1 KiB overwrite in place,
+//     only the fdatasync timed), the limit every durable write pays;
+//   - ringstore's wal on io_uring with 1, 16, 64 and 256 writers, and with
+//     64 writers on SQPOLL and on the syscall backend;
+//   - the peers, hashicorp/raft-wal, tidwall/wal and etcd's wal, with 1 and
+//     64 writers, built from their own module in bench/peers so that
+//     ringstore's module never depends on them.
+//
+// Every trial of every mode runs in a fresh process, in a fresh empty
+// directory (removed afterwards), modes interleaved; see package bench.
+package walbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// Workload is the child workload name.
+const Workload = "wal"
+
+// EntrySize is the payload of every append.
+const EntrySize = 1024
+
+// Options configure a run.
+type Options struct {
+	Dir      string        // where each trial makes its directory
+	Duration time.Duration // measured time per trial
+	Trials   int
+	Peers    bool   // build and run the peers when the source tree and go are here
+	PeersSrc string // bench/peers; empty: FindPeersSource
+	JSON     string
+	Out      io.Writer // report
+	Progress io.Writer
+}
+
+// Result is one row of the JSON report.
+type Result struct {
+	System          string    `json:"system"`
+	Mode            string    `json:"mode"`
+	Label           string    `json:"label"`
+	Writers         int       `json:"writers"`
+	Backend         string    `json:"backend,omitempty"` // ringstore's I/O backend
+	Version         string    `json:"version,omitempty"` // a peer's module version
+	OpsPerS         float64   `json:"ops_per_s"`         // appends per second, median of trials
+	OpsBest         float64   `json:"ops_per_s_best"`
+	OpsMin          float64   `json:"ops_per_s_min"`
+	OpsMax          float64   `json:"ops_per_s_max"`
+	P50us           float64   `json:"p50_us"` // of the median trial, per append call
+	P99us           float64   `json:"p99_us"`
+	EntriesPerFlush float64   `json:"entries_per_flush"`
+	FlushesPerS     float64   `json:"flushes_per_s"`
+	FlushesInferred bool      `json:"flushes_inferred"` // one sync per call by the code, not counted
+	CPUusPerOp      float64   `json:"cpu_us_per_op"`
+	TrialOpsPerS    []float64 `json:"trial_ops_per_s"`
+	TrialP99us      []float64 `json:"trial_p99_us"`
+}
+
+// DeviceSync is the device's single-fdatasync latency measured in the run.
+type DeviceSync struct {
+	P50us       float64   `json:"p50_us"` // of the median trial
+	P99us       float64   `json:"p99_us"`
+	TrialP50us  []float64 `json:"trial_p50_us"`
+	FsyncP50us  float64   `json:"fsync_per_write_p50_us"` // append + fdatasync of the plain-file mode, for comparison
+	Measurement string    `json:"measurement"`
+}
+
+// LatencyRatio compares a latency with another in the same run.
+type LatencyRatio struct {
+	A     string  `json:"a"`
+	B     string  `json:"b"`
+	Ratio float64 `json:"ratio"`
+}
+
+// report is bench.Report with what only this benchmark has.
+type report struct {
+	bench.Report
+	Device        *DeviceSync       `json:"device_fdatasync,omitempty"`
+	LatencyRatios []LatencyRatio    `json:"latency_ratios,omitempty"`
+	PeerVersions  map[string]string `json:"peer_versions,omitempty"`
+}
+
+// mode is a bench.Mode with what the report needs to know of it.
+type mode struct {
+	bench.Mode
+	system  string
+	writers int
+	backend string
+	peer    bool
+	version string // a peer's module version
+}
+
+const (
+	modeFsync  = "fsync-per-write"
+	modeDevice = "device-fdatasync"
+	mode64     = "ringstore-uring-w64"
+)
+
+func plural(n int) string {
+	if n == 1 {
+		return "1 writer"
+	}
+	return strconv.Itoa(n) + " writers"
+}
+
+// Run runs the benchmark and writes the report.
+func Run(o Options) error {
+	if o.Duration <= 0 || o.Trials < 1 {
+		return fmt.Errorf("bench wal: duration and trials must be positive (got %s, %d)", o.Duration, o.Trials)
+	}
+	if st, err := os.Stat(o.Dir); err != nil {
+		return fmt.Errorf("bench wal: %w", err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("bench wal: %s is not a directory", o.Dir)
+	}
+	cfg := func(m string, writers int, io string) ChildConfig {
+		return ChildConfig{Dir: o.Dir, Mode: m, IOMode: io, Writers: writers, EntrySize: EntrySize, Duration: o.Duration, WarmupFrac: 0.1}
+	}
+	modes := []mode{
+		{Mode: bench.Mode{Name: modeFsync, Label: "os.File append + fdatasync", Exec: bench.ChildExec(Workload, cfg(modeFsync, 1, ""))}, system: "os.File", writers: 1},
+		{Mode: bench.Mode{Name: modeDevice, Label: "device: one fdatasync (in place)", Exec: bench.ChildExec(Workload, cfg(modeDevice, 1, ""))}, system: "device", writers: 1},
+	}
+
+	var notes []string
+	kp := ioengine.ProbeKernel()
+	uringOK, sqpollOK := kp.Available && kp.SelfTestError == nil, kp.Available && kp.SQPollError == nil
+	switch {
+	case !kp.Compiled:
+		notes = append(notes, "ringstore's io_uring modes skipped: "+kp.NotCompiled)
+	case !kp.Available:
+		notes = append(notes, fmt.Sprintf("ringstore's io_uring modes skipped: %v", kp.SetupError))
+	case kp.SelfTestError != nil:
+		notes = append(notes, fmt.Sprintf("ringstore's io_uring modes skipped: self-test failed: %v", kp.SelfTestError))
+	case kp.SQPollError != nil:
+		notes = append(notes, fmt.Sprintf("ringstore's SQPOLL mode skipped: %v", kp.SQPollError))
+	}
+	ring := func(io, label string, writers int) mode {
+		return mode{Mode: bench.Mode{Name: fmt.Sprintf("ringstore-%s-w%d", io, writers), Label: fmt.Sprintf("ringstore %s, %s", label, plural(writers)),
+			Exec: bench.ChildExec(Workload, cfg("ringstore", writers, io))}, system: "ringstore", writers: writers, backend: io}
+	}
+	if uringOK {
+		for _, w := range []int{1, 16, 64, 256} {
+			modes = append(modes, ring("uring", "io_uring", w))
+		}
+	}
+	if sqpollOK {
+		modes = append(modes, ring("sqpoll", "SQPOLL", 64))
+	}
+	modes = append(modes, ring("syscall", "syscall", 64))
+
+	var versions map[string]string
+	if o.Peers {
+		tmp, err := os.MkdirTemp("", "ringstore-walpeers-")
+		if err != nil {
+			return fmt.Errorf("bench wal: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		pm, v, err := peerModes(o, tmp, cfg)
+		if err != nil {
+			notes = append(notes, "peers skipped: "+err.Error())
+			fmt.Fprintf(o.Progress, "peers skipped: %v\n", err)
+		} else {
+			modes, versions = append(modes, pm...), v
+		}
+	} else {
+		notes = append(notes, "peers skipped: --no-peers")
+	}
+
+	machine := bench.DescribeMachine(o.Dir)
+	bench.WriteMachine(o.Progress, machine)
+	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process and a fresh directory, modes interleaved\n", len(modes), o.Trials, o.Duration)
+	bm := make([]bench.Mode, len(modes))
+	for i, m := range modes {
+		bm[i] = m.Mode
+	}
+	results, runErr := bench.Run(bm, o.Trials, o.Progress)
+
+	rows := make([]Result, 0, len(results))
+	labels := map[string]string{}
+	t := bench.Table{Header: []string{"mode", "writers", "appends/s (median)", "best", "min–max", "p50 µs", "p99 µs", "entries/flush", "flushes/s", "CPU µs/append", "× fsync-per-write"}}
+	fsync := bench.Find(results, modeFsync)
+	for i, r := range results {
+		m := modes[i]
+		labels[r.Mode.Name] = r.Mode.Label
+		if len(r.Trials) == 0 {
+			continue
+		}
+		med := r.Median()
+		row := Result{System: m.system, Mode: m.Name, Label: m.Label, Writers: m.writers, Backend: m.backend, Version: m.version,
+			OpsPerS: med.Rate(), OpsBest: r.Best(), OpsMin: r.Min(), OpsMax: r.Max(), P50us: med.P50us, P99us: med.P99us, TrialOpsPerS: r.Rates()}
+		for _, tr := range r.Trials {
+			row.TrialP99us = append(row.TrialP99us, tr.P99us)
+		}
+		if f := med.Extra[ExtraFlushes]; f > 0 {
+			row.EntriesPerFlush = med.Extra[ExtraEntries] / f
+			row.FlushesPerS = f / med.Seconds
+		}
+		row.FlushesInferred = med.Extra[ExtraFlushesInferred] == 1
+		if med.Ops > 0 {
+			row.CPUusPerOp = med.CPUSeconds / float64(med.Ops) * 1e6
+		}
+		rows = append(rows, row)
+		x := "-"
+		if fsync != nil && len(fsync.Trials) > 0 && m.Name != modeDevice {
+			x = fmt.Sprintf("%.2f×", row.OpsPerS/fsync.Median().Rate())
+		}
+		epf, fps := "-", "-"
+		if m.Name != modeDevice && row.FlushesPerS > 0 {
+			mark := ""
+			if row.FlushesInferred {
+				mark = "†"
+			}
+			epf, fps = fmt.Sprintf("%.1f%s", row.EntriesPerFlush, mark), fmt.Sprintf("%.0f%s", row.FlushesPerS, mark)
+		}
+		t.Add(m.Label, strconv.Itoa(m.writers), fmt.Sprintf("%.0f", row.OpsPerS), fmt.Sprintf("%.0f", row.OpsBest),
+			fmt.Sprintf("%.0f–%.0f", row.OpsMin, row.OpsMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), epf, fps, fmt.Sprintf("%.1f", row.CPUusPerOp), x)
+	}
+
+	// Ratios within this run.
+	var ratios []bench.Ratio
+	pairs := [][2]string{{mode64, modeFsync}}
+	if best := bestPeer(results, modes, 64); best != "" {
+		pairs = append(pairs, [2]string{mode64, best})
+	}
+	if best := bestPeer(results, modes, 1); best != "" {
+		pairs = append(pairs, [2]string{"ringstore-uring-w1", best})
+	}
+	pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}}...)
+	for _, p := range pairs {
+		if r, ok := bench.Compare(results, p[0], p[1]); ok {
+			ratios = append(ratios, r)
+		}
+	}
+	var device *DeviceSync
+	var latRatios []LatencyRatio
+	if d := bench.Find(results, modeDevice); d != nil && len(d.Trials) > 0 {
+		med := d.Median()
+		device = &DeviceSync{P50us: med.P50us, P99us: med.P99us, Measurement: deviceMeasurement}
+		for _, tr := range d.Trials {
+			device.TrialP50us = append(device.TrialP50us, tr.P50us)
+		}
+		if fsync != nil && len(fsync.Trials) > 0 {
+			device.FsyncP50us = fsync.Median().P50us
+		}
+		if r := bench.Find(results, mode64); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
+			latRatios = append(latRatios, LatencyRatio{A: mode64 + " p99", B: "device fdatasync p50", Ratio: r.Median().P99us / med.P50us})
+		}
+		if r := bench.Find(results, "ringstore-uring-w1"); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
+			latRatios = append(latRatios, LatencyRatio{A: "ringstore-uring-w1 p50", B: "device fdatasync p50", Ratio: r.Median().P50us / med.P50us})
+		}
+	}
+
+	notes = append(notes,
+		fmt.Sprintf("%d-byte entries; every append is durable (fdatasync or fsync) before it returns. Latency is per append call, waits for a lock or a group included.", EntrySize),
+		fmt.Sprintf("Each trial runs in a fresh empty directory under %s, removed afterwards: the log is opened (not timed), warmed up for 10%% of the duration (not counted), then measured; segment files are created and preallocated inside the trial by each system as it does, so every system pays for its own.", o.Dir),
+		"fsync-per-write: an os.File opened O_APPEND, Write then fdatasync, one writer; the file grows, so each fdatasync also commits the new size.",
+		"device-fdatasync: "+deviceMeasurement+"; its p50 is the device's single-flush latency, the floor under every durable append.",
+		"ringstore: wal.Open with default options (64 MiB segments) and the named backend; entries/flush and flushes/s are the log's own counters (Stats: Entries/Flushes) over the measured part.",
+	)
+	if o.Peers && versions != nil {
+		notes = append(notes,
+			"Peers, as their users use them: one entry per call. Each needs consecutive indexes from one writer, so every call takes the next index and writes under one mutex; concurrent writers queue on it. None of them groups concurrent callers, and no grouping was done for them: that is the comparison. † = not counted: one sync per call, by the peer's code.",
+			"hashicorp/raft-wal: StoreLogs with one raft.Log (it fsyncs the segment on every StoreLogs). tidwall/wal: Write with NoSync=false (os.File.Sync, an fsync, on every Write). etcd wal: Save(empty HardState, one entry), which fdatasyncs when it has entries.")
+	}
+	if machine.FileSystem == "tmpfs" || machine.FileSystem == "ramfs" {
+		notes = append(notes, "CAUTION: "+o.Dir+" is on "+machine.FileSystem+", where fdatasync does nothing: these are not figures of durable writes. Use a directory on a disk (e.g. under /var/tmp).")
+	}
+
+	fmt.Fprintf(o.Out, "\n## bench wal — %d-byte durable appends\n\n", EntrySize)
+	bench.WriteMachine(o.Out, machine)
+	if device != nil {
+		fmt.Fprintf(o.Out, "device: one fdatasync p50 %.0f µs, p99 %.0f µs (median trial; trials' p50: %s)\n", device.P50us, device.P99us, joinF(device.TrialP50us))
+	}
+	if len(versions) > 0 {
+		fmt.Fprintf(o.Out, "peers:  %s\n", peerVersionLine(versions))
+	}
+	fmt.Fprintln(o.Out)
+	t.Write(o.Out)
+	fmt.Fprintln(o.Out, "\nratios measured in this run:")
+	bench.WriteRatios(o.Out, ratios, labels)
+	for _, r := range latRatios {
+		fmt.Fprintf(o.Out, "  %-28s vs %-28s %6.2f×\n", r.A, r.B, r.Ratio)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(o.Out, "note: %s\n", n)
+	}
+	if o.JSON != "" {
+		rep := report{
+			Report: bench.Report{Benchmark: "wal", Machine: machine,
+				Config:  map[string]any{"dir": o.Dir, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "entry_size": EntrySize, "warmup_frac": 0.1, "peers": o.Peers},
+				Results: rows, Ratios: ratios, Notes: notes},
+			Device: device, LatencyRatios: latRatios, PeerVersions: versions,
+		}
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.JSON, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("bench wal: write report: %w", err)
+		}
+		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+	}
+	return runErr
+}
+
+const deviceMeasurement = "a 1 KiB pwrite in place into an already written block of a preallocated (fallocate) file, then fdatasync, timing only the fdatasync"
+
+// bestPeer returns the peer mode with writers writers and the highest
+// median rate, or "".
+func bestPeer(results []bench.ModeResult, modes []mode, writers int) string {
+	best, rate := "", 0.0
+	for i, r := range results {
+		m := modes[i]
+		if !m.peer || m.writers != writers || len(r.Trials) == 0 {
+			continue
+		}
+		if v := r.Median().Rate(); v > rate {
+			best, rate = m.Name, v
+		}
+	}
+	return best
+}
+
+// peerModes builds the peers' program in tmp and returns its modes.
+func peerModes(o Options, tmp string, cfg func(string, int, string) ChildConfig) ([]mode, map[string]string, error) {
+	src := o.PeersSrc
+	if src == "" {
+		var err error
+		if src, err = FindPeersSource(); err != nil {
+			return nil, nil, err
+		}
+	}
+	fmt.Fprintf(o.Progress, "building the peers from %s...\n", src)
+	bin, versions, err := BuildPeers(src, tmp)
+	if err != nil {
+		return nil, nil, err
+	}
+	var modes []mode
+	for _, p := range Peers {
+		v := versions[p.Module]
+		if v == "" {
+			v = "unknown"
+		}
+		for _, w := range []int{1, 64} {
+			modes = append(modes, mode{Mode: bench.Mode{Name: fmt.Sprintf("%s-w%d", p.Mode, w), Label: fmt.Sprintf("%s, %s", p.System, plural(w)),
+				Exec: bench.BinaryExec(bin, PeerWorkload, cfg(p.Mode, w, ""))}, system: p.System, writers: w, peer: true, version: v})
+		}
+	}
+	return modes, versions, nil
+}
+
+func peerVersionLine(v map[string]string) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ", "
+		}
+		s += k + " " + v[k]
+	}
+	return s
+}
+
+func joinF(fs []float64) string {
+	out := ""
+	for i, f := range fs {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%.0f", f)
+	}
+	return out
+}
