@@ -15,6 +15,7 @@ lint:
 	$(GO) vet ./...
 	GOOS=darwin $(GO) build ./...
 	$(GO) build -tags ringstore_nouring ./...
+	cd bench/peers && $(GO) vet ./...
 	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
 
 # Every fuzz target, FUZZTIME each.
@@ -25,9 +26,10 @@ fuzz:
 		done; \
 	done
 
+# Writes bench-out/bench-read.json and bench-out/bench-wal.json.
 bench:
 	mkdir -p bench-out
-	$(GO) run ./cmd/ringstore bench --json bench-out/read.json
+	$(GO) run ./cmd/ringstore bench --dir "$$(mktemp -d -p /var/tmp)" --json bench-out/bench.json
 
 probe:
 	$(GO) run ./cmd/ringstore probe
