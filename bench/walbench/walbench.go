@@ -236,7 +236,7 @@ func Run(o Options) error {
 	if best := bestPeer(results, modes, 1); best != "" {
 		pairs = append(pairs, [2]string{"ringstore-uring-w1", best})
 	}
-	pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}}...)
+	pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}, {"ringstore-syscall-w64", modeFsync}}...)
 	for _, p := range pairs {
 		if r, ok := bench.Compare(results, p[0], p[1]); ok {
 			ratios = append(ratios, r)
