@@ -33,10 +33,11 @@ type Log struct {
 	failed  error // set by the first failed write or sync; permanent
 
 	// Owned by the committer goroutine (by Open before it starts).
-	next      uint64   // sequence number of the next entry
-	active    *segment // segment appends go to; nil until the next rotation
-	activeOff int64    // where the next group is written in active
-	activeCRC uint32   // CRC32C of active's data bytes so far
+	next       uint64   // sequence number of the next entry
+	active     *segment // segment appends go to; nil until the next rotation
+	activeOff  int64    // where the next group is written in active
+	activeCRC  uint32   // CRC32C of active's data bytes so far
+	spareAsked bool     // the next segment has been asked for
 
 	slots  chan struct{} // a token for every group in flight (PipelineDepth)
 	flushQ chan *group   // groups to write and flush, to the flushers
@@ -53,6 +54,8 @@ type Log struct {
 	closed bool
 
 	wg sync.WaitGroup // committer, flushers, acker
+
+	spares spareMaker // the next segment, made ahead of need
 
 	appends, entries, bytes, flushes, rotations atomic.Uint64
 	tailCuts                                    atomic.Uint64
@@ -165,6 +168,11 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.recover(); err != nil {
 		l.releaseAll()
 		return nil, err
+	}
+	l.startSpares()
+	if l.active == nil || l.activeOff > l.active.size/2 {
+		l.spareAsked = true
+		l.requestSpare()
 	}
 	l.wg.Add(2 + opts.PipelineDepth)
 	go l.commitLoop()
@@ -376,10 +384,22 @@ func (l *Log) commit(reqs []*request) {
 		g.buf, g.last = buf, l.next-1
 		l.activeOff += int64(len(buf))
 		l.activeCRC = crc32.Update(l.activeCRC, castagnoli, buf)
+		if !l.spareAsked && l.activeOff > l.active.size/2 {
+			l.spareAsked = true
+			l.requestSpare()
+		}
 		if !held {
 			l.slots <- struct{}{}
 		}
 		held = false
+		if cap(l.slots) == 1 {
+			// One group at a time: write, flush and acknowledge here,
+			// without handing the group to two more goroutines and back.
+			g.err = l.writeFile(g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
+			close(g.done)
+			l.ackGroup(g)
+			continue
+		}
 		l.ackQ <- g
 		l.flushQ <- g
 	}
@@ -410,6 +430,14 @@ func (l *Log) flushLoop() {
 func (l *Log) ackLoop() {
 	defer l.wg.Done()
 	for g := range l.ackQ {
+		l.ackGroup(g)
+	}
+}
+
+// ackGroup waits for g's flush and acknowledges its requests (or fails
+// them), then frees its buffer and pipeline slot.
+func (l *Log) ackGroup(g *group) {
+	{
 		<-g.done
 		l.mu.Lock()
 		if g.err != nil && l.failed == nil {
@@ -487,6 +515,7 @@ func (l *Log) rotate() error {
 	l.segs = append(l.segs, seg)
 	l.segMu.Unlock()
 	l.active, l.activeOff, l.activeCRC = seg, SegmentHeaderSize, 0
+	l.spareAsked = false
 	l.rotations.Add(1)
 	return nil
 }
@@ -527,17 +556,23 @@ func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
 // permanent reports a failure after which durability is in doubt.
 func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	path := filepath.Join(l.dir, segmentName(base))
-	tmp := path + tmpSuffix
 	size := l.opts.SegmentSize
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, false, fmt.Errorf("wal: create segment: %w", err)
-	}
-	l.traceCreate(tmp, size)
-	if err := preallocate(f, size); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, false, fmt.Errorf("wal: create segment: %w", err)
+	f := l.takeSpare()
+	var tmp string
+	if f != nil {
+		tmp = f.Name()
+	} else {
+		tmp = path + tmpSuffix
+		var err error
+		if f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+			return nil, false, fmt.Errorf("wal: create segment: %w", err)
+		}
+		l.traceCreate(tmp, size)
+		if err := preallocate(f, size); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return nil, false, fmt.Errorf("wal: create segment: %w", err)
+		}
 	}
 	var h [SegmentHeaderSize]byte
 	SegmentHeader{BaseSeq: base, Size: uint64(size)}.Encode(h[:])
@@ -682,6 +717,7 @@ func (l *Log) Close() error {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	l.wg.Wait()
+	l.stopSpares()
 	l.releaseAll()
 	return l.Err()
 }

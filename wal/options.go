@@ -35,6 +35,11 @@ type Options struct {
 	// the data CRC) from Open to the first read of each segment. Headers,
 	// trailers and the sequence of segments are always checked at Open.
 	LazyVerify bool
+	// SparseSegments makes new segments with fallocate only, not written
+	// full of zeros ahead of need. That saves writing each segment twice,
+	// but on ext4 and xfs every group commit that reaches new blocks then
+	// also commits file system metadata (see spare.go).
+	SparseSegments bool
 	// Logf receives what recovery did (a torn tail cut, stray files
 	// removed). Default: the standard logger.
 	Logf func(format string, args ...any)
@@ -64,8 +69,8 @@ const (
 )
 
 func (o *Options) String() string {
-	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LazyVerify: %v, Unsafe.NoSync: %v}",
-		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LazyVerify, o.Unsafe.NoSync)
+	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LazyVerify: %v, SparseSegments: %v, Unsafe.NoSync: %v}",
+		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LazyVerify, o.SparseSegments, o.Unsafe.NoSync)
 }
 
 // withDefaults fills in defaults and checks the options.
