@@ -69,10 +69,10 @@ func (r *recorder) add(e recEvent) {
 
 // runCrashWorkload appends from several goroutines with truncations in
 // between and returns the record.
-func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode) []recEvent {
+func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode, zeroFill bool) []recEvent {
 	rec := &recorder{}
 	dir := t.TempDir()
-	opts := Options{SegmentSize: 64 << 10, PipelineDepth: depth, IOMode: mode, Logf: t.Logf,
+	opts := Options{SegmentSize: 64 << 10, PipelineDepth: depth, IOMode: mode, Logf: t.Logf, ZeroFillSegments: zeroFill,
 		trace: func(ev traceEvent) { rec.add(recEvent{kind: recTrace, tr: ev}) }}
 	l, err := Open(dir, opts)
 	if err != nil {
@@ -297,10 +297,11 @@ func TestCrashStates(t *testing.T) {
 		name  string
 		depth int
 		mode  ioengine.IOMode
-	}{{"depth=2/uring", 2, ioengine.URing}, {"depth=1/uring", 1, ioengine.URing}, {"depth=2/syscall", 2, ioengine.Syscall}}
+		zero  bool
+	}{{"depth=2/uring", 2, ioengine.URing, false}, {"depth=1/uring/zerofill", 1, ioengine.URing, true}, {"depth=2/syscall", 2, ioengine.Syscall, false}}
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			evs := runCrashWorkload(t, uint64(ci), c.depth, c.mode)
+			evs := runCrashWorkload(t, uint64(ci), c.depth, c.mode, c.zero)
 			written := writtenEntries(evs)
 			seeds := *crashSeeds
 			if testing.Short() {

@@ -141,10 +141,9 @@ func faultOpen(t *testing.T, dir string, opts wal.Options) *wal.Log {
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
-	// The faults are aimed by counting the engine's requests in order;
-	// sparse segments keep the spare goroutine's zero-filling (writes and
-	// an fdatasync of its own, at times of its own) out of that count.
-	opts.SparseSegments = true
+	// The faults are aimed by counting the engine's requests in order, so
+	// ZeroFillSegments stays off: its spare goroutine would add writes and
+	// an fdatasync of its own, at times of its own, to that count.
 	l, err := wal.Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)

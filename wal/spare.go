@@ -9,17 +9,19 @@ import (
 	"github.com/ringstore/ringstore/directio"
 )
 
-// Segments are made ahead of need. A spare goroutine keeps one spare
-// segment file ready: preallocated, its every byte written with zeros and
-// flushed, so that the group commits that later fill it overwrite blocks
-// the file system has already allocated and written. On ext4 (and xfs) a
-// write into space that fallocate reserved but nobody wrote converts an
-// unwritten extent, and the fdatasync that follows must then commit the
-// journal too: measured on the reference VM, a 32 KiB append plus
-// fdatasync took 722 µs into fallocated space and 309 µs into zeroed space
-// (a 1 KiB one in place: 239 µs). Zeroing costs one extra write of each
-// segment, off the appenders' path; Options.SparseSegments skips it.
+// Segments are made ahead of need. A spare goroutine keeps the next
+// segment file ready, preallocated with fallocate, so a rotation only
+// writes a header, flushes it, renames the file and flushes the directory.
 //
+// With Options.ZeroFillSegments the spare is also written full of zeros
+// (O_DIRECT, through the engine) and flushed. On ext4 (and xfs) a write
+// into space that fallocate reserved converts an unwritten extent, and the
+// fdatasync after it must commit the journal too. Measured on the
+// reference VM (ext4 on virtio), one 32 KiB append plus fdatasync: 722 µs
+// into fallocated space, 309 µs into zeroed space, 256 µs in place; yet 64
+// writers end to end (BenchmarkAppend, three interleaved 4 s runs each)
+// ran at 25.4–31.7 µs per append zero-filled and 26.0–26.1 µs without, so
+// zero-filling, which writes every segment twice, is not the default.
 // The spare is asked for when the active segment passes half full. At
 // rotation the committer takes it, writes its header, flushes it, renames
 // it to its segment name and flushes the directory. If no spare is ready it
@@ -145,7 +147,7 @@ func (l *Log) makeSpare() (*os.File, error) {
 	if err := preallocate(f, size); err != nil {
 		return fail(err)
 	}
-	if l.opts.SparseSegments {
+	if !l.opts.ZeroFillSegments {
 		// Nothing to flush: the fdatasync after the header at rotation
 		// makes the allocation durable with the header.
 		return f, nil
