@@ -652,6 +652,15 @@ func (l *Log) remove(path string) error {
 	return nil
 }
 
+// removeDurably removes path and flushes the directory, so that a later
+// removal never becomes durable before this one.
+func (l *Log) removeDurably(path string) error {
+	if err := l.remove(path); err != nil {
+		return err
+	}
+	return l.syncDir()
+}
+
 // syncDir flushes the directory, making creates, renames and removes in it
 // durable.
 func (l *Log) syncDir() error {

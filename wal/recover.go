@@ -27,7 +27,7 @@ func (l *Log) recover() error {
 	if err != nil {
 		return err
 	}
-	bases, err := listSegments(l.dir)
+	bases, err := listSegments(l.dir, true)
 	if err != nil {
 		return err
 	}
@@ -60,10 +60,7 @@ func (l *Log) recover() error {
 	for len(l.segs) > 0 && l.segs[0].last < first {
 		s := l.segs[0]
 		s.release()
-		if err := l.remove(s.path); err != nil {
-			return err
-		}
-		if err := l.syncDir(); err != nil {
+		if err := l.removeDurably(s.path); err != nil {
 			return err
 		}
 		if s == l.active {
@@ -146,10 +143,7 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	l.opts.Logf("wal: %s: cut a torn tail at offset %d after seq %d (%v)", path, r.dataEnd, r.last, r.stop)
 	if len(r.index) == 0 {
 		f.Close()
-		if err := l.remove(path); err != nil {
-			return nil, err
-		}
-		return nil, l.syncDir()
+		return nil, l.removeDurably(path)
 	}
 	if err := l.seal(seg, r.dataEnd, r.crc); err != nil {
 		seg.release()

@@ -218,9 +218,10 @@ func (s *segment) release() {
 	}
 }
 
-// listSegments returns the bases of the segment files in dir, sorted, and
-// removes leftover temporary files.
-func listSegments(dir string) ([]uint64, error) {
+// listSegments returns the bases of the segment files in dir, sorted.
+// With removeTmp it also removes leftover temporary files (half-made
+// segments and spares, a meta file being replaced).
+func listSegments(dir string, removeTmp bool) ([]uint64, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
@@ -230,6 +231,9 @@ func listSegments(dir string) ([]uint64, error) {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, tmpSuffix):
+			if !removeTmp {
+				continue
+			}
 			if err := os.Remove(filepath.Join(dir, name)); err != nil {
 				return nil, fmt.Errorf("wal: removing leftover %w", err)
 			}

@@ -74,10 +74,7 @@ func (l *Log) truncateFront(seq uint64) error {
 		if s == l.active {
 			l.active = nil
 		}
-		if err := l.remove(s.path); err != nil {
-			return l.fail(err)
-		}
-		if err := l.syncDir(); err != nil {
+		if err := l.removeDurably(s.path); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -115,10 +112,7 @@ func (l *Log) truncateBack(seq uint64) error {
 		if s == l.active {
 			l.active = nil
 		}
-		if err := l.remove(s.path); err != nil {
-			return l.fail(err)
-		}
-		if err := l.syncDir(); err != nil {
+		if err := l.removeDurably(s.path); err != nil {
 			return l.fail(err)
 		}
 	}

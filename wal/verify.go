@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -44,7 +43,7 @@ func Verify(dir string) (VerifyReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	bases, err := listSegmentsReadOnly(dir)
+	bases, err := listSegments(dir, false)
 	if err != nil {
 		return rep, err
 	}
@@ -74,25 +73,6 @@ func Verify(dir string) (VerifyReport, error) {
 		}
 	}
 	return rep, nil
-}
-
-// listSegmentsReadOnly is listSegments without removing temporary files.
-func listSegmentsReadOnly(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("wal: %w", err)
-	}
-	var bases []uint64
-	for _, e := range entries {
-		if name := e.Name(); strings.HasSuffix(name, segmentSuffix) {
-			base, ok := parseSegmentName(name)
-			if !ok {
-				return nil, fmt.Errorf("wal: %s: not a segment file name", filepath.Join(dir, name))
-			}
-			bases = append(bases, base)
-		}
-	}
-	return bases, nil
 }
 
 func verifySegment(path string, base uint64, isLast bool) (SegmentInfo, error) {
@@ -187,7 +167,7 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 			first := uint64(1)
 			if len(v.Segments) > 0 {
 				first = v.Segments[0].BaseSeq
-			} else if bases, _ := listSegmentsReadOnly(dir); len(bases) > 0 {
+			} else if bases, _ := listSegments(dir, false); len(bases) > 0 {
 				first = bases[0]
 			}
 			if err := l.writeMeta(first); err != nil {
@@ -227,16 +207,13 @@ func (l *Log) repairSegment(ce *CorruptError, rep *RepairReport) error {
 		}
 		return nil
 	}
-	bases, err := listSegmentsReadOnly(l.dir)
+	bases, err := listSegments(l.dir, false)
 	if err != nil {
 		return err
 	}
 	for i := len(bases) - 1; i >= 0 && bases[i] >= base; i-- {
 		p := filepath.Join(l.dir, segmentName(bases[i]))
-		if err := l.remove(p); err != nil {
-			return err
-		}
-		if err := l.syncDir(); err != nil {
+		if err := l.removeDurably(p); err != nil {
 			return err
 		}
 		what := "removed " + p
