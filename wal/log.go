@@ -145,16 +145,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	l := &Log{
 		dir: dir, opts: opts, lock: lock,
 		capacity: int(opts.SegmentSize) - SegmentHeaderSize - TrailerSize,
-		slots:    make(chan struct{}, opts.PipelineDepth),
-		flushQ:   make(chan *group, opts.PipelineDepth),
-		ackQ:     make(chan *group, opts.PipelineDepth),
-		bufs:     make(chan []byte, opts.PipelineDepth),
 		notify:   make(chan struct{}),
 	}
 	l.cond = sync.NewCond(&l.mu)
-	for range opts.PipelineDepth {
-		l.bufs <- nil
-	}
 	if opts.Engine != nil {
 		l.eng = opts.Engine
 	} else {
@@ -164,6 +157,20 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, fmt.Errorf("wal: %w", err)
 		}
 		l.ownEngine = true
+	}
+	if opts.PipelineDepth == 0 {
+		opts.PipelineDepth = 1
+		if b := l.eng.Backend(); b == ioengine.BackendURing || b == ioengine.BackendSQPoll {
+			opts.PipelineDepth = 2
+		}
+		l.opts.PipelineDepth = opts.PipelineDepth
+	}
+	l.slots = make(chan struct{}, opts.PipelineDepth)
+	l.flushQ = make(chan *group, opts.PipelineDepth)
+	l.ackQ = make(chan *group, opts.PipelineDepth)
+	l.bufs = make(chan []byte, opts.PipelineDepth)
+	for range opts.PipelineDepth {
+		l.bufs <- nil
 	}
 	if err := l.recover(); err != nil {
 		l.releaseAll()
