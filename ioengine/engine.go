@@ -51,6 +51,12 @@ type Request struct {
 	// durable append.
 	Link bool
 
+	// DSync makes a write durable before it completes, as if an
+	// fdatasync of the file followed it (RWF_DSYNC): on io_uring one SQE
+	// instead of a write and a linked fdatasync. A short write's remainder
+	// is written with DSync too. Only for OpWrite.
+	DSync bool
+
 	N   int   // bytes transferred
 	Err error // nil, io.EOF (a read reached end of file after N bytes), or an *OpError
 
@@ -262,7 +268,13 @@ func (e *Engine) Do(reqs []Request) error {
 			if r.Off < 0 {
 				return fmt.Errorf("ioengine: request %d: negative offset %d", i, r.Off)
 			}
+			if r.DSync && r.Op != OpWrite {
+				return fmt.Errorf("ioengine: request %d: DSync is only for writes, not %s", i, r.Op)
+			}
 		case OpFsync, OpFdatasync:
+			if r.DSync {
+				return fmt.Errorf("ioengine: request %d: DSync is only for writes, not %s", i, r.Op)
+			}
 		default:
 			return fmt.Errorf("ioengine: request %d: unknown op %d", i, uint8(r.Op))
 		}

@@ -538,6 +538,8 @@ func TestInvalidRequests(t *testing.T) {
 			{"negative_offset_write", Request{Op: OpWrite, Fd: fd, Off: -4096, Buf: make([]byte, 10)}, "negative offset -4096"},
 			{"op_zero", Request{Fd: fd, Buf: make([]byte, 10)}, "unknown op 0"},
 			{"op_unknown", Request{Op: 42, Fd: fd}, "unknown op 42"},
+			{"dsync_read", Request{Op: OpRead, Fd: fd, Buf: make([]byte, 10), DSync: true}, "DSync is only for writes, not read"},
+			{"dsync_fdatasync", Request{Op: OpFdatasync, Fd: fd, DSync: true}, "DSync is only for writes, not fdatasync"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				reqs := []Request{ok(), tc.bad, ok()}
@@ -657,6 +659,35 @@ func TestLinkedWriteFdatasync(t *testing.T) {
 			t.Fatalf("linked writes landed out of order: first difference at byte %d", diffAt(got, want))
 		}
 	})
+}
+
+// TestDSyncWrite writes with RWF_DSYNC on every backend, whole and (with a
+// fault plan) in short pieces whose remainders must be written too.
+func TestDSyncWrite(t *testing.T) {
+	for _, faulty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("short=%v", faulty), func(t *testing.T) {
+			opts := Options{}
+			if faulty {
+				opts.Faults = &FaultPlan{}
+				opts.Faults.Add(Fault{Kind: FaultShort, Op: OpWrite, Times: -1, Bytes: 100})
+			}
+			forEachBackend(t, opts, func(t *testing.T, e *Engine) {
+				f, fd := openFile(t, t.TempDir(), "f", nil)
+				var want []byte
+				for i := range 10 {
+					r := []Request{{Op: OpWrite, Fd: fd, Off: int64(len(want)), Buf: block(1000+i, uint64(i)), DSync: true}}
+					if err := e.Do(r); err != nil {
+						t.Fatalf("write %d: %v", i, err)
+					}
+					checkReq(t, 0, &r[0])
+					want = append(want, r[0].Buf...)
+				}
+				if got := readFile(t, f); !bytes.Equal(got, want) {
+					t.Fatalf("DSync writes: first difference at byte %d", diffAt(got, want))
+				}
+			})
+		})
+	}
 }
 
 func TestLinkedFirstFails(t *testing.T) {

@@ -60,7 +60,11 @@ func (s *syscallBackend) issue(r *Request) (int, error) {
 	case OpRead:
 		n, err = unix.Pread(r.Fd, buf, off)
 	case OpWrite:
-		n, err = unix.Pwrite(r.Fd, buf, off)
+		if r.DSync {
+			n, err = pwriteDSync(r.Fd, buf, off)
+		} else {
+			n, err = unix.Pwrite(r.Fd, buf, off)
+		}
 	case OpFsync:
 		err = unix.Fsync(r.Fd)
 	case OpFdatasync:

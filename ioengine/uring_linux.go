@@ -330,6 +330,9 @@ func (u *uringBackend) placeChain(c *chain) {
 			sqe.PrepRead(r.Fd, buf, off)
 		case r.Op == OpWrite:
 			sqe.PrepWrite(r.Fd, buf, off)
+			if r.DSync {
+				sqe.OpFlags = unix.RWF_DSYNC
+			}
 		case r.Op == OpFsync:
 			sqe.PrepFsync(r.Fd, 0)
 		case r.Op == OpFdatasync:

@@ -143,7 +143,11 @@ func faultOpen(t *testing.T, dir string, opts wal.Options) *wal.Log {
 	}
 	// The faults are aimed by counting the engine's requests in order, so
 	// ZeroFillSegments stays off: its spare goroutine would add writes and
-	// an fdatasync of its own, at times of its own, to that count.
+	// an fdatasync of its own, at times of its own, to that count. And
+	// every durable write is a write and a linked fdatasync, so that a
+	// fault can be aimed at either (RWF_DSYNC writes, the io_uring default,
+	// get their faults as writes: TestFaultDSync).
+	opts.LinkedFdatasync = true
 	l, err := wal.Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
@@ -894,6 +898,52 @@ func TestFaultTruncate(t *testing.T) {
 					}
 					checkVerify(t, dir, l2.FirstSeq(), last+1, false)
 				})
+			}
+		})
+	}
+}
+
+// TestFaultDSync runs the io_uring default, where a durable write is one
+// RWF_DSYNC write, into an EIO and a torn write: the failing append makes
+// the log read-only, and a reopen keeps exactly the acknowledged entries
+// (and cuts the torn one).
+func TestFaultDSync(t *testing.T) {
+	for _, kind := range []ioengine.FaultKind{ioengine.FaultEIO, ioengine.FaultTorn} {
+		t.Run(kind.String(), func(t *testing.T) {
+			// Writes: the segment header (1), then one per append.
+			eng, plan := faultEngine(t, ioengine.URing, ioengine.Fault{Kind: kind, Op: ioengine.OpWrite, After: 1 + 5, Bytes: 4096})
+			if eng.Backend() != ioengine.BackendURing {
+				t.Skip("io_uring is not available:", eng.FallbackReason())
+			}
+			dir := t.TempDir()
+			l, err := wal.Open(dir, wal.Options{Engine: eng, SegmentSize: faultSegmentSize, PipelineDepth: 1, Logf: t.Logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seq := uint64(1); seq <= 5; seq++ {
+				if got, err := l.Append(seqPayload(seq, faultPayloadSize)); err != nil || got != seq {
+					t.Fatalf("append %d: %d, %v", seq, got, err)
+				}
+			}
+			_, err = l.Append(seqPayload(6, faultPayloadSize))
+			if !errors.Is(err, wal.ErrReadOnly) || !errors.Is(err, unix.EIO) {
+				t.Fatalf("append 6 with a %s fault: %v, want ErrReadOnly wrapping EIO", kind, err)
+			}
+			if plan.Injected() != 1 {
+				t.Fatalf("%d faults injected, want 1", plan.Injected())
+			}
+			if _, err := l.Append(seqPayload(7, faultPayloadSize)); !errors.Is(err, wal.ErrReadOnly) {
+				t.Fatalf("append after the failure: %v, want ErrReadOnly", err)
+			}
+			l.Close()
+			l2 := faultOpen(t, dir, wal.Options{IOMode: ioengine.URing})
+			defer l2.Close()
+			if l2.LastSeq() != 5 {
+				t.Fatalf("after the reopen the log ends at %d, want 5", l2.LastSeq())
+			}
+			checkSeqEntries(t, l2, 5)
+			if kind == ioengine.FaultTorn && l2.Stats().TailCuts != 1 {
+				t.Fatalf("torn write: TailCuts %d, want 1", l2.Stats().TailCuts)
 			}
 		})
 	}

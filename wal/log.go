@@ -24,6 +24,7 @@ type Log struct {
 	ownEngine bool             // immutable: Close closes eng
 	lock      *os.File         // immutable: flock on wal.lock, held until Close
 	capacity  int              // immutable: the largest encoded request a new segment holds
+	dsync     bool             // immutable: durable writes use RWF_DSYNC instead of a linked fdatasync
 
 	// mu guards the queue of requests and the state below it.
 	mu      sync.Mutex
@@ -157,6 +158,9 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, fmt.Errorf("wal: %w", err)
 		}
 		l.ownEngine = true
+	}
+	if b := l.eng.Backend(); !opts.LinkedFdatasync && (b == ioengine.BackendURing || b == ioengine.BackendSQPoll) {
+		l.dsync = true
 	}
 	if opts.PipelineDepth == 0 {
 		opts.PipelineDepth = 1
@@ -605,18 +609,22 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 		index: []uint32{}, f: f, loaded: true}, false, nil
 }
 
-// writeFile writes buf at off of f and, if sync, flushes it with an
-// fdatasync linked to the write: one submission, and the flush runs only
-// after the write completed in full.
+// writeFile writes buf at off of f and, if sync, makes it durable: on
+// io_uring with RWF_DSYNC on the write itself, otherwise (or with
+// LinkedFdatasync) with an fdatasync linked to the write — one submission,
+// and the flush runs only after the write completed in full.
 func (l *Log) writeFile(f *os.File, path string, off int64, buf []byte, sync bool) error {
 	id := l.traceWrite(path, off, buf)
 	reqs := [2]ioengine.Request{
-		{Op: ioengine.OpWrite, Fd: int(f.Fd()), Off: off, Buf: buf, Link: sync},
+		{Op: ioengine.OpWrite, Fd: int(f.Fd()), Off: off, Buf: buf},
 		{Op: ioengine.OpFdatasync, Fd: int(f.Fd())},
 	}
 	n := 1
-	if sync {
-		n = 2
+	switch {
+	case sync && l.dsync:
+		reqs[0].DSync = true // one request: durable when it completes
+	case sync:
+		reqs[0].Link, n = true, 2
 	}
 	err := l.eng.Do(reqs[:n])
 	runtime.KeepAlive(f)
