@@ -353,8 +353,10 @@ func (l *Log) commit(reqs []*request) {
 			room = l.active.size - TrailerSize - l.activeOff
 		}
 		if int64(reqs[0].size) > room {
-			fresh := l.active != nil && l.activeOff == SegmentHeaderSize
-			if fresh { // cannot happen: Append checks against a new segment's capacity
+			// An empty segment of today's size that cannot hold the request:
+			// cannot happen, Append checks against a new segment's capacity.
+			fresh := l.active != nil && l.activeOff == SegmentHeaderSize && l.active.size >= l.opts.SegmentSize
+			if fresh {
 				reqs[0].finish(fmt.Errorf("%w: %d bytes do not fit in %s", ErrEntryTooLarge, reqs[0].size, l.active.path))
 				reqs = reqs[1:]
 				continue

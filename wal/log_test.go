@@ -332,3 +332,30 @@ func TestNoLeftoverFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestReopenWithLargerSegments: after a reopen with larger segments, an
+// entry too big for the old size goes into a new segment; an empty
+// leftover segment at the start of an emptied log is dropped.
+func TestReopenWithLargerSegments(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir, Options{SegmentSize: 64 << 10})
+	l.Append(payloadFor(1))
+	l.TruncateFront(10) // empty: no segment, the next append gets 10
+	l.Close()
+	// An empty 64 KiB segment for seq 10, as a crash right after a
+	// rotation leaves it: it holds nothing at or after the first seq.
+	img := make([]byte, 64<<10)
+	SegmentHeader{BaseSeq: 10, Size: 64 << 10}.Encode(img)
+	if err := os.WriteFile(filepath.Join(dir, segmentName(10)), img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l = openTest(t, dir, Options{SegmentSize: 1 << 20})
+	defer l.Close()
+	big := make([]byte, 200<<10)
+	if seq, err := l.Append(big); err != nil || seq != 10 {
+		t.Fatalf("Append of %d bytes after reopening with 1 MiB segments: %d, %v", len(big), seq, err)
+	}
+	if got, err := l.ReadAt(10); err != nil || len(got) != len(big) {
+		t.Fatalf("ReadAt(10): %d bytes, %v", len(got), err)
+	}
+}
