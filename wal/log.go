@@ -450,45 +450,40 @@ func (l *Log) ackLoop() {
 // ackGroup waits for g's flush and acknowledges its requests (or fails
 // them), then frees its buffer and pipeline slot.
 func (l *Log) ackGroup(g *group) {
-	{
-		<-g.done
-		l.mu.Lock()
-		if g.err != nil && l.failed == nil {
-			l.failed = fmt.Errorf("%w: %w", ErrReadOnly, g.err)
-		}
-		failed := l.failed
-		l.mu.Unlock()
-		if failed != nil {
-			for _, r := range g.reqs {
-				r.finish(failed)
-			}
-		} else {
-			l.segMu.Lock()
-			g.seg.index = append(g.seg.index, g.offsets...)
-			g.seg.last = g.last
-			g.seg.dataEnd = g.off + int64(len(g.buf))
-			l.last = g.last
-			close(l.notify)
-			l.notify = make(chan struct{})
-			l.segMu.Unlock()
-			l.traceAck(g.last)
-			var payload uint64
-			for _, r := range g.reqs {
-				for _, p := range r.payloads {
-					payload += uint64(len(p))
-				}
-			}
-			l.appends.Add(uint64(len(g.reqs)))
-			l.entries.Add(g.last - g.first + 1)
-			l.bytes.Add(payload)
-			l.flushes.Add(1)
-			for _, r := range g.reqs {
-				r.finish(nil)
-			}
-		}
-		l.bufs <- g.buf[:0]
-		<-l.slots
+	<-g.done
+	if g.err != nil {
+		l.fail(g.err)
 	}
+	if failed := l.Err(); failed != nil {
+		for _, r := range g.reqs {
+			r.finish(failed)
+		}
+	} else {
+		l.segMu.Lock()
+		g.seg.index = append(g.seg.index, g.offsets...)
+		g.seg.last = g.last
+		g.seg.dataEnd = g.off + int64(len(g.buf))
+		l.last = g.last
+		close(l.notify)
+		l.notify = make(chan struct{})
+		l.segMu.Unlock()
+		l.traceAck(g.last)
+		var payload uint64
+		for _, r := range g.reqs {
+			for _, p := range r.payloads {
+				payload += uint64(len(p))
+			}
+		}
+		l.appends.Add(uint64(len(g.reqs)))
+		l.entries.Add(g.last - g.first + 1)
+		l.bytes.Add(payload)
+		l.flushes.Add(1)
+		for _, r := range g.reqs {
+			r.finish(nil)
+		}
+	}
+	l.bufs <- g.buf[:0]
+	<-l.slots
 }
 
 // fail makes the log read-only with err.
