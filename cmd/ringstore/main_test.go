@@ -29,14 +29,34 @@ func runCLI(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// cliCase is a command line and what it must do.
+type cliCase struct {
+	name string
+	args []string
+	code int
+	want string // in stderr
+}
+
+// runCLICases runs each case as a subtest and checks its exit code and
+// that stderr mentions what it should.
+func runCLICases(t *testing.T, cases []cliCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(c.args...)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d (stderr: %s)", code, c.code, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr %q does not mention %q", stderr, c.want)
+			}
+		})
+	}
+}
+
 func TestBadArguments(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
-	cases := []struct {
-		name string
-		args []string
-		code int
-		want string // in stderr
-	}{
+	cases := []cliCase{
 		{"no command", nil, 2, "no command given"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"unknown flag", []string{"probe", "--bogus"}, 2, "flag provided but not defined: -bogus"},
@@ -63,17 +83,7 @@ func TestBadArguments(t *testing.T) {
 		{"all bad size", []string{"bench", "--size", "lots"}, 2, `"lots" is not a size`},
 		{"all missing dir", []string{"bench", "--dir", missing}, 2, missing},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, _, stderr := runCLI(c.args...)
-			if code != c.code {
-				t.Errorf("exit code %d, want %d (stderr: %s)", code, c.code, stderr)
-			}
-			if !strings.Contains(stderr, c.want) {
-				t.Errorf("stderr %q does not mention %q", stderr, c.want)
-			}
-		})
-	}
+	runCLICases(t, cases)
 }
 
 func TestHelp(t *testing.T) {

@@ -308,12 +308,7 @@ func TestWALBadArguments(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name string
-		args []string
-		code int
-		want string // in stderr
-	}{
+	cases := []cliCase{
 		{"no command", []string{"wal"}, 2, "wal: no command given"},
 		{"unknown command", []string{"wal", "fsck", dir}, 2, `wal: unknown command "fsck"`},
 		{"missing dir", []string{"wal", "verify"}, 2, "missing DIR"},
@@ -332,17 +327,7 @@ func TestWALBadArguments(t *testing.T) {
 		{"bad format", []string{"wal", "dump", dir, "--format", "yaml"}, 2, `--format "yaml"`},
 		{"repair without yes", []string{"wal", "repair", dir}, 2, "--yes is required"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, _, stderr := runCLI(c.args...)
-			if code != c.code {
-				t.Errorf("exit code %d, want %d (stderr: %s)", code, c.code, stderr)
-			}
-			if !strings.Contains(stderr, c.want) {
-				t.Errorf("stderr %q does not mention %q", stderr, c.want)
-			}
-		})
-	}
+	runCLICases(t, cases)
 	if entries, _ := os.ReadDir(empty); len(entries) != 1 {
 		t.Errorf("commands wrote into a directory without a log: %v", entries)
 	}
