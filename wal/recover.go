@@ -43,7 +43,7 @@ func (l *Log) recover() error {
 			prev := l.segs[n-1]
 			if seg.base != prev.last+1 {
 				seg.release()
-				return &CorruptError{Path: seg.path, Offset: 16, Err: fmt.Errorf("%w: %w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, errGap, seg.base, filepath.Base(prev.path), prev.last)}
+				return gapError(seg.path, seg.base, prev.path, prev.last)
 			}
 		}
 		l.segs = append(l.segs, seg)
@@ -69,7 +69,7 @@ func (l *Log) recover() error {
 		l.segs = l.segs[1:]
 	}
 	if len(l.segs) > 0 && l.segs[0].base > first {
-		return &CorruptError{Path: filepath.Join(l.dir, metaName), Offset: 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(l.segs[0].path), l.segs[0].base)}
+		return startError(l.dir, first, l.segs[0].path, l.segs[0].base)
 	}
 	l.first, l.last = first, first-1
 	if n := len(l.segs); n > 0 {
@@ -108,9 +108,6 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	if sealed {
 		f.Close()
 		seg.sealed, seg.last, seg.dataEnd = true, t.LastSeq, int64(t.DataEnd)
-		if t.DataEnd < SegmentHeaderSize || t.DataEnd > h.Size-TrailerSize || t.LastSeq+1 < base {
-			return nil, &CorruptError{Path: path, Offset: seg.size - TrailerSize, Err: fmt.Errorf("%w: trailer data end %d, last seq %d do not fit the segment", ErrCorrupt, t.DataEnd, t.LastSeq)}
-		}
 		if !l.opts.LazyVerify {
 			if err := seg.load(); err != nil {
 				return nil, err

@@ -114,8 +114,8 @@ func checkSealed(path string, img []byte, h SegmentHeader, t Trailer) (scanResul
 	bad := func(off int64, last uint64, format string, args ...any) (scanResult, error) {
 		return scanResult{}, &CorruptError{Path: path, Offset: off, LastSeq: last, Err: fmt.Errorf(format, args...)}
 	}
-	if t.DataEnd < SegmentHeaderSize || t.DataEnd > h.Size-TrailerSize || t.LastSeq+1 < h.BaseSeq {
-		return bad(int64(h.Size-TrailerSize), 0, "%w: trailer data end %d, last seq %d do not fit a segment of %d bytes starting at seq %d", ErrCorrupt, t.DataEnd, t.LastSeq, h.Size, h.BaseSeq)
+	if err := checkTrailer(path, h, t); err != nil {
+		return scanResult{}, err
 	}
 	r := scanEntries(img, h.BaseSeq, int64(t.DataEnd))
 	if r.dataEnd != int64(t.DataEnd) {
@@ -130,8 +130,28 @@ func checkSealed(path string, img []byte, h SegmentHeader, t Trailer) (scanResul
 	return r, nil
 }
 
+// checkTrailer checks that a trailer fits its segment's header.
+func checkTrailer(path string, h SegmentHeader, t Trailer) error {
+	if t.DataEnd < SegmentHeaderSize || t.DataEnd > h.Size-TrailerSize || t.LastSeq+1 < h.BaseSeq {
+		return &CorruptError{Path: path, Offset: int64(h.Size) - TrailerSize, Err: fmt.Errorf("%w: trailer data end %d, last seq %d do not fit a segment of %d bytes starting at seq %d", ErrCorrupt, t.DataEnd, t.LastSeq, h.Size, h.BaseSeq)}
+	}
+	return nil
+}
+
+// gapError reports a segment that does not start where the one before it
+// ended.
+func gapError(path string, base uint64, prevPath string, prevLast uint64) error {
+	return &CorruptError{Path: path, Offset: 16, LastSeq: prevLast, Err: fmt.Errorf("%w: %w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, errGap, base, filepath.Base(prevPath), prevLast)}
+}
+
+// startError reports a first segment that starts after the log's first
+// seq (as wal.meta records it).
+func startError(dir string, first uint64, segPath string, base uint64) error {
+	return &CorruptError{Path: filepath.Join(dir, metaName), Offset: 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(segPath), base)}
+}
+
 // readHeaderTrailer reads and checks the header of a segment file (and its
-// size), and decodes its trailer. A trailer of zeros is reported as
+// size), and decodes and checks its trailer. A trailer of zeros is reported as
 // (Trailer{}, false, nil).
 func readHeaderTrailer(f *os.File, path string, base uint64) (SegmentHeader, Trailer, bool, error) {
 	st, err := f.Stat()
@@ -165,6 +185,9 @@ func readHeaderTrailer(f *os.File, path string, base uint64) (SegmentHeader, Tra
 	}
 	if err != nil {
 		return h, Trailer{}, false, &CorruptError{Path: path, Offset: int64(h.Size) - TrailerSize, Err: err}
+	}
+	if err := checkTrailer(path, h, t); err != nil {
+		return h, Trailer{}, false, err
 	}
 	return h, t, true, nil
 }

@@ -54,7 +54,7 @@ func Verify(dir string) (VerifyReport, error) {
 			return rep, err
 		}
 		if prev != nil && info.BaseSeq != prev.LastSeq+1 {
-			return rep, &CorruptError{Path: info.Path, Offset: 16, LastSeq: prev.LastSeq, Err: fmt.Errorf("%w: %w: segment starts at seq %d but %s ends at seq %d", ErrCorrupt, errGap, info.BaseSeq, filepath.Base(prev.Path), prev.LastSeq)}
+			return rep, gapError(info.Path, info.BaseSeq, prev.Path, prev.LastSeq)
 		}
 		rep.Segments = append(rep.Segments, info)
 		prev = &rep.Segments[len(rep.Segments)-1]
@@ -69,7 +69,7 @@ func Verify(dir string) (VerifyReport, error) {
 	if prev != nil {
 		rep.LastSeq = max(prev.LastSeq, first-1)
 		if rep.Segments[0].BaseSeq > first {
-			return rep, &CorruptError{Path: filepath.Join(dir, metaName), Offset: 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment starts at %d", ErrCorrupt, first, rep.Segments[0].BaseSeq)}
+			return rep, startError(dir, first, rep.Segments[0].Path, rep.Segments[0].BaseSeq)
 		}
 	}
 	return rep, nil
