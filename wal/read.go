@@ -35,23 +35,33 @@ func (l *Log) read(seq uint64, dst []byte) ([]byte, error) {
 			return nil, err
 		}
 		off, n := s.entryBounds(seq)
-		return decodeAt(s.path, s.data[off:off+n], off, seq, dst)
+		return decodeAt(s.path, s.data[off:off+n], off, seq, dst, false)
 	}
 	off, n := s.entryBounds(seq)
 	buf := make([]byte, n)
 	if _, err := l.eng.ReadAt(int(s.f.Fd()), buf, off); err != nil {
 		return nil, fmt.Errorf("wal: read seq %d from %s at offset %d: %w", seq, s.path, off, err)
 	}
-	return decodeAt(s.path, buf, off, seq, dst)
+	if dst == nil {
+		// buf is the caller's already: hand out the payload inside it
+		// rather than copy it once more.
+		return decodeAt(s.path, buf, off, seq, nil, true)
+	}
+	return decodeAt(s.path, buf, off, seq, dst, false)
 }
 
-func decodeAt(path string, b []byte, off int64, seq uint64, dst []byte) ([]byte, error) {
+// decodeAt decodes entry seq from b, read at off of path, and appends its
+// payload to dst, or returns it in place when alias (b is not shared).
+func decodeAt(path string, b []byte, off int64, seq uint64, dst []byte, alias bool) ([]byte, error) {
 	got, payload, _, err := DecodeEntry(b, len(b))
 	if err == nil && got != seq {
 		err = fmt.Errorf("%w: entry seq %d where %d was expected", ErrCorrupt, got, seq)
 	}
 	if err != nil {
 		return nil, &CorruptError{Path: path, Offset: off, LastSeq: seq - 1, Err: err}
+	}
+	if alias {
+		return payload, nil
 	}
 	return append(dst, payload...), nil
 }
