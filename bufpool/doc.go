@@ -1,0 +1,103 @@
+// Package bufpool is ringstore's buffer pool for O_DIRECT reads: fixed-size
+// frames of registered files, held in one off-heap arena, pinned while in
+// use, loaded once, evicted by a scan-resistant policy (S3-FIFO), read by
+// I/O goroutines through an ioengine.Engine. It sits under arrowscan and is
+// meant for kv's block cache too (small frames, many files, batched Pins
+// across files).
+//
+// # Memory
+//
+//	arena (directio.Alloc: anonymous mmap, 4 KiB aligned, outside the Go heap)
+//	┌──────────┬──────────┬──────────┬─────┬──────────┐
+//	│ frame 0  │ frame 1  │ frame 2  │ ... │ frame N-1│   N = Budget / FrameSize
+//	└──────────┴──────────┴──────────┴─────┴──────────┘
+//	  each FrameSize bytes; frame k of a file holds [k*FrameSize, (k+1)*FrameSize)
+//
+// The pool never holds more than N frames of data and allocates no data
+// buffers after New: a load reads straight into its frame's piece of the
+// arena. The last frame of a file is partial: Bytes stops at the registered
+// size (the read itself is rounded up to 4 KiB, as O_DIRECT requires).
+//
+// # Frames and the table
+//
+//	table: (FileID, frame index) ──▶ *Frame        one frame per key at a time
+//
+//	free ──install──▶ loading ──load ok──▶ resident ──evict──▶ (reused)
+//	                     │                    │
+//	                 load failed          Unregister while pinned
+//	                     ▼                    ▼
+//	            detached (out of the table, still pinned) ──last Unpin──▶ free
+//
+// A miss installs a frame in state loading and queues its load; every other
+// Pin of that key finds the loading frame, pins it and waits, so a frame is
+// loaded exactly once at a time. A failed load takes the frame out of the
+// table (nothing is cached) and every waiter gets the same *ReadError.
+//
+// # Eviction: S3-FIFO with pins
+//
+//	miss ─┬─ key on the ghost list ─────────────────▶ main (CLOCK)
+//	      └─ otherwise ─▶ probation (FIFO, ProbationPercent of the frames)
+//	                         │ at the head, when a frame is needed:
+//	                         ├─ referenced again ─▶ main
+//	                         └─ not referenced  ─▶ evicted, key to the ghost list
+//	main, at the hand: referenced ─▶ counter-1, to the back; not ─▶ evicted
+//
+// Each Pin call counts one reference per distinct frame (a Pin of a
+// prefetched frame's first use counts none). A one-time scan therefore
+// flows through probation without displacing the working set in main. The
+// ghost list remembers as many evicted keys as there are frames. Pinned and
+// loading frames are never evicted; the hand passes over them.
+//
+// A sequential reader that pins the same frame in several Pin calls makes
+// it look re-referenced: pin all the spans of one unit of work (a record
+// batch, a MultiGet) in one call.
+//
+// # I/O
+//
+//	Pin/Prefetch (any goroutine)            I/O goroutines (IOWorkers)
+//	──────────────────────────              ──────────────────────────
+//	install frames, queue loads  ─demandQ──▶ take ≤ MaxBatch loads
+//	(Pin's before Prefetch's)    ─prefetchQ▶ (demand first), one engine.Do,
+//	wait on each loading frame  ◀─────────── complete: resident or failed
+//
+// Callers never call the engine: a miss is handed to the I/O goroutines,
+// and all misses of one Pin are queued together, so they go to the kernel
+// in as few engine calls as MaxBatch allows, whatever files they are in.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use. One mutex (Pool.mu) guards the
+// table, the queues, the lists, the file map and the counters; the fields
+// say so. Pin counts are atomic: Pin increments under mu, Unpin decrements
+// without a lock and takes mu only when the frame was detached or a Pin is
+// stalled. The eviction hand reads a pin count under mu; since increments
+// happen only under mu, a zero it reads stays zero.
+//
+// A Pin takes all its frames or none. When no frame can be evicted it
+// releases what it took and waits (Stats.Stalls) until an Unpin or a
+// finished load makes one evictable. Pins that one goroutine holds while it
+// calls Pin again count against the others: if goroutines together hold
+// close to Frames pins and each waits for more, they deadlock; keep the
+// pins held at once well below Frames. A Pin needing more distinct frames
+// than the pool has fails at once (ErrTooManyFrames).
+//
+// # Lifetimes
+//
+//   - Frame.Bytes is valid while the frame is pinned, and only then; after
+//     Unpin its memory may be overwritten by the next load at any time.
+//   - A registered fd must stay open until Unregister returns; the pool
+//     never closes it. After Unregister (even one that reports pinned
+//     frames) the pool reads it no more.
+//   - Close fails with ErrPinned, changing nothing, while any frame is
+//     pinned; otherwise it waits for the loads in flight, drops queued
+//     prefetches, closes the pool's own engine and unmaps the arena.
+//
+// # Errors
+//
+// Bad options wrap ErrBadOptions and name the field; bad spans wrap
+// ErrBadSpan or ErrUnknownFile and name the span, file and range; failed
+// loads are *ReadError (file, offset, length, cause) and unwrap to the
+// engine's *ioengine.OpError and its errno, or to ErrShortRead when the
+// file is shorter than its registered size. Unpinning more than pinned
+// panics: it is a bug in the caller, not an input error.
+package bufpool

@@ -1,0 +1,252 @@
+package bufpool
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// FileID names a registered file. IDs start at 1 and are never reused by a
+// pool, so the zero FileID is never registered.
+type FileID uint32
+
+// frameKey is what the frame table is keyed by: frame index of a file.
+type frameKey struct {
+	file  FileID
+	index int64 // frame k covers [k*FrameSize, (k+1)*FrameSize)
+}
+
+// frameState is where a frame is in its life. Guarded by Pool.mu.
+//
+//	free ──install──▶ loading ──load ok──▶ resident ──evict──▶ (reused: loading)
+//	                     │                    │
+//	                 load failed          file unregistered
+//	                     ▼                    ▼
+//	            detached (out of the table, pinned) ──last Unpin──▶ free
+type frameState uint8
+
+const (
+	stateFree     frameState = iota // on the free list
+	stateLoading                    // in the table and a queue; a load queued or in flight
+	stateResident                   // in the table and a queue; Bytes valid
+	stateDetached                   // out of the table and queues; pinned; freed at the last unpin
+)
+
+func (s frameState) String() string {
+	switch s {
+	case stateFree:
+		return "free"
+	case stateLoading:
+		return "loading"
+	case stateResident:
+		return "resident"
+	case stateDetached:
+		return "detached"
+	}
+	return fmt.Sprintf("frameState(%d)", uint8(s))
+}
+
+// queueID says which eviction list a frame is on. Guarded by Pool.mu.
+type queueID uint8
+
+const (
+	queueNone      queueID = iota // detached, or being installed
+	queueFree                     // Pool.free
+	queueProbation                // Pool.probation: S3-FIFO's small FIFO
+	queueMain                     // Pool.main: the CLOCK queue
+)
+
+// ioState says where a frame's load is. Guarded by Pool.mu.
+type ioState uint8
+
+const (
+	ioNone           ioState = iota
+	ioQueuedDemand           // on Pool.demandQ (a Pin waits for it)
+	ioQueuedPrefetch         // on Pool.prefetchQ (nobody waits yet)
+	ioIssued                 // handed to the engine by an I/O goroutine
+)
+
+// Frame is one FrameSize piece of the pool's arena holding (part of) a
+// frame of a registered file. A *Frame returned by Pin is valid until the
+// matching Unpin; the pool reuses the Frame, and its memory, afterwards.
+//
+// Fields marked "guarded by mu" are Pool.mu's; those the holder of a pin
+// reads (key, off, n, buf) do not change while the frame is pinned.
+type Frame struct {
+	pool *Pool  // immutable
+	buf  []byte // immutable: FrameSize bytes of the arena
+	slot int    // immutable: index in Pool.frames
+
+	pins     atomic.Int32 // pin count; incremented under mu only, decremented anywhere (Unpin)
+	detached atomic.Bool  // mirrors state == stateDetached for the lock-free Unpin
+
+	// Guarded by mu.
+	key      frameKey
+	file     *file
+	off      int64 // key.index * FrameSize
+	n        int   // valid bytes: FrameSize, or fewer for a file's last frame
+	state    frameState
+	queue    queueID
+	io       ioState
+	freq     uint8  // references seen (saturates at maxFreq); S3-FIFO's counter
+	prefetch bool   // loaded by Prefetch and not pinned since
+	loader   uint64 // the Pin call that installed it (0: Prefetch)
+	mark     uint64 // the last Pin call that counted it (once per call)
+	loadErr  error  // why the last load failed (state detached)
+	loaded   sync.Cond
+	links    [2]listLinks // [0]: free/probation/main, [1]: demandQ/prefetchQ
+}
+
+// File returns the file the frame belongs to.
+func (f *Frame) File() FileID { return f.key.file }
+
+// Offset returns the file offset of the frame's first byte.
+func (f *Frame) Offset() int64 { return f.off }
+
+// Len returns the number of valid bytes, len(f.Bytes()).
+func (f *Frame) Len() int { return f.n }
+
+// Bytes returns the frame's valid bytes: FrameSize, or fewer for the file's
+// last frame (it stops at the registered file size). The slice points into
+// the pool's off-heap arena and is valid only while the frame is pinned:
+// after Unpin it may be overwritten by another load at any time, and after
+// Close it is unmapped. Do not write to it; every pinner sees the same
+// bytes.
+func (f *Frame) Bytes() []byte { return f.buf[:f.n:f.n] }
+
+// Unpin releases one pin returned by Pin. Each frame Pin returned must be
+// unpinned once per time it was returned. Unpinning a frame that has no
+// pins left panics: that is a bug in the caller, and continuing would let
+// the pool reuse memory someone still reads. A second Unpin of a frame that
+// meanwhile was pinned by another caller cannot be told apart from that
+// caller's own Unpin and goes undetected.
+//
+// Unpin takes no lock unless the frame was detached (its file unregistered)
+// or a Pin is waiting for a frame to become evictable.
+func (f *Frame) Unpin() {
+	n := f.pins.Add(-1)
+	if n < 0 {
+		f.pins.Add(1)
+		panic(fmt.Sprintf("bufpool: Unpin of frame %d (file %d, offset %d) that is not pinned: more Unpins than pins", f.slot, f.key.file, f.off))
+	}
+	if n > 0 {
+		return
+	}
+	p := f.pool
+	p.pinnedFrames.Add(-1)
+	if f.detached.Load() || p.stallWaiters.Load() > 0 {
+		p.mu.Lock()
+		p.afterUnpinLocked(f)
+		p.mu.Unlock()
+	}
+}
+
+func (f *Frame) String() string {
+	return fmt.Sprintf("frame %d (file %d, offset %d, %d bytes)", f.slot, f.key.file, f.off, f.n)
+}
+
+// listLinks are a frame's links on one intrusive list.
+type listLinks struct {
+	prev, next *Frame
+}
+
+// frameList is an intrusive doubly linked list of frames through
+// Frame.links[slot]. A frame is on at most one list per slot. The lists of
+// a Pool are guarded by Pool.mu.
+type frameList struct {
+	head, tail *Frame
+	n          int
+	slot       uint8
+}
+
+func (l *frameList) len() int { return l.n }
+
+func (l *frameList) front() *Frame { return l.head }
+
+func (l *frameList) pushBack(f *Frame) {
+	k := &f.links[l.slot]
+	k.prev, k.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.links[l.slot].next = f
+	} else {
+		l.head = f
+	}
+	l.tail = f
+	l.n++
+}
+
+func (l *frameList) remove(f *Frame) {
+	k := &f.links[l.slot]
+	if k.prev != nil {
+		k.prev.links[l.slot].next = k.next
+	} else {
+		l.head = k.next
+	}
+	if k.next != nil {
+		k.next.links[l.slot].prev = k.prev
+	} else {
+		l.tail = k.prev
+	}
+	k.prev, k.next = nil, nil
+	l.n--
+}
+
+func (l *frameList) popFront() *Frame {
+	f := l.head
+	if f != nil {
+		l.remove(f)
+	}
+	return f
+}
+
+// rotate moves the front frame to the back (the CLOCK hand's step).
+func (l *frameList) rotate() {
+	if l.n > 1 {
+		l.pushBack(l.popFront())
+	}
+}
+
+// CopyOut copies [off, off+len(dst)) of a file into dst out of frames that
+// cover it, such as the frames Pin returned for a span. The frames must be
+// pinned and belong to one file; they may come in any order. It returns an
+// error wrapping ErrNotCovered naming the first offset no frame holds.
+func CopyOut(dst []byte, frames []*Frame, off int64) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	if off < 0 {
+		return fmt.Errorf("%w: negative offset %d", ErrNotCovered, off)
+	}
+	end := off + int64(len(dst))
+	var file FileID
+	for i, f := range frames {
+		if f == nil {
+			return fmt.Errorf("%w: frame %d of %d is nil", ErrNotCovered, i, len(frames))
+		}
+		if i == 0 {
+			file = f.File()
+		} else if f.File() != file {
+			return fmt.Errorf("%w: frame %d belongs to file %d, frame 0 to file %d", ErrNotCovered, i, f.File(), file)
+		}
+	}
+	pos, next := off, 0
+	for pos < end {
+		// Frames of a span come in order, so the next one usually holds pos.
+		found := -1
+		for j := 0; j < len(frames); j++ {
+			i := (next + j) % len(frames)
+			f := frames[i]
+			if f.off <= pos && pos < f.off+int64(f.n) {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			return fmt.Errorf("%w: offset %d of [%d, %d) in file %d", ErrNotCovered, pos, off, end, file)
+		}
+		f := frames[found]
+		pos += int64(copy(dst[pos-off:], f.buf[pos-f.off:f.n]))
+		next = found + 1
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package bufpool
+
+import (
+	"errors"
+	"fmt"
+)
+
+// checkInvariants locks the pool and checks that the frame table, the
+// queues, the lists and the pin counts agree. Tests call it; builds with
+// -tags invariants or -race also run it after every Pin and engine call.
+func (p *Pool) checkInvariants() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.checkInvariantsLocked()
+}
+
+func (p *Pool) mustCheckInvariantsLocked() {
+	if err := p.checkInvariantsLocked(); err != nil {
+		panic("bufpool: invariant broken: " + err.Error())
+	}
+}
+
+// checkList walks l and checks its links, its length and that every frame
+// on it passes ok.
+func checkList(name string, l *frameList, ok func(*Frame) error) error {
+	n := 0
+	var prev *Frame
+	for f := l.head; f != nil; f = f.links[l.slot].next {
+		if f.links[l.slot].prev != prev {
+			return fmt.Errorf("%s: %s: prev link broken", name, f)
+		}
+		if err := ok(f); err != nil {
+			return fmt.Errorf("%s: %s: %w", name, f, err)
+		}
+		prev = f
+		n++
+		if n > l.n {
+			return fmt.Errorf("%s: longer than its length %d", name, l.n)
+		}
+	}
+	if n != l.n || l.tail != prev {
+		return fmt.Errorf("%s: %d frames walked, length %d, tail ok %v", name, n, l.n, l.tail == prev)
+	}
+	return nil
+}
+
+func (p *Pool) checkInvariantsLocked() error {
+	if p.closed {
+		return nil
+	}
+	inTable := func(q queueID) func(*Frame) error {
+		return func(f *Frame) error {
+			if f.queue != q {
+				return fmt.Errorf("queue field %d, want %d", f.queue, q)
+			}
+			if f.state != stateLoading && f.state != stateResident {
+				return fmt.Errorf("state %s on an eviction queue", f.state)
+			}
+			if p.table[f.key] != f {
+				return errors.New("not the table's frame for its key")
+			}
+			return nil
+		}
+	}
+	queued := func(want ioState) func(*Frame) error {
+		return func(f *Frame) error {
+			if f.io != want || f.state != stateLoading {
+				return fmt.Errorf("io state %d, frame state %s on a load queue", f.io, f.state)
+			}
+			return nil
+		}
+	}
+	checks := []struct {
+		name string
+		l    *frameList
+		ok   func(*Frame) error
+	}{
+		{"free", &p.free, func(f *Frame) error {
+			if f.state != stateFree || f.queue != queueFree || f.io != ioNone || f.file != nil {
+				return fmt.Errorf("state %s, queue %d, io %d, file set %v on the free list", f.state, f.queue, f.io, f.file != nil)
+			}
+			if n := f.pins.Load(); n != 0 {
+				return fmt.Errorf("%d pins on the free list", n)
+			}
+			return nil
+		}},
+		{"probation", &p.probation, inTable(queueProbation)},
+		{"main", &p.main, inTable(queueMain)},
+		{"demand queue", &p.demandQ, queued(ioQueuedDemand)},
+		{"prefetch queue", &p.prefetchQ, queued(ioQueuedPrefetch)},
+	}
+	for _, c := range checks {
+		if err := checkList(c.name, c.l, c.ok); err != nil {
+			return err
+		}
+	}
+	if got, want := len(p.table), p.probation.len()+p.main.len(); got != want {
+		return fmt.Errorf("table holds %d frames, probation + main %d", got, want)
+	}
+	loading, detached := 0, 0
+	perFile := map[*file]int{}
+	for i := range p.frames {
+		f := &p.frames[i]
+		if f.pins.Load() < 0 {
+			return fmt.Errorf("%s: negative pin count %d", f, f.pins.Load())
+		}
+		if f.detached.Load() != (f.state == stateDetached) {
+			return fmt.Errorf("%s: detached flag %v, state %s", f, f.detached.Load(), f.state)
+		}
+		switch f.state {
+		case stateLoading:
+			loading++
+			if f.io == ioNone {
+				return fmt.Errorf("%s: loading but its load is neither queued nor issued", f)
+			}
+			fallthrough
+		case stateResident:
+			perFile[f.file]++
+			if p.files[f.key.file] != f.file && !f.file.gone {
+				return fmt.Errorf("%s: in the table but its file is not registered", f)
+			}
+			if f.off != f.key.index*int64(p.frameSize) || f.n <= 0 || f.n > p.frameSize || f.off+int64(f.n) > f.file.size {
+				return fmt.Errorf("%s: offset/length do not fit frame index %d of %s (size %d)", f, f.key.index, f.file, f.file.size)
+			}
+			if f.state == stateResident && f.io != ioNone {
+				return fmt.Errorf("%s: resident with io state %d", f, f.io)
+			}
+		case stateDetached:
+			detached++
+			if f.queue != queueNone {
+				return fmt.Errorf("%s: detached but on queue %d", f, f.queue)
+			}
+		}
+	}
+	if loading != p.loading {
+		return fmt.Errorf("%d frames loading, counter says %d", loading, p.loading)
+	}
+	if total := p.free.len() + p.probation.len() + p.main.len() + detached; total != len(p.frames) {
+		return fmt.Errorf("free %d + probation %d + main %d + detached %d = %d, pool has %d frames",
+			p.free.len(), p.probation.len(), p.main.len(), detached, total, len(p.frames))
+	}
+	for _, fl := range p.files {
+		if fl.frames != perFile[fl] {
+			return fmt.Errorf("%s: counts %d frames, table holds %d", fl, fl.frames, perFile[fl])
+		}
+	}
+	if p.ghost.len() > len(p.ghost.ring) {
+		return fmt.Errorf("ghost holds %d keys, capacity %d", p.ghost.len(), len(p.ghost.ring))
+	}
+	for k := range p.ghost.keys {
+		if p.table[k] != nil {
+			return fmt.Errorf("key %v both on the ghost list and in the table", k)
+		}
+	}
+	return nil
+}
+
+// checkQuiescent checks, on a pool nobody is using, that no frame is
+// pinned or loading and the pinned-frame counter agrees.
+func (p *Pool) checkQuiescent() error {
+	if err := p.checkInvariants(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pinned := 0
+	for i := range p.frames {
+		if p.frames[i].pins.Load() > 0 {
+			pinned++
+		}
+	}
+	if pinned != 0 || p.pinnedFrames.Load() != 0 || p.loading != 0 {
+		return fmt.Errorf("not quiescent: %d frames pinned (counter %d), %d loading", pinned, p.pinnedFrames.Load(), p.loading)
+	}
+	return nil
+}

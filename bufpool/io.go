@@ -1,0 +1,132 @@
+package bufpool
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// ReadError is a failed load: the file, the frame's offset and length, and
+// the cause (an *ioengine.OpError wrapping the errno, or ErrShortRead), so
+// errors.Is(err, unix.EIO) works. Every Pin waiting for the load gets the
+// same *ReadError.
+type ReadError struct {
+	File FileID
+	Name string
+	Off  int64 // file offset of the frame
+	Len  int   // bytes the frame should hold
+	Err  error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("bufpool: load of %s (file %d) offset %d length %d: %v", e.Name, e.File, e.Off, e.Len, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// readLen is how much a load of f reads: its valid bytes rounded up to
+// directio.BlockSize, as O_DIRECT demands. It never exceeds FrameSize.
+func readLen(f *Frame) int {
+	return (f.n + directio.BlockSize - 1) &^ (directio.BlockSize - 1)
+}
+
+// ioWorker is one I/O goroutine: it takes up to MaxBatch queued loads
+// (demand before prefetch), hands them to the engine in one call, and
+// completes them. It exits once the pool is closed and no demand load is
+// queued; queued prefetches are then dropped.
+func (p *Pool) ioWorker() {
+	defer p.workers.Done()
+	batch := make([]*Frame, 0, p.opts.MaxBatch)
+	reqs := make([]ioengine.Request, 0, p.opts.MaxBatch)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		for p.demandQ.len() == 0 && p.prefetchQ.len() == 0 && !p.closed {
+			p.work.Wait()
+		}
+		if p.closed && p.demandQ.len() == 0 {
+			p.dropQueuedPrefetchesLocked()
+			return
+		}
+		batch, reqs = batch[:0], reqs[:0]
+		for len(batch) < p.opts.MaxBatch {
+			f := p.demandQ.popFront()
+			if f == nil {
+				if f = p.prefetchQ.popFront(); f == nil {
+					break
+				}
+			}
+			f.io = ioIssued
+			batch = append(batch, f)
+			reqs = append(reqs, ioengine.Request{Op: ioengine.OpRead, Fd: f.file.fd, Off: f.off, Buf: f.buf[:readLen(f)]})
+		}
+		if p.demandQ.len()+p.prefetchQ.len() > 0 {
+			p.work.Signal() // more than one batch: let another worker take the rest
+		}
+		p.stats.EngineCalls++
+		p.mu.Unlock()
+		if p.testBeforeDo != nil {
+			p.testBeforeDo(len(reqs))
+		}
+		err := p.eng.Do(reqs)
+		p.mu.Lock()
+		p.completeLocked(batch, reqs, err)
+		clear(batch)
+		clear(reqs)
+	}
+}
+
+// completeLocked records the results of one engine call.
+func (p *Pool) completeLocked(batch []*Frame, reqs []ioengine.Request, doErr error) {
+	for i, f := range batch {
+		r := &reqs[i]
+		var cause error
+		switch {
+		case r.N >= f.n && (r.Err == nil || errors.Is(r.Err, io.EOF)):
+		case r.Err != nil && !errors.Is(r.Err, io.EOF):
+			cause = r.Err
+		case r.Err == nil && doErr != nil:
+			cause = doErr // the engine refused the whole call (closed)
+		default:
+			cause = fmt.Errorf("%w: the read ended %d bytes into the frame, %d bytes short of the registered size %d",
+				ErrShortRead, r.N, f.n-r.N, f.file.size)
+		}
+		p.stats.Loads++
+		p.stats.BytesRead += uint64(r.N)
+		p.loading--
+		f.io = ioNone
+		if cause == nil {
+			f.state = stateResident
+		} else {
+			p.stats.ReadErrors++
+			f.loadErr = &ReadError{File: f.key.file, Name: f.file.name, Off: f.off, Len: f.n, Err: cause}
+			if f.prefetch && f.pins.Load() == 0 && !p.logged {
+				p.logged = true
+				p.opts.Logf("bufpool: prefetch failed (later failures are only counted): %v", f.loadErr)
+			}
+			// Out of the table: a later Pin loads it again. Pinned by
+			// waiters, it stays detached (with loadErr) until they let go.
+			p.detachLocked(f)
+		}
+		f.loaded.Broadcast()
+	}
+	p.wakeStalledLocked()
+	if invariantsOn {
+		p.mustCheckInvariantsLocked()
+	}
+}
+
+// dropQueuedPrefetchesLocked frees the frames of prefetch loads that were
+// never issued (at Close).
+func (p *Pool) dropQueuedPrefetchesLocked() {
+	for f := p.prefetchQ.popFront(); f != nil; f = p.prefetchQ.popFront() {
+		f.io = ioNone
+		p.loading--
+		p.removeFromTableLocked(f)
+		p.freeLocked(f)
+		f.loaded.Broadcast()
+	}
+}

@@ -1,0 +1,314 @@
+package bufpool
+
+import (
+	"fmt"
+)
+
+// Span is a byte range [Off, Off+Len) of a registered file.
+type Span struct {
+	File     FileID
+	Off, Len int64
+}
+
+func (s Span) String() string {
+	return fmt.Sprintf("file %d [%d, %d)", s.File, s.Off, s.Off+s.Len)
+}
+
+// frameRange returns the first and last frame index a non-empty span
+// covers.
+func (p *Pool) frameRange(s Span) (first, last int64) {
+	fs := int64(p.frameSize)
+	return s.Off / fs, (s.Off + s.Len - 1) / fs
+}
+
+// checkSpanLocked returns the file of span i, or an error naming what is
+// wrong with it.
+func (p *Pool) checkSpanLocked(i int, s Span) (*file, error) {
+	fl := p.files[s.File]
+	switch {
+	case fl == nil:
+		return nil, fmt.Errorf("%w: span %d: file %d", ErrUnknownFile, i, s.File)
+	case s.Off < 0:
+		return nil, fmt.Errorf("%w: span %d of %s: negative offset %d", ErrBadSpan, i, fl, s.Off)
+	case s.Len < 0:
+		return nil, fmt.Errorf("%w: span %d of %s at offset %d: negative length %d", ErrBadSpan, i, fl, s.Off, s.Len)
+	case s.Off > fl.size || s.Len > fl.size-s.Off:
+		return nil, fmt.Errorf("%w: span %d of %s: offset %d length %d ends beyond the file size %d", ErrBadSpan, i, fl, s.Off, s.Len, fl.size)
+	}
+	return fl, nil
+}
+
+// checkSpansLocked checks every span and returns how many frames they
+// cover, counting a frame once per span that covers it.
+func (p *Pool) checkSpansLocked(spans []Span) (int64, error) {
+	var total int64
+	for i, s := range spans {
+		if _, err := p.checkSpanLocked(i, s); err != nil {
+			return 0, err
+		}
+		if s.Len > 0 {
+			first, last := p.frameRange(s)
+			total += last - first + 1
+		}
+	}
+	return total, nil
+}
+
+// distinctFrames counts the different frames the spans cover, stopping
+// once it passes limit.
+func (p *Pool) distinctFrames(spans []Span, limit int) int {
+	seen := make(map[frameKey]struct{}, limit+1)
+	for _, s := range spans {
+		if s.Len == 0 {
+			continue
+		}
+		first, last := p.frameRange(s)
+		for k := first; k <= last; k++ {
+			seen[frameKey{s.File, k}] = struct{}{}
+			if len(seen) > limit {
+				return len(seen)
+			}
+		}
+	}
+	return len(seen)
+}
+
+// Pin pins every frame that covers the spans and returns them appended to
+// dst: in span order, each span's frames in file order, a frame once per
+// span that covers it (so a frame two spans share comes twice, and needs
+// two Unpins). An empty span covers no frame.
+//
+// Frames already resident are hits; frames another caller is loading are
+// waited for (one load per frame at a time); the misses of the whole call
+// go to the I/O goroutines together, in as few engine calls as MaxBatch
+// allows, across files. The call takes all its frames at once or none:
+// while the pool cannot find enough evictable frames it holds nothing and
+// waits (a stall, counted once per call). A call needing more distinct
+// frames than the pool has fails at once with ErrTooManyFrames.
+//
+// Bad spans (unknown file, negative, beyond the registered size) fail with
+// an error naming the span, file and range. If a load fails, every pin of
+// the call is released and Pin returns the first failure in span order, a
+// *ReadError naming file, offset and errno; the failed frame is not
+// cached, so a later Pin loads it again. On any error dst is returned
+// unchanged in length.
+func (p *Pool) Pin(spans []Span, dst []*Frame) ([]*Frame, error) {
+	start := len(dst)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return dst, ErrClosed
+	}
+	total, err := p.checkSpansLocked(spans)
+	if err != nil {
+		return dst, err
+	}
+	if total == 0 {
+		return dst, nil
+	}
+	if total > int64(len(p.frames)) {
+		if n := p.distinctFrames(spans, len(p.frames)); n > len(p.frames) {
+			return dst, fmt.Errorf("%w: %d spans cover more than %d frames of %d bytes", ErrTooManyFrames, len(spans), len(p.frames), p.frameSize)
+		}
+	}
+	p.calls++
+	call := p.calls
+	stalled := false
+	for {
+		var ok bool
+		if dst, ok = p.tryPinLocked(spans, dst, call); ok {
+			break
+		}
+		if !stalled {
+			// Count ourselves as waiting before looking once more, so that
+			// an Unpin that races with the look wakes us (see Frame.Unpin).
+			stalled = true
+			p.stallWaiters.Add(1)
+			p.stats.Stalls++
+			continue
+		}
+		p.stalled.Wait()
+		if !p.closed {
+			_, err = p.checkSpansLocked(spans) // a file may have gone meanwhile
+		}
+		if p.closed || err != nil {
+			p.stallWaiters.Add(-1)
+			if err == nil {
+				err = ErrClosed
+			}
+			return dst, err
+		}
+	}
+	if stalled {
+		p.stallWaiters.Add(-1)
+	}
+	pinned := dst[start:]
+	p.accountLocked(pinned, call)
+	var failed *Frame
+	for _, f := range pinned {
+		for f.state == stateLoading {
+			f.loaded.Wait()
+		}
+		if f.loadErr != nil && failed == nil {
+			failed = f
+		}
+	}
+	if failed != nil {
+		err := failed.loadErr
+		for _, f := range pinned {
+			p.unpinLocked(f)
+		}
+		clear(pinned)
+		return dst[:start], err
+	}
+	if invariantsOn {
+		p.mustCheckInvariantsLocked()
+	}
+	return dst, nil
+}
+
+// tryPinLocked pins the frames of spans, taking frames for the misses. If
+// it runs out of frames it undoes everything and reports false.
+func (p *Pool) tryPinLocked(spans []Span, dst []*Frame, call uint64) ([]*Frame, bool) {
+	start := len(dst)
+	for _, s := range spans {
+		if s.Len == 0 {
+			continue
+		}
+		fl := p.files[s.File]
+		first, last := p.frameRange(s)
+		for k := first; k <= last; k++ {
+			key := frameKey{s.File, k}
+			f := p.table[key]
+			if f == nil {
+				if f = p.takeFrameLocked(); f == nil {
+					p.undoLocked(dst[start:], call)
+					clear(dst[start:])
+					return dst[:start], false
+				}
+				p.installLocked(f, fl, key, call, false)
+			}
+			p.pinLocked(f)
+			dst = append(dst, f)
+		}
+	}
+	return dst, true
+}
+
+// undoLocked releases the pins of a failed attempt and frees the frames it
+// installed (their loads were not queued yet).
+func (p *Pool) undoLocked(pinned []*Frame, call uint64) {
+	for _, f := range pinned {
+		p.unpinLocked(f)
+	}
+	for _, f := range pinned {
+		if f.loader == call && f.state == stateLoading && f.io == ioNone {
+			p.removeFromTableLocked(f)
+			p.loading--
+			p.freeLocked(f)
+		}
+	}
+}
+
+// accountLocked counts each distinct frame of a successful Pin once,
+// records the reference for the eviction policy, and queues the call's
+// loads (and pulls forward prefetch loads it now waits for).
+func (p *Pool) accountLocked(pinned []*Frame, call uint64) {
+	queued := 0
+	for _, f := range pinned {
+		if f.mark == call {
+			continue
+		}
+		f.mark = call
+		switch {
+		case f.loader == call && f.state == stateLoading:
+			p.stats.Misses++
+			f.io = ioQueuedDemand
+			p.demandQ.pushBack(f)
+			queued++
+		case f.state == stateLoading:
+			p.stats.LoadWaits++
+			if f.prefetch {
+				p.stats.PrefetchHits++
+				f.prefetch = false
+			} else {
+				referenceLocked(f)
+			}
+			if f.io == ioQueuedPrefetch {
+				p.prefetchQ.remove(f)
+				f.io = ioQueuedDemand
+				p.demandQ.pushBack(f)
+				queued++
+			}
+		default:
+			p.stats.Hits++
+			if f.prefetch {
+				p.stats.PrefetchHits++
+				f.prefetch = false
+			} else {
+				referenceLocked(f)
+			}
+		}
+	}
+	p.wakeWorkersLocked(queued)
+}
+
+// wakeWorkersLocked wakes enough I/O goroutines for n newly queued loads.
+func (p *Pool) wakeWorkersLocked(n int) {
+	switch {
+	case n == 0:
+	case n <= p.opts.MaxBatch:
+		p.work.Signal()
+	default:
+		p.work.Broadcast()
+	}
+}
+
+// Prefetch starts loads of the frames covering the spans on the I/O
+// goroutines and returns at once, pinning nothing. Frames resident or
+// being loaded are skipped. When no frame is evictable, the rest is
+// dropped (Stats.PrefetchDropped counts the frames); bad spans are skipped
+// (Stats.PrefetchRejected). A later Pin of a prefetched frame counts as a
+// prefetch hit, and a Pin waiting for a queued prefetch moves it ahead of
+// the other prefetches. Prefetch never blocks on I/O and never fails; after
+// Close it does nothing.
+func (p *Pool) Prefetch(spans []Span) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	queued, full := 0, false
+	for i, s := range spans {
+		fl, err := p.checkSpanLocked(i, s)
+		if err != nil {
+			p.stats.PrefetchRejected++
+			continue
+		}
+		if s.Len == 0 {
+			continue
+		}
+		first, last := p.frameRange(s)
+		for k := first; k <= last; k++ {
+			key := frameKey{s.File, k}
+			if p.table[key] != nil {
+				continue
+			}
+			var f *Frame
+			if !full {
+				f = p.takeFrameLocked()
+				full = f == nil
+			}
+			if full {
+				p.stats.PrefetchDropped++
+				continue
+			}
+			p.installLocked(f, fl, key, 0, true)
+			f.io = ioQueuedPrefetch
+			p.prefetchQ.pushBack(f)
+			p.stats.PrefetchIssued++
+			queued++
+		}
+	}
+	p.wakeWorkersLocked(queued)
+}

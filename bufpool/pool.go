@@ -1,0 +1,389 @@
+package bufpool
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// Pool is a buffer pool of fixed-size frames over registered files, read
+// with O_DIRECT through an ioengine.Engine. Its methods are safe for
+// concurrent use. See the package documentation.
+type Pool struct {
+	opts      Options          // immutable, defaults filled in
+	frameSize int              // immutable
+	eng       *ioengine.Engine // immutable
+	ownEngine bool             // immutable: the pool made eng and closes it
+	arena     []byte           // immutable until Close frees it
+	frames    []Frame          // immutable slice; frame fields as documented on Frame
+	target    int              // immutable: probation's target length
+
+	pinnedFrames atomic.Int64 // frames with pins > 0
+	stallWaiters atomic.Int32 // Pins waiting in stalled for a frame to become evictable
+
+	mu        sync.Mutex
+	stalled   sync.Cond           // on mu: a frame may have become evictable, or the pool closed
+	work      sync.Cond           // on mu: loads queued, or the pool closed
+	closed    bool                // guarded by mu
+	files     map[FileID]*file    // guarded by mu
+	lastID    FileID              // guarded by mu
+	table     map[frameKey]*Frame // guarded by mu: loading and resident frames
+	free      frameList           // guarded by mu
+	probation frameList           // guarded by mu: S3-FIFO's small FIFO
+	main      frameList           // guarded by mu: the CLOCK queue
+	ghost     ghostList           // guarded by mu
+	demandQ   frameList           // guarded by mu: loads a Pin waits for
+	prefetchQ frameList           // guarded by mu: loads of Prefetch
+	loading   int                 // guarded by mu: frames in state loading
+	calls     uint64              // guarded by mu: numbers Pin calls (Frame.loader, Frame.mark)
+	stats     Stats               // guarded by mu: the counters
+	logged    bool                // guarded by mu: the first prefetch failure was logged
+	workers   sync.WaitGroup      // the I/O goroutines
+
+	// testBeforeDo, when set (tests only, before any Pin), runs on the I/O
+	// goroutine before each engine call, outside mu.
+	testBeforeDo func(loads int)
+}
+
+// file is a registered file. Immutable after Register except where noted.
+type file struct {
+	id     FileID
+	fd     int
+	size   int64
+	name   string
+	frames int  // guarded by mu: frames of this file in the table
+	gone   bool // guarded by mu: Unregister has taken it out of Pool.files
+}
+
+func (f *file) String() string { return fmt.Sprintf("%s (file %d)", f.name, f.id) }
+
+// New makes a pool: it maps the arena (Budget / FrameSize frames), creates
+// an engine unless Options.Engine is set, and starts the I/O goroutines.
+func New(opts Options) (*Pool, error) {
+	o := opts.withDefaults()
+	nframes, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	arena, err := directio.Alloc(nframes * o.FrameSize)
+	if err != nil {
+		return nil, fmt.Errorf("bufpool: arena of %d frames × %d bytes: %w", nframes, o.FrameSize, err)
+	}
+	p := &Pool{
+		opts:      o,
+		frameSize: o.FrameSize,
+		eng:       o.Engine,
+		arena:     arena,
+		frames:    make([]Frame, nframes),
+		target:    max(1, nframes*o.ProbationPercent/100),
+		files:     make(map[FileID]*file),
+		table:     make(map[frameKey]*Frame, nframes),
+		free:      frameList{slot: 0},
+		probation: frameList{slot: 0},
+		main:      frameList{slot: 0},
+		demandQ:   frameList{slot: 1},
+		prefetchQ: frameList{slot: 1},
+	}
+	p.ghost.init(nframes)
+	p.stalled.L = &p.mu
+	p.work.L = &p.mu
+	for i := range p.frames {
+		f := &p.frames[i]
+		f.pool, f.slot = p, i
+		f.buf = arena[i*o.FrameSize : (i+1)*o.FrameSize : (i+1)*o.FrameSize]
+		f.loaded.L = &p.mu
+		f.queue = queueFree
+		p.free.pushBack(f)
+	}
+	p.stats.Frames, p.stats.FrameSize = nframes, o.FrameSize
+	if p.eng == nil {
+		p.eng, err = ioengine.New(ioengine.Options{Mode: o.IOMode, Logf: o.Logf})
+		if err != nil {
+			directio.Free(arena)
+			return nil, fmt.Errorf("bufpool: engine: %w", err)
+		}
+		p.ownEngine = true
+	}
+	p.workers.Add(o.IOWorkers)
+	for range o.IOWorkers {
+		go p.ioWorker()
+	}
+	return p, nil
+}
+
+// FrameSize returns the bytes per frame.
+func (p *Pool) FrameSize() int { return p.frameSize }
+
+// Frames returns the number of frames.
+func (p *Pool) Frames() int { return len(p.frames) }
+
+// Engine returns the engine the loads run on.
+func (p *Pool) Engine() *ioengine.Engine { return p.eng }
+
+// Options returns the options in effect (defaults filled in).
+func (p *Pool) Options() Options { return p.opts }
+
+// Register makes a file known to the pool. fd must be open for reading with
+// O_DIRECT; the pool does not close it, and reads it until Unregister
+// returns. size is the file size the pool serves (it may be less than the
+// file's, not more); name is used in errors.
+func (p *Pool) Register(fd int, size int64, name string) (FileID, error) {
+	switch {
+	case fd < 0:
+		return 0, fmt.Errorf("%w: register %s: descriptor %d is negative", ErrBadFile, name, fd)
+	case size < 0:
+		return 0, fmt.Errorf("%w: register %s: size %d is negative", ErrBadFile, name, size)
+	case size > math.MaxInt64-int64(p.frameSize):
+		return 0, fmt.Errorf("%w: register %s: size %d too large", ErrBadFile, name, size)
+	}
+	if err := checkDescriptor(fd, size, name); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if p.lastID == math.MaxUint32 {
+		return 0, fmt.Errorf("%w: register %s: every file ID has been used", ErrBadFile, name)
+	}
+	p.lastID++
+	p.files[p.lastID] = &file{id: p.lastID, fd: fd, size: size, name: name}
+	return p.lastID, nil
+}
+
+// Unregister forgets a file: new Pins and Prefetches of it fail (as of an
+// unknown file), loads of it in flight are waited for, and its unpinned
+// frames return to the pool. Frames still pinned stay valid until their
+// last Unpin, which returns them to the pool; Unregister then returns an
+// error wrapping ErrPinned naming the file and how many. Either way, once
+// Unregister returns the pool reads fd no more and the caller may close it.
+func (p *Pool) Unregister(id FileID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fl := p.files[id]
+	if fl == nil {
+		return fmt.Errorf("%w: unregister of file %d", ErrUnknownFile, id)
+	}
+	delete(p.files, id)
+	fl.gone = true
+	// Loads already queued or in flight still use fd; wait for them.
+	for {
+		var waitFor *Frame
+		for i := range p.frames {
+			f := &p.frames[i]
+			if f.file == fl && f.state == stateLoading {
+				waitFor = f
+				break
+			}
+		}
+		if waitFor == nil {
+			break
+		}
+		for waitFor.file == fl && waitFor.state == stateLoading {
+			waitFor.loaded.Wait()
+		}
+	}
+	pinned := 0
+	for i := range p.frames {
+		f := &p.frames[i]
+		if f.file != fl || f.state != stateResident {
+			continue
+		}
+		if f.pins.Load() > 0 {
+			pinned++
+		}
+		p.detachLocked(f)
+	}
+	p.wakeStalledLocked()
+	if pinned > 0 {
+		return fmt.Errorf("%w: unregister of %s: %d frames still pinned (they return to the pool at their last Unpin)", ErrPinned, fl, pinned)
+	}
+	return nil
+}
+
+// Close waits for the loads in flight, stops the I/O goroutines, closes the
+// pool's own engine and unmaps the arena. If any frame is pinned, Close
+// changes nothing and returns an error wrapping ErrPinned (unpin, then
+// Close again): the arena must outlive every slice Bytes returned. After
+// Close, Pin and Register return ErrClosed and Prefetch does nothing; a
+// second Close returns nil.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	pinned, first := 0, (*Frame)(nil)
+	for i := range p.frames {
+		if f := &p.frames[i]; f.pins.Load() > 0 {
+			if pinned == 0 {
+				first = f
+			}
+			pinned++
+		}
+	}
+	if pinned > 0 {
+		p.mu.Unlock()
+		name := "?"
+		if first.file != nil {
+			name = first.file.name
+		}
+		return fmt.Errorf("%w: close with %d frames pinned (first: %s offset %d)", ErrPinned, pinned, name, first.off)
+	}
+	p.closed = true
+	p.work.Broadcast()
+	p.stalled.Broadcast()
+	p.mu.Unlock()
+
+	p.workers.Wait()
+	var errs []error
+	if p.ownEngine {
+		if err := p.eng.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("bufpool: close engine: %w", err))
+		}
+	}
+	p.mu.Lock()
+	for i := range p.frames {
+		p.frames[i].buf = nil
+	}
+	p.mu.Unlock()
+	if err := directio.Free(p.arena); err != nil {
+		errs = append(errs, fmt.Errorf("bufpool: free arena: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// detachLocked takes a loading-finished or resident frame out of the table
+// and its queue: to the free list when unpinned, otherwise detached until
+// its last Unpin.
+func (p *Pool) detachLocked(f *Frame) {
+	p.removeFromTableLocked(f)
+	if f.pins.Load() == 0 {
+		p.freeLocked(f)
+		return
+	}
+	f.state = stateDetached
+	f.detached.Store(true)
+}
+
+// removeFromTableLocked takes f out of the table and its eviction queue.
+func (p *Pool) removeFromTableLocked(f *Frame) {
+	delete(p.table, f.key)
+	f.file.frames--
+	switch f.queue {
+	case queueProbation:
+		p.probation.remove(f)
+	case queueMain:
+		p.main.remove(f)
+	}
+	f.queue = queueNone
+}
+
+// freeLocked puts an unpinned frame that is in no table or queue on the
+// free list.
+func (p *Pool) freeLocked(f *Frame) {
+	f.state = stateFree
+	f.detached.Store(false)
+	f.file, f.key, f.off, f.n = nil, frameKey{}, 0, 0
+	f.loadErr, f.prefetch, f.freq, f.loader = nil, false, 0, 0
+	f.queue = queueFree
+	p.free.pushBack(f)
+}
+
+// afterUnpinLocked runs when f's pin count reached zero and someone may
+// care: a detached frame goes back to the pool, a stalled Pin is woken.
+func (p *Pool) afterUnpinLocked(f *Frame) {
+	if f.state == stateDetached && f.pins.Load() == 0 {
+		p.freeLocked(f)
+	}
+	p.wakeStalledLocked()
+}
+
+// wakeStalledLocked wakes the Pins waiting for an evictable frame.
+func (p *Pool) wakeStalledLocked() {
+	if p.stallWaiters.Load() > 0 {
+		p.stalled.Broadcast()
+	}
+}
+
+// pinLocked adds one pin to f.
+func (p *Pool) pinLocked(f *Frame) {
+	if f.pins.Add(1) == 1 {
+		p.pinnedFrames.Add(1)
+	}
+}
+
+// unpinLocked drops one pin of f taken by a Pin that is failing.
+func (p *Pool) unpinLocked(f *Frame) {
+	n := f.pins.Add(-1)
+	if n < 0 {
+		panic(fmt.Sprintf("bufpool: internal error: pin count of %s below zero", f))
+	}
+	if n == 0 {
+		p.pinnedFrames.Add(-1)
+		p.afterUnpinLocked(f)
+	}
+}
+
+// Stats are a pool's counters. Frames, FrameSize, Pinned and Resident are
+// the state when Stats was called; the rest count since New.
+type Stats struct {
+	Frames, FrameSize int
+	Pinned            int // frames with at least one pin
+	Resident          int // frames holding loaded data (in the table, not loading)
+	Loading           int // frames whose load is queued or in flight
+
+	Hits      uint64 // frames a Pin found resident
+	Misses    uint64 // frames a Pin had to load
+	LoadWaits uint64 // frames a Pin found being loaded by someone else and waited for
+
+	Loads       uint64 // loads finished (successfully or not)
+	BytesRead   uint64 // bytes the loads transferred
+	EngineCalls uint64 // engine calls the I/O goroutines made (each up to MaxBatch loads)
+	Evictions   uint64 // resident frames evicted to make room
+	Promotions  uint64 // frames moved from probation to main because they were referenced again
+	GhostHits   uint64 // misses whose key was on the ghost list and went straight to main
+
+	PrefetchIssued   uint64 // frame loads Prefetch started
+	PrefetchHits     uint64 // Pins of a frame Prefetch loaded (or is loading)
+	PrefetchDropped  uint64 // frames Prefetch skipped because no frame was evictable
+	PrefetchRejected uint64 // Prefetch spans ignored: unknown file or out of range
+
+	Stalls     uint64 // Pins that waited because every frame was pinned or loading
+	ReadErrors uint64 // loads that failed
+}
+
+// HitRatio returns Hits / (Hits + Misses + LoadWaits), or 0 before any Pin.
+func (s Stats) HitRatio() float64 {
+	total := s.Hits + s.Misses + s.LoadWaits
+	if total == 0 {
+		return 0
+	}
+	return float64(s.Hits) / float64(total)
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("frames %d × %d B: %d pinned, %d resident, %d loading; hits %d, misses %d, load waits %d (hit ratio %.3f); "+
+		"loads %d, %d B read in %d engine calls; evictions %d, promotions %d, ghost hits %d; "+
+		"prefetch issued %d, hits %d, dropped %d, rejected %d; stalls %d; read errors %d",
+		s.Frames, s.FrameSize, s.Pinned, s.Resident, s.Loading, s.Hits, s.Misses, s.LoadWaits, s.HitRatio(),
+		s.Loads, s.BytesRead, s.EngineCalls, s.Evictions, s.Promotions, s.GhostHits,
+		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected, s.Stalls, s.ReadErrors)
+}
+
+// Stats returns the pool's counters.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Pinned = int(p.pinnedFrames.Load())
+	s.Loading = p.loading
+	s.Resident = len(p.table) - p.loading
+	return s
+}
