@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/ringstore/ringstore/bench/readbench"
+	"github.com/ringstore/ringstore/bench/scanbench"
 	"github.com/ringstore/ringstore/bench/walbench"
 )
 
-const benchUsage = `usage: ringstore bench [read|wal] [flags]
+const benchUsage = `usage: ringstore bench [read|wal|scan] [flags]
 
-Without a workload name every benchmark runs with its defaults, read and then
-wal, taking the flags of both; --json OUT then writes OUT-read.json and
-OUT-wal.json (OUT without its .json).
+Without a workload name every benchmark runs with its defaults, read, wal and
+then scan, taking the flags of all; --json OUT then writes OUT-read.json,
+OUT-wal.json and OUT-scan.json (OUT without its .json).
 Workloads:
   read    4 KiB O_DIRECT random reads: serial pread, goroutine-parallel pread,
           io_uring batches 1/8/64/256, SQPOLL, and fio (when installed)
@@ -25,6 +26,10 @@ Workloads:
           fdatasync, ringstore's wal with 1/16/64/256 writers (io_uring) and
           64 (SQPOLL, syscall), and the peers hashicorp/raft-wal, tidwall/wal
           and etcd's wal (built from bench/peers when go is on PATH)
+  scan    12 concurrent analytic queries over Arrow files twice the memory
+          limit: mmap, pread, direct (O_DIRECT) and pool (O_DIRECT + bufpool),
+          each child under a memory cgroup, beside the device's sequential
+          O_DIRECT bandwidth
 `
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -33,7 +38,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		workload, args = args[0], args[1:]
 	}
 	switch workload {
-	case "all", "read", "wal":
+	case "all", "read", "wal", "scan":
 		return benchRun(workload, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, benchUsage)
@@ -50,10 +55,13 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if workload != "all" {
 		name += " " + workload
 	}
-	read, wal := workload != "wal", workload != "read"
+	read, wal, scan := workload == "all" || workload == "read", workload == "all" || workload == "wal", workload == "all" || workload == "scan"
 	fs := newFlags(name, stderr)
-	dir := fs.String("dir", os.TempDir(), "directory for the benchmark's files (read: must support O_DIRECT; wal: put it on a disk, not tmpfs)")
-	dur := fs.Duration("duration", 2*time.Second, "measured time per mode and trial")
+	dir := fs.String("dir", os.TempDir(), "directory for the benchmark's files (read, scan: must support O_DIRECT; wal: put it on a disk, not tmpfs)")
+	dur := new(time.Duration)
+	if read || wal {
+		dur = fs.Duration("duration", 2*time.Second, "read, wal: measured time per mode and trial")
+	}
 	trials := fs.Int("trials", 3, "trials per mode (at least 3 for ratios you can trust)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	var file, size *string
@@ -66,10 +74,25 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if wal {
 		noPeers = fs.Bool("no-peers", false, "wal: skip the peers (hashicorp/raft-wal, tidwall/wal, etcd's wal)")
 	}
+	var dataMB, memMB, poolMB, frameKB, queries, rounds *int
+	var devTime *time.Duration
+	var compression *string
+	var keep *bool
+	if scan {
+		dataMB = fs.Int("data-mb", scanbench.DefaultDataBytes>>20, "scan: size of the Arrow data set in MiB (at least twice --mem-limit-mb for the comparison the benchmark is for)")
+		memMB = fs.Int("mem-limit-mb", scanbench.DefaultMemLimit>>20, "scan: memory cgroup limit of every child in MiB, page cache included; 0 for none")
+		poolMB = fs.Int("pool-mb", scanbench.DefaultPoolBytes>>20, "scan: buffer pool budget in MiB (pool mode)")
+		frameKB = fs.Int("frame-kb", scanbench.DefaultFrameSize>>10, "scan: buffer pool frame size in KiB")
+		queries = fs.Int("queries", scanbench.DefaultQueries, "scan: queries run at once in each round")
+		rounds = fs.Int("rounds", scanbench.DefaultRounds, "scan: rounds of concurrent queries per trial")
+		devTime = fs.Duration("device-time", scanbench.DefaultDeviceTime, "scan: time of each trial of the device's sequential-read measurement")
+		compression = fs.String("compression", scanbench.DefaultCompression, "scan: compression of the data set: none, lz4 or zstd")
+		keep = fs.Bool("keep", false, "scan: keep a data set this run generated in --dir, for the next run to reuse")
+	}
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	if *dur <= 0 {
+	if (read || wal) && *dur <= 0 {
 		return usagef("%s: --duration must be positive, got %s", name, *dur)
 	}
 	if *trials < 1 {
@@ -82,17 +105,42 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --size: %v", name, err)
 		}
 	}
-	if wal {
+	if scan {
+		for _, f := range []struct {
+			name string
+			v    int
+			min  int
+		}{{"data-mb", *dataMB, 1}, {"mem-limit-mb", *memMB, 0}, {"pool-mb", *poolMB, 1}, {"frame-kb", *frameKB, 4}, {"queries", *queries, 1}, {"rounds", *rounds, 1}} {
+			if f.v < f.min {
+				return usagef("%s: --%s must be at least %d, got %d", name, f.name, f.min, f.v)
+			}
+		}
+		if *frameKB%4 != 0 {
+			return usagef("%s: --frame-kb must be a multiple of 4, got %d", name, *frameKB)
+		}
+		if *memMB > 0 && *poolMB >= *memMB {
+			return usagef("%s: --pool-mb %d must be below --mem-limit-mb %d", name, *poolMB, *memMB)
+		}
+		if *devTime <= 0 {
+			return usagef("%s: --device-time must be positive, got %s", name, *devTime)
+		}
+		switch *compression {
+		case "none", "lz4", "zstd":
+		default:
+			return usagef("%s: --compression must be none, lz4 or zstd, got %q", name, *compression)
+		}
+	}
+	if wal || scan {
 		if st, err := os.Stat(*dir); err != nil {
 			return usagef("%s: --dir: %v", name, err)
 		} else if !st.IsDir() {
 			return usagef("%s: --dir: %s is not a directory", name, *dir)
 		}
 	}
-	readJSON, walJSON := *jsonOut, *jsonOut
+	readJSON, walJSON, scanJSON := *jsonOut, *jsonOut, *jsonOut
 	if workload == "all" && *jsonOut != "" {
 		base := strings.TrimSuffix(*jsonOut, ".json")
-		readJSON, walJSON = base+"-read.json", base+"-wal.json"
+		readJSON, walJSON, scanJSON = base+"-read.json", base+"-wal.json", base+"-scan.json"
 	}
 	var errs []error
 	if read {
@@ -102,6 +150,11 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if wal {
 		errs = append(errs, walbench.Run(walbench.Options{Dir: *dir, Duration: *dur, Trials: *trials,
 			Peers: !*noPeers, JSON: walJSON, Out: stdout, Progress: stderr}))
+	}
+	if scan {
+		errs = append(errs, scanbench.Run(scanbench.Options{Dir: *dir, DataBytes: int64(*dataMB) << 20, MemLimit: int64(*memMB) << 20, NoMemLimit: *memMB == 0,
+			PoolBytes: int64(*poolMB) << 20, FrameSize: *frameKB << 10, Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
+			Compression: *compression, Keep: *keep, JSON: scanJSON, Out: stdout, Progress: stderr}))
 	}
 	return errors.Join(errs...)
 }

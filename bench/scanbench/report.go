@@ -1,0 +1,369 @@
+package scanbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// The issue's bars.
+const (
+	barMean   = 0.5 // pool mean latency ≤ 0.5× mmap's
+	barP95    = 0.4 // pool p95 ≤ 0.4× mmap's
+	barDevice = 0.8 // pool GB/s ≥ 0.8× the device's sequential GB/s
+)
+
+// trialFigure returns one figure of a trial.
+type trialFigure func(t bench.Trial) float64
+
+func extra(key string) trialFigure { return func(t bench.Trial) float64 { return t.Extra[key] } }
+
+// gbps is bytes from the device per second of the measured part: read_bytes
+// for the scan modes, the reads' own count for the device.
+func gbps(t bench.Trial) float64 {
+	if t.Seconds <= 0 {
+		return 0
+	}
+	b := t.Extra[xReadBytes]
+	if _, ok := t.Extra[xDeviceBytes]; ok {
+		b = t.Extra[xDeviceBytes]
+	}
+	return b / t.Seconds / 1e9
+}
+
+func figures(r bench.ModeResult, f trialFigure) []float64 {
+	out := make([]float64, len(r.Trials))
+	for i, t := range r.Trials {
+		out[i] = f(t)
+	}
+	return out
+}
+
+func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml MemoryLimit, ioMode string, residentMax int64) *report {
+	rep := &report{Report: bench.Report{Benchmark: "scan"}, MemoryLimit: ml, CacheDrop: cacheDropMethod, Data: data, ResidentMax: residentMax}
+	var rows []Result
+	byMode := map[string]*Result{}
+	for _, r := range results {
+		if len(r.Trials) == 0 {
+			continue
+		}
+		row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, TrialGBps: figures(r, gbps)}
+		row.GBps = median(row.TrialGBps)
+		row.QueriesPerS = median(r.Rates())
+		row.CPUSeconds = median(figures(r, func(t bench.Trial) float64 { return t.CPUSeconds }))
+		row.MaxRSS = median(figures(r, extra(xMaxRSS)))
+		if v := figures(r, extra(xCgroupPeak)); ml.Applied {
+			row.CgroupPeak = median(v)
+		}
+		if r.Mode.Name == modeDevice {
+			row.DeviceBytes = median(figures(r, extra(xDeviceBytes)))
+			row.QueriesPerS = 0
+			rep.Device = &row
+			continue
+		}
+		row.TrialMeanMS, row.TrialP95MS = figures(r, extra(xMeanMS)), figures(r, extra(xP95MS))
+		row.MeanMS, row.P95MS = median(row.TrialMeanMS), median(row.TrialP95MS)
+		row.P50MS, row.MaxMS = median(figures(r, extra(xP50MS))), median(figures(r, extra(xMaxMS)))
+		row.DeviceBytes = median(figures(r, extra(xReadBytes)))
+		row.MajorFaults, row.MinorFaults = median(figures(r, extra(xMajorFaults))), median(figures(r, extra(xMinorFaults)))
+		row.QueryMeanMS, row.Extra = map[string]float64{}, map[string]float64{}
+		keys := map[string]bool{}
+		for _, t := range r.Trials {
+			for k := range t.Extra {
+				keys[k] = true
+			}
+		}
+		for k := range keys {
+			v := median(figures(r, extra(k)))
+			if q, ok := strings.CutPrefix(k, xQueryMSPrefx); ok {
+				row.QueryMeanMS[q] = v
+			} else {
+				row.Extra[k] = v
+			}
+		}
+		rows = append(rows, row)
+	}
+	for i := range rows {
+		byMode[rows[i].Mode] = &rows[i]
+		if rep.Device != nil && rep.Device.GBps > 0 {
+			rows[i].VsDevice = rows[i].GBps / rep.Device.GBps
+		}
+	}
+	rep.Results = rows
+
+	find := func(name string) *bench.ModeResult { return bench.Find(results, name) }
+	paired := func(a, b string, metric string, f trialFigure) (LatencyRatio, bool) {
+		ra, rb := find(a), find(b)
+		if ra == nil || rb == nil || len(ra.Trials) == 0 || len(rb.Trials) == 0 {
+			return LatencyRatio{}, false
+		}
+		mb := median(figures(*rb, f))
+		if mb <= 0 {
+			return LatencyRatio{}, false
+		}
+		lr := LatencyRatio{A: a, B: b, Metric: metric, Median: median(figures(*ra, f)) / mb, Min: math.Inf(1), Max: math.Inf(-1)}
+		// Trials of the same index ran in the same round, close in time.
+		for i := 0; i < min(len(ra.Trials), len(rb.Trials)); i++ {
+			if d := f(rb.Trials[i]); d > 0 {
+				v := f(ra.Trials[i]) / d
+				lr.Min, lr.Max = math.Min(lr.Min, v), math.Max(lr.Max, v)
+			}
+		}
+		if math.IsInf(lr.Min, 0) {
+			lr.Min, lr.Max = lr.Median, lr.Median
+		}
+		return lr, true
+	}
+	for _, p := range [][2]string{{"pool", "mmap"}, {"direct", "mmap"}, {"pread", "mmap"}, {"pool", "direct"}} {
+		for _, m := range []struct {
+			name string
+			f    trialFigure
+		}{{"mean_ms", extra(xMeanMS)}, {"p95_ms", extra(xP95MS)}} {
+			if lr, ok := paired(p[0], p[1], m.name, m.f); ok {
+				rep.LatencyRatios = append(rep.LatencyRatios, lr)
+			}
+		}
+	}
+	for _, m := range []string{"pool", "direct", "mmap", "pread"} {
+		if lr, ok := paired(m, modeDevice, "gbps", gbps); ok {
+			rep.LatencyRatios = append(rep.LatencyRatios, lr)
+		}
+	}
+	for _, p := range [][2]string{{"pool", "mmap"}, {"direct", "mmap"}, {"pool", "direct"}} {
+		if r, ok := bench.Compare(results, p[0], p[1]); ok {
+			rep.Ratios = append(rep.Ratios, r)
+		}
+	}
+
+	// The bars, valid only under the conditions the issue states.
+	valid, why := true, ""
+	switch {
+	case !ml.Applied:
+		valid, why = false, "no memory limit: "+ml.Reason
+	case data.Bytes < 2*o.MemLimit:
+		valid, why = false, fmt.Sprintf("the data (%d MiB) is less than twice the memory limit (%d MiB)", data.Bytes>>20, o.MemLimit>>20)
+	}
+	ratioOf := func(a, b, metric string) (LatencyRatio, bool) {
+		for _, lr := range rep.LatencyRatios {
+			if lr.A == a && lr.B == b && lr.Metric == metric {
+				return lr, true
+			}
+		}
+		return LatencyRatio{}, false
+	}
+	for _, b := range []struct {
+		name    string
+		a, b, m string
+		limit   float64
+		atMost  bool
+	}{
+		{"pool mean latency ≤ 0.5× mmap's", "pool", "mmap", "mean_ms", barMean, true},
+		{"pool p95 latency ≤ 0.4× mmap's", "pool", "mmap", "p95_ms", barP95, true},
+		{"pool GB/s ≥ 0.8× the device's sequential GB/s", "pool", modeDevice, "gbps", barDevice, false},
+	} {
+		bar := Bar{Name: b.name, Limit: b.limit, AtMost: b.atMost, Valid: valid, Why: why}
+		if lr, ok := ratioOf(b.a, b.b, b.m); ok {
+			bar.Value = lr.Median
+			bar.Met = b.atMost && lr.Median <= b.limit || !b.atMost && lr.Median >= b.limit
+		} else {
+			bar.Valid, bar.Why = false, fmt.Sprintf("%s or %s has no successful trial", b.a, b.b)
+		}
+		rep.Bars = append(rep.Bars, bar)
+	}
+
+	rep.Notes = append(rep.Notes, measurementNotes(o, data, ml, ioMode, results, residentMax)...)
+	return rep
+}
+
+func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, results []bench.ModeResult, residentMax int64) []string {
+	limit := "no memory limit (" + ml.Reason + ")"
+	if ml.Applied {
+		limit = fmt.Sprintf("a memory limit of %d MiB, page cache included (cgroup %s, one new cgroup per child below %s, removed after it exited)", o.MemLimit>>20, ml.Cgroup, ml.Parent)
+	}
+	reused := fmt.Sprintf("generated by this run in %.0f s", data.GenTime)
+	if data.Reused {
+		reused = "reused from an earlier run"
+	}
+	notes := []string{
+		fmt.Sprintf("Data: %d Arrow IPC files of events (%s compression), %d MiB, %d rows, %s (%s).", len(data.Files), o.Compression, data.Bytes>>20, data.Rows, reused, data.Gen),
+		fmt.Sprintf("Every trial of every mode runs in a fresh child process with %s. Before each trial the data's page cache is dropped with %s: at most %d KiB of the data stayed resident (of %d MiB), so mmap and pread start cold; direct and pool never use the page cache.", limit, cacheDropMethod, residentMax>>10, data.Bytes>>20),
+		fmt.Sprintf("A trial runs %d rounds; each round starts %d queries at once (one goroutine each, the events queries in order, repeated: %s) and waits for all of them. Every query scans every file in order with its own projection. Latency is one query's wall time, start to result; mean and p95 (nearest rank) are over the %d queries of a trial; the table gives the median of the trials' figures and their min–max.",
+			o.Rounds, o.Queries, strings.Join(queryMix(o.Queries), ", "), o.Rounds*o.Queries),
+		"Every query result of every trial is compared with the first mode's (cell for cell, floats bit for bit); a difference fails the run.",
+		fmt.Sprintf("GB/s = /proc/self/io read_bytes of the child over the measured part ÷ its wall time: bytes fetched from the device, readahead included, whatever the path (page-cache misses and mmap faults, O_DIRECT preads, io_uring). Major and minor faults and max RSS are the child's getrusage; the cgroup peak is %s.", peakSource(ml)),
+		fmt.Sprintf("Modes: mmap = arrow-go's mapped reader over a read-only mapping, projecting columns; pread = the needed ranges with pread through the page cache; direct = the needed ranges with O_DIRECT on ioengine (%s), read ahead of the decoder; pool = O_DIRECT through one bufpool.Pool of %d MiB in %d KiB frames shared by all queries, with prefetch.", ioMode, o.PoolBytes>>20, o.FrameSize>>10),
+		fmt.Sprintf("Device: %s, on the same files and file system, in its own child process per trial, interleaved with the modes.", DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)}.withDefaults()),
+	}
+	if residentMax > data.Bytes/100 {
+		notes = append(notes, fmt.Sprintf("WARNING: %d MiB of the data stayed in the page cache after the drop: mmap and pread did not start fully cold", residentMax>>20))
+	}
+	// The device byte counts rest on read_bytes counting O_DIRECT and
+	// io_uring reads: check it against the pool's and the engine's counts.
+	for _, c := range []struct{ mode, key, what string }{{"pool", xPoolRead, "the pool's BytesRead"}, {"direct", xEngineBytes, "the engine's Bytes"}} {
+		r := bench.Find(results, c.mode)
+		if r == nil || len(r.Trials) == 0 {
+			continue
+		}
+		var ratios []float64
+		for _, t := range r.Trials {
+			if t.Extra[c.key] > 0 {
+				ratios = append(ratios, t.Extra[xReadBytes]/t.Extra[c.key])
+			}
+		}
+		if len(ratios) == 0 {
+			continue
+		}
+		sort.Float64s(ratios)
+		n := fmt.Sprintf("%s: read_bytes ÷ %s = %.3f (trials %.3f–%.3f)", c.mode, c.what, median(ratios), ratios[0], ratios[len(ratios)-1])
+		if ratios[0] < 0.9 || ratios[len(ratios)-1] > 1.1 {
+			n = "WARNING: " + n + ": read_bytes does not match what was read; its GB/s is doubtful"
+		}
+		notes = append(notes, n)
+	}
+	return notes
+}
+
+func peakSource(ml MemoryLimit) string {
+	switch ml.Cgroup {
+	case "v1":
+		return "memory.max_usage_in_bytes"
+	case "v2":
+		return "memory.peak"
+	}
+	return "not measured (no cgroup)"
+}
+
+func ioModeOf(s string) ioengine.IOMode {
+	m, _ := ioengine.ParseIOMode(s)
+	return m
+}
+
+func writeJSON(path string, rep *report) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench scan: JSON report: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench scan: write report: %w", err)
+	}
+	return nil
+}
+
+func mib(b float64) string { return fmt.Sprintf("%.0f", b/(1<<20)) }
+
+func minMax(vs []float64, format string) string {
+	if len(vs) == 0 {
+		return "-"
+	}
+	lo, hi := vs[0], vs[0]
+	for _, v := range vs {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return fmt.Sprintf(format+"–"+format, lo, hi)
+}
+
+func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
+	data := rep.Data
+	cfg := rep.Config.(map[string]any)
+	limit := "no memory limit"
+	if rep.MemoryLimit.Applied {
+		limit = fmt.Sprintf("memory limit %d MiB (cgroup %s)", rep.MemoryLimit.LimitBytes>>20, rep.MemoryLimit.Cgroup)
+	}
+	fmt.Fprintf(w, "\n## bench scan — %d concurrent queries over %d MiB of Arrow events (%d files), %s\n\n", cfg["queries"], data.Bytes>>20, len(data.Files), limit)
+	bench.WriteMachine(w, rep.Machine)
+	if d := rep.Device; d != nil {
+		fmt.Fprintf(w, "device:  sequential O_DIRECT reads %.2f GB/s (median of %d trials, %s)\n", d.GBps, len(d.TrialGBps), minMax(d.TrialGBps, "%.2f"))
+	} else {
+		fmt.Fprintf(w, "device:  not measured (its trials failed)\n")
+	}
+	if rep.MemoryLimit.Applied {
+		fmt.Fprintf(w, "memory:  %d MiB per child, page cache included: cgroup %s below %s\n", rep.MemoryLimit.LimitBytes>>20, rep.MemoryLimit.Cgroup, rep.MemoryLimit.Parent)
+	} else {
+		fmt.Fprintf(w, "memory:  NO LIMIT — %s\n", rep.MemoryLimit.Reason)
+	}
+	fmt.Fprintf(w, "cache:   dropped before every trial; at most %d KiB of the data still resident after the drop\n\n", rep.ResidentMax>>10)
+
+	t := bench.Table{Header: []string{"mode", "mean ms", "min–max", "p95 ms", "min–max", "GB/s", "min–max", "× device", "MiB read", "major faults", "minor faults", "max RSS MiB", "cgroup peak MiB", "queries/s"}}
+	for _, row := range rep.Results.([]Result) {
+		peak := "-"
+		if rep.MemoryLimit.Applied && row.CgroupPeak >= 0 {
+			peak = mib(row.CgroupPeak)
+		}
+		vs := "-"
+		if row.VsDevice > 0 {
+			vs = fmt.Sprintf("%.2f", row.VsDevice)
+		}
+		t.Add(row.Label, fmt.Sprintf("%.0f", row.MeanMS), minMax(row.TrialMeanMS, "%.0f"), fmt.Sprintf("%.0f", row.P95MS), minMax(row.TrialP95MS, "%.0f"),
+			fmt.Sprintf("%.2f", row.GBps), minMax(row.TrialGBps, "%.2f"), vs, mib(row.DeviceBytes), fmt.Sprintf("%.0f", row.MajorFaults), fmt.Sprintf("%.0f", row.MinorFaults),
+			mib(row.MaxRSS), peak, fmt.Sprintf("%.2f", row.QueriesPerS))
+	}
+	if d := rep.Device; d != nil {
+		peak := "-"
+		if rep.MemoryLimit.Applied && d.CgroupPeak >= 0 {
+			peak = mib(d.CgroupPeak)
+		}
+		t.Add(d.Label, "-", "-", "-", "-", fmt.Sprintf("%.2f", d.GBps), minMax(d.TrialGBps, "%.2f"), "1.00", mib(d.DeviceBytes), "-", "-", mib(d.MaxRSS), peak, "-")
+	}
+	t.Write(w)
+
+	fmt.Fprintln(w, "\nratios measured in this run (median of trials; min–max of the trials run in the same round):")
+	for _, lr := range rep.LatencyRatios {
+		what := map[string]string{"mean_ms": "mean latency", "p95_ms": "p95 latency", "gbps": "GB/s"}[lr.Metric]
+		fmt.Fprintf(w, "  %-6s vs %-6s %-12s %6.2f× (%.2f–%.2f)\n", lr.A, lr.B, what, lr.Median, lr.Min, lr.Max)
+	}
+	labels := map[string]string{}
+	for _, r := range results {
+		labels[r.Mode.Name] = r.Mode.Name
+	}
+	bench.WriteRatios(w, rep.Ratios, labels)
+
+	fmt.Fprintln(w, "\nbars:")
+	for _, b := range rep.Bars {
+		verdict := "NOT met"
+		if b.Met {
+			verdict = "met"
+		}
+		if !b.Valid {
+			verdict += " — not a valid test of the bar: " + b.Why
+		}
+		fmt.Fprintf(w, "  %-48s %.2f: %s\n", b.Name, b.Value, verdict)
+	}
+
+	// Per-query mean latency, one column per mode.
+	rows := rep.Results.([]Result)
+	if len(rows) > 0 {
+		qt := bench.Table{Header: []string{"query (mean ms)"}}
+		for _, r := range rows {
+			qt.Header = append(qt.Header, r.Mode)
+		}
+		seen := map[string]bool{}
+		for _, q := range cfg["query_mix"].([]string) {
+			if seen[q] {
+				continue
+			}
+			seen[q] = true
+			cells := []string{q}
+			for _, r := range rows {
+				if v, ok := r.QueryMeanMS[q]; ok {
+					cells = append(cells, fmt.Sprintf("%.0f", v))
+				} else {
+					cells = append(cells, "-")
+				}
+			}
+			qt.Add(cells...)
+		}
+		fmt.Fprintln(w)
+		qt.Write(w)
+	}
+	fmt.Fprintln(w, "\nhow it was measured:")
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}

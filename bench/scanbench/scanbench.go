@@ -1,0 +1,416 @@
+package scanbench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ringstore/ringstore/arrowscan/events"
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// Defaults, sized for a 2-vCPU VM with ~1 GB/s sequential reads: data 2.5×
+// the memory limit, the pool a little over half of it.
+const (
+	DefaultDataBytes   = 1280 << 20
+	DefaultMemLimit    = 512 << 20
+	DefaultPoolBytes   = 288 << 20
+	DefaultFrameSize   = 256 << 10
+	DefaultTrials      = 3
+	DefaultQueries     = 12
+	DefaultRounds      = 2
+	DefaultDeviceTime  = 3 * time.Second
+	DefaultCompression = "none"
+)
+
+// Options configure a run. The zero value of every field but Dir means its
+// default.
+type Options struct {
+	Dir       string // where the data set is kept; must accept O_DIRECT
+	DataBytes int64  // size of the data set
+	// MemLimit is the memory cgroup limit of every child, page cache
+	// included. NoMemLimit runs the children without one.
+	MemLimit   int64
+	NoMemLimit bool
+	PoolBytes  int64 // the pool's budget in pool mode
+	FrameSize  int   // the pool's frame size
+	Trials     int
+	Queries    int // queries started at once in each round
+	Rounds     int // rounds per trial
+	// DeviceTime is how long each trial of the device measurement reads.
+	DeviceTime  time.Duration
+	Compression string // of the data set: none, lz4 or zstd
+	// Keep keeps a data set this run generated, for the next run to reuse;
+	// without it the data set is removed at the end. A data set that was
+	// there already is always kept.
+	Keep     bool
+	JSON     string    // also write the JSON report here
+	Out      io.Writer // the report
+	Progress io.Writer
+
+	// detectCgroups replaces bench.DetectMemCgroups in tests.
+	detectCgroups func() (*bench.MemCgroups, error)
+}
+
+func (o *Options) String() string {
+	limit := fmt.Sprintf("%d MiB", o.MemLimit>>20)
+	if o.NoMemLimit {
+		limit = "none"
+	}
+	return fmt.Sprintf("scanbench.Options{Dir: %s, DataBytes: %d MiB, MemLimit: %s, PoolBytes: %d MiB, FrameSize: %d KiB, Trials: %d, Queries: %d, Rounds: %d, DeviceTime: %s, Compression: %s, Keep: %v}",
+		o.Dir, o.DataBytes>>20, limit, o.PoolBytes>>20, o.FrameSize>>10, o.Trials, o.Queries, o.Rounds, o.DeviceTime, o.Compression, o.Keep)
+}
+
+// withDefaults fills in the defaults and checks the options, in one place.
+func (o Options) withDefaults() (Options, error) {
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.DataBytes, DefaultDataBytes)
+	def(&o.MemLimit, DefaultMemLimit)
+	def(&o.PoolBytes, DefaultPoolBytes)
+	if o.FrameSize == 0 {
+		o.FrameSize = DefaultFrameSize
+	}
+	if o.Trials == 0 {
+		o.Trials = DefaultTrials
+	}
+	if o.Queries == 0 {
+		o.Queries = DefaultQueries
+	}
+	if o.Rounds == 0 {
+		o.Rounds = DefaultRounds
+	}
+	if o.DeviceTime == 0 {
+		o.DeviceTime = DefaultDeviceTime
+	}
+	if o.Compression == "" {
+		o.Compression = DefaultCompression
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.detectCgroups == nil {
+		o.detectCgroups = bench.DetectMemCgroups
+	}
+	bad := func(format string, args ...any) (Options, error) {
+		return o, fmt.Errorf("bench scan: "+format, args...)
+	}
+	switch {
+	case o.Dir == "":
+		return bad("no directory for the data set")
+	case o.DataBytes < 1<<20:
+		return bad("data size %d bytes is too small: at least 1 MiB", o.DataBytes)
+	case o.MemLimit < 0:
+		return bad("memory limit %d is negative", o.MemLimit)
+	case o.PoolBytes < 0 || o.FrameSize < 0:
+		return bad("pool budget %d and frame size %d must be positive", o.PoolBytes, o.FrameSize)
+	case o.FrameSize%directio.BlockSize != 0:
+		return bad("frame size %d is not a multiple of %d", o.FrameSize, directio.BlockSize)
+	case o.PoolBytes/int64(o.FrameSize) < 8:
+		return bad("pool budget %d bytes holds fewer than 8 frames of %d bytes", o.PoolBytes, o.FrameSize)
+	case !o.NoMemLimit && o.PoolBytes >= o.MemLimit:
+		return bad("pool budget %d MiB does not fit in the memory limit %d MiB", o.PoolBytes>>20, o.MemLimit>>20)
+	case o.Trials < 1 || o.Queries < 1 || o.Rounds < 1:
+		return bad("trials (%d), queries (%d) and rounds (%d) must be at least 1", o.Trials, o.Queries, o.Rounds)
+	case o.DeviceTime < 0:
+		return bad("device measurement time %s is negative", o.DeviceTime)
+	}
+	switch strings.ToLower(o.Compression) {
+	case "none", "lz4", "zstd":
+		o.Compression = strings.ToLower(o.Compression)
+	default:
+		return bad("unknown compression %q (none, lz4 or zstd)", o.Compression)
+	}
+	return o, nil
+}
+
+// Result is one row of the JSON report: a scan mode, or the device.
+type Result struct {
+	Mode  string `json:"mode"`
+	Label string `json:"label"`
+	// Medians of the trials' figures.
+	MeanMS      float64 `json:"mean_ms"` // mean query latency
+	P50MS       float64 `json:"p50_ms"`
+	P95MS       float64 `json:"p95_ms"`
+	MaxMS       float64 `json:"max_ms"`
+	GBps        float64 `json:"gbps"`         // bytes from the device (read_bytes) per second of the measured part, in 10^9
+	DeviceBytes float64 `json:"device_bytes"` // read_bytes per trial
+	VsDevice    float64 `json:"vs_device"`    // GBps ÷ the device's sequential GB/s of this run
+	QueriesPerS float64 `json:"queries_per_s"`
+	MajorFaults float64 `json:"major_faults"`
+	MinorFaults float64 `json:"minor_faults"`
+	MaxRSS      float64 `json:"max_rss_bytes"`
+	CgroupPeak  float64 `json:"cgroup_peak_bytes,omitempty"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	// Per trial, in trial order.
+	TrialMeanMS []float64 `json:"trial_mean_ms,omitempty"`
+	TrialP95MS  []float64 `json:"trial_p95_ms,omitempty"`
+	TrialGBps   []float64 `json:"trial_gbps"`
+	// QueryMeanMS is each query's mean latency (median of trials).
+	QueryMeanMS map[string]float64 `json:"query_mean_ms,omitempty"`
+	// Extra is every figure the children reported, median of trials.
+	Extra map[string]float64 `json:"extra,omitempty"`
+}
+
+// LatencyRatio compares a figure of two modes measured in the same run:
+// the ratio of their medians and the range of the ratios of the trials run
+// in the same round.
+type LatencyRatio struct {
+	A, B     string
+	Metric   string  `json:"metric"`
+	Median   float64 `json:"median"`
+	Min, Max float64
+}
+
+// Bar is one of the issue's targets, checked against this run.
+type Bar struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	AtMost bool    `json:"at_most"` // Value must be ≤ Limit (else ≥)
+	Met    bool    `json:"met"`
+	// Valid is false when the run could not test the bar as stated (no
+	// memory limit, data smaller than twice the limit).
+	Valid bool   `json:"valid"`
+	Why   string `json:"why,omitempty"`
+}
+
+// MemoryLimit says whether the children ran under a memory limit.
+type MemoryLimit struct {
+	Applied    bool   `json:"applied"`
+	Cgroup     string `json:"cgroup,omitempty"` // "v1" or "v2"
+	Parent     string `json:"parent,omitempty"` // where the children's cgroups were made
+	LimitBytes int64  `json:"limit_bytes,omitempty"`
+	Reason     string `json:"reason,omitempty"` // why none was applied
+}
+
+// report is the JSON report.
+type report struct {
+	bench.Report
+	MemoryLimit   MemoryLimit    `json:"memory_limit"`
+	CacheDrop     string         `json:"cache_drop"`
+	ResidentMax   int64          `json:"resident_after_drop_max_bytes"`
+	Device        *Result        `json:"device,omitempty"`
+	LatencyRatios []LatencyRatio `json:"latency_ratios"`
+	Bars          []Bar          `json:"bars"`
+	Data          *dataSet       `json:"data"`
+}
+
+// mode is one column of the comparison.
+type mode struct {
+	name, label string
+}
+
+var scanModes = []mode{
+	{"mmap", "mmap (arrow-go mapped reader)"},
+	{"pread", "pread (page cache)"},
+	{"direct", "direct (O_DIRECT, no cache)"},
+	{"pool", "pool (O_DIRECT + bufpool)"},
+}
+
+// Run runs the benchmark and writes the report.
+func Run(opts Options) (err error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(o.Dir); err != nil {
+		return fmt.Errorf("bench scan: %w", err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("bench scan: %s is not a directory", o.Dir)
+	}
+	if _, err := directio.Check(o.Dir); err != nil {
+		return fmt.Errorf("bench scan: %w", err)
+	}
+	var notes []string
+
+	// The I/O backend of direct, pool and the device measurement.
+	ioMode := "uring"
+	if kp := ioengine.ProbeKernel(); !kp.Compiled || !kp.Available || kp.SelfTestError != nil {
+		ioMode = "syscall"
+		why := kp.NotCompiled
+		if kp.SetupError != nil {
+			why = kp.SetupError.Error()
+		} else if kp.SelfTestError != nil {
+			why = "self-test failed: " + kp.SelfTestError.Error()
+		}
+		notes = append(notes, "io_uring unavailable ("+why+"): direct, pool and the device measurement ran on the syscall backend")
+	}
+
+	// The memory limit.
+	ml := MemoryLimit{}
+	var cgroups *bench.MemCgroups
+	switch {
+	case o.NoMemLimit:
+		ml.Reason = "no memory limit asked for (--mem-limit-mb 0)"
+	default:
+		cg, derr := o.detectCgroups()
+		if derr == nil {
+			derr = probeCgroup(cg, o.MemLimit)
+		}
+		if derr != nil {
+			ml.Reason = derr.Error()
+		} else {
+			cgroups = cg
+			ml = MemoryLimit{Applied: true, Cgroup: fmt.Sprintf("v%d", cg.Version), Parent: cg.Parent, LimitBytes: o.MemLimit}
+			if stale, err := cg.RemoveStale(); len(stale) > 0 || err != nil {
+				fmt.Fprintf(o.Progress, "removed cgroups an earlier run left behind: %v %v\n", stale, err)
+			}
+		}
+	}
+	if ml.Applied {
+		fmt.Fprintf(o.Progress, "memory limit: %d MiB per child, cgroup %s under %s\n", o.MemLimit>>20, ml.Cgroup, ml.Parent)
+	} else {
+		fmt.Fprintf(o.Progress, "memory limit: NONE — %s\n", ml.Reason)
+	}
+
+	data, err := prepareData(o.Dir, o.DataBytes, o.Compression, o.Progress)
+	if err != nil {
+		return err
+	}
+	if !o.Keep && !data.Reused {
+		defer func() {
+			if rerr := data.remove(); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("bench scan: remove the data set: %w", rerr))
+			}
+		}()
+	}
+	files := data.Paths()
+
+	runDir, err := os.MkdirTemp(o.Dir, "ringstore-bench-scan-run-")
+	if err != nil {
+		return fmt.Errorf("bench scan: %w", err)
+	}
+	defer os.RemoveAll(runDir)
+
+	mix := queryMix(o.Queries)
+	base := childConfig{Files: files, Queries: mix, Rounds: o.Rounds, PoolBytes: o.PoolBytes, FrameSize: o.FrameSize,
+		IOMode: ioMode, RefPath: filepath.Join(runDir, "reference.json"), DeviceSeconds: o.DeviceTime.Seconds()}
+	var residentMax int64
+	exec := func(m string) func() (bench.Trial, error) {
+		return func() (bench.Trial, error) {
+			cfg := base
+			cfg.Mode = m
+			resident, err := dropCaches(files)
+			if err != nil {
+				return bench.Trial{}, err
+			}
+			residentMax = max(residentMax, resident)
+			var cg *bench.MemCgroup
+			if cgroups != nil {
+				if cg, err = cgroups.New(o.MemLimit); err != nil {
+					return bench.Trial{}, err
+				}
+				cfg.Cgroup = cg.Path
+			}
+			tr, err := bench.ChildExec(Workload, cfg)()
+			if tr.Extra == nil {
+				tr.Extra = map[string]float64{}
+			}
+			tr.Extra[xResidentPre] = float64(resident)
+			if cg != nil {
+				u, uerr := cg.Usage()
+				if uerr == nil {
+					tr.Extra[xCgroupPeak], tr.Extra[xCgroupHits], tr.Extra[xCgroupOOM] = float64(u.PeakBytes), float64(u.LimitHits), float64(u.OOMKills)
+					if err != nil && u.OOMKills > 0 {
+						err = fmt.Errorf("killed for want of memory under the %d MiB limit (cgroup %s: %d OOM kills, peak %d MiB): %w", o.MemLimit>>20, cg.Path, u.OOMKills, u.PeakBytes>>20, err)
+					}
+				}
+				err = errors.Join(err, uerr, cg.Remove())
+			}
+			return tr, err
+		}
+	}
+	modes := make([]bench.Mode, 0, len(scanModes)+1)
+	for _, m := range scanModes {
+		modes = append(modes, bench.Mode{Name: m.name, Label: m.label, Exec: exec(m.name)})
+	}
+	modes = append(modes, bench.Mode{Name: modeDevice, Label: "device: sequential O_DIRECT reads", Exec: exec(modeDevice)})
+
+	machine := bench.DescribeMachine(o.Dir)
+	bench.WriteMachine(o.Progress, machine)
+	fmt.Fprintf(o.Progress, "%d modes × %d trials, each trial in a fresh process with the data's page cache dropped, modes interleaved; %d queries at once × %d rounds per trial\n",
+		len(modes), o.Trials, o.Queries, o.Rounds)
+	results, runErr := bench.Run(modes, o.Trials, o.Progress)
+
+	rep := buildReport(o, results, data, ml, ioMode, residentMax)
+	rep.Machine = machine
+	rep.Notes = append(notes, rep.Notes...)
+	rep.Config = map[string]any{
+		"dir": o.Dir, "data_bytes": data.Bytes, "data_target_bytes": o.DataBytes, "files": len(files), "rows": data.Rows,
+		"compression": o.Compression, "mem_limit_bytes": o.MemLimit, "no_mem_limit": o.NoMemLimit, "pool_bytes": o.PoolBytes,
+		"frame_size": o.FrameSize, "trials": o.Trials, "queries": o.Queries, "rounds": o.Rounds, "query_mix": mix,
+		"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep,
+	}
+	writeMarkdown(o.Out, rep, results)
+	if o.JSON != "" {
+		if err := writeJSON(o.JSON, rep); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+	}
+	return runErr
+}
+
+// probeCgroup makes and removes one cgroup, so that a run whose cgroups
+// cannot be made falls back at the start instead of failing every trial.
+func probeCgroup(m *bench.MemCgroups, limit int64) error {
+	c, err := m.New(limit)
+	if err != nil {
+		return err
+	}
+	return c.Remove()
+}
+
+// dropCaches drops the data files from the page cache and returns the
+// bytes still resident.
+func dropCaches(files []string) (int64, error) {
+	var resident int64
+	for _, f := range files {
+		n, err := dropPageCache(f)
+		if err != nil {
+			return 0, fmt.Errorf("bench scan: cold start: %w", err)
+		}
+		resident += n
+	}
+	return resident, nil
+}
+
+// queryMix returns n query names: the events queries in their order,
+// repeated.
+func queryMix(n int) []string {
+	qs := events.Queries()
+	mix := make([]string, n)
+	for i := range mix {
+		mix[i] = qs[i%len(qs)].Name
+	}
+	return mix
+}
+
+// median returns the median of vs (the mean of the middle two for an even
+// count).
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,422 @@
+package scanbench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringstore/ringstore/arrowscan/events"
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/internal/testdir"
+)
+
+// TestMain lets the test binary serve as the benchmark's child process.
+func TestMain(m *testing.M) {
+	bench.MaybeChild()
+	os.Exit(m.Run())
+}
+
+// tinyOptions is a whole run on a data set of a few MiB: seconds.
+func tinyOptions(t *testing.T, dir string) (Options, *bytes.Buffer, string) {
+	t.Helper()
+	var out bytes.Buffer
+	js := filepath.Join(t.TempDir(), "scan.json")
+	return Options{
+		Dir: dir, DataBytes: 6 << 20, MemLimit: 160 << 20, PoolBytes: 16 << 20, FrameSize: 64 << 10,
+		Trials: 2, Queries: 4, Rounds: 1, DeviceTime: 100 * time.Millisecond,
+		JSON: js, Out: &out, Progress: testWriter{t},
+	}, &out, js
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// jsonReport is the part of the JSON report the tests read.
+type jsonReport struct {
+	Benchmark   string         `json:"benchmark"`
+	Config      map[string]any `json:"config"`
+	MemoryLimit MemoryLimit    `json:"memory_limit"`
+	CacheDrop   string         `json:"cache_drop"`
+	Results     []map[string]any
+	Device      map[string]any `json:"device"`
+	Bars        []Bar          `json:"bars"`
+	Ratios      []LatencyRatio `json:"latency_ratios"`
+	Notes       []string       `json:"notes"`
+}
+
+func readReport(t *testing.T, path string) jsonReport {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jsonReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	return r
+}
+
+// checkReport checks the fields the issue asks for.
+func checkReport(t *testing.T, r jsonReport, trials int) {
+	t.Helper()
+	if r.Benchmark != "scan" {
+		t.Errorf("benchmark %q", r.Benchmark)
+	}
+	modes := map[string]bool{}
+	for _, row := range r.Results {
+		m, _ := row["mode"].(string)
+		modes[m] = true
+		for _, k := range []string{"mean_ms", "p95_ms", "gbps", "major_faults", "minor_faults", "max_rss_bytes", "device_bytes", "trial_mean_ms", "query_mean_ms"} {
+			if _, ok := row[k]; !ok {
+				t.Errorf("mode %s: no %q in %v", m, k, row)
+			}
+		}
+		mean, _ := row["mean_ms"].(float64)
+		p95, _ := row["p95_ms"].(float64)
+		gb, _ := row["gbps"].(float64)
+		if !(mean > 0 && p95 >= mean*0.5 && gb > 0) {
+			t.Errorf("mode %s: implausible mean %v p95 %v GB/s %v", m, mean, p95, gb)
+		}
+		if tm, _ := row["trial_mean_ms"].([]any); len(tm) != trials {
+			t.Errorf("mode %s: %d trials, want %d", m, len(tm), trials)
+		}
+		if qm, _ := row["query_mean_ms"].(map[string]any); len(qm) == 0 {
+			t.Errorf("mode %s: no per-query latencies", m)
+		}
+	}
+	for _, m := range []string{"mmap", "pread", "direct", "pool"} {
+		if !modes[m] {
+			t.Errorf("no result for mode %s: %v", m, modes)
+		}
+	}
+	if g, _ := r.Device["gbps"].(float64); g <= 0 {
+		t.Errorf("no device bandwidth: %v", r.Device)
+	}
+	if len(r.Bars) != 3 {
+		t.Errorf("bars: %+v", r.Bars)
+	}
+	found := false
+	for _, lr := range r.Ratios {
+		if lr.A == "pool" && lr.B == "mmap" && lr.Metric == "mean_ms" {
+			found = lr.Median > 0 && lr.Min <= lr.Max
+		}
+	}
+	if !found {
+		t.Errorf("no pool vs mmap mean ratio: %+v", r.Ratios)
+	}
+	if !strings.Contains(r.CacheDrop, "fadvise") {
+		t.Errorf("cache drop method %q", r.CacheDrop)
+	}
+}
+
+// leftovers returns what a run left in dir besides the data set.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestRunTinyUnderACgroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole benchmark")
+	}
+	dir := testdir.Direct(t)
+	o, out, js := tinyOptions(t, dir)
+	cg, cgErr := bench.DetectMemCgroups()
+	if err := Run(o); err != nil {
+		t.Fatal(err)
+	}
+	r := readReport(t, js)
+	checkReport(t, r, o.Trials)
+	md := out.String()
+	t.Log(md)
+	if cgErr != nil {
+		t.Logf("no memory cgroup here (%v): checking the fallback", cgErr)
+		if r.MemoryLimit.Applied || !strings.Contains(r.MemoryLimit.Reason, "cgroup") || !strings.Contains(md, "NO LIMIT") {
+			t.Errorf("memory limit %+v", r.MemoryLimit)
+		}
+	} else {
+		if !r.MemoryLimit.Applied || r.MemoryLimit.LimitBytes != o.MemLimit || r.MemoryLimit.Parent != cg.Parent {
+			t.Errorf("memory limit %+v, want applied under %s", r.MemoryLimit, cg.Parent)
+		}
+		for _, row := range r.Results {
+			if p, _ := row["cgroup_peak_bytes"].(float64); p <= 0 || p > float64(o.MemLimit) {
+				t.Errorf("mode %v: cgroup peak %v", row["mode"], p)
+			}
+		}
+		// Every cgroup was removed.
+		ents, _ := os.ReadDir(cg.Parent)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), bench.CgroupPrefix+strconv.Itoa(os.Getpid())+"-") {
+				t.Errorf("cgroup %s left behind", e.Name())
+			}
+		}
+	}
+	for _, want := range []string{"## bench scan", "| mode", "pool (O_DIRECT + bufpool)", "device: sequential O_DIRECT reads", "bars:", "how it was measured:", "query (mean ms)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if l := leftovers(t, dir); len(l) != 0 {
+		t.Errorf("the run left %v in %s", l, dir)
+	}
+}
+
+func TestRunTinyWithoutACgroupReusesItsData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole benchmark")
+	}
+	dir := testdir.Direct(t)
+	o, out, js := tinyOptions(t, dir)
+	o.Trials, o.Keep = 1, true
+	o.detectCgroups = func() (*bench.MemCgroups, error) {
+		return nil, errors.New("bench: no memory cgroup can be made: forced by the test")
+	}
+	if err := Run(o); err != nil {
+		t.Fatal(err)
+	}
+	r := readReport(t, js)
+	checkReport(t, r, 1)
+	if r.MemoryLimit.Applied || !strings.Contains(r.MemoryLimit.Reason, "forced by the test") {
+		t.Errorf("memory limit %+v", r.MemoryLimit)
+	}
+	if !strings.Contains(out.String(), "memory:  NO LIMIT — bench: no memory cgroup can be made: forced by the test") {
+		t.Errorf("the report does not say there was no limit:\n%s", out)
+	}
+	for _, b := range r.Bars {
+		if b.Valid || !strings.Contains(b.Why, "no memory limit") {
+			t.Errorf("bar %+v counted without a memory limit", b)
+		}
+	}
+	for _, row := range r.Results {
+		if _, ok := row["cgroup_peak_bytes"]; ok {
+			t.Errorf("mode %v has a cgroup peak without a cgroup", row["mode"])
+		}
+	}
+	if r.Config["data_reused"] != false {
+		t.Errorf("first run reused data: %v", r.Config)
+	}
+	kept := leftovers(t, dir)
+	if len(kept) != 1 || !strings.HasPrefix(kept[0], "ringstore-scan-data-") {
+		t.Fatalf("with Keep the run left %v, want the data set alone", kept)
+	}
+
+	// The second run finds the data set, and leaves it.
+	o.NoMemLimit, o.Keep = true, false
+	out.Reset()
+	if err := Run(o); err != nil {
+		t.Fatal(err)
+	}
+	r = readReport(t, js)
+	if r.Config["data_reused"] != true || !strings.Contains(r.MemoryLimit.Reason, "--mem-limit-mb 0") {
+		t.Errorf("second run: config %v, memory limit %+v", r.Config, r.MemoryLimit)
+	}
+	if l := leftovers(t, dir); len(l) != 1 || l[0] != kept[0] {
+		t.Errorf("a reused data set was not left alone: %v", l)
+	}
+
+	// A damaged data set is not reused: it is generated again.
+	data := filepath.Join(dir, kept[0])
+	m, err := readManifest(filepath.Join(data, manifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(data, m.Files[0]), m.Sizes[0]-1); err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	d, err := prepareData(dir, o.DataBytes, "none", &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Reused || !strings.Contains(progress.String(), "not reused") || d.check() != nil {
+		t.Errorf("damaged data set: reused %v, %q, check %v", d.Reused, progress.String(), d.check())
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"no dir", Options{}, "no directory"},
+		{"tiny data", Options{Dir: dir, DataBytes: 1000}, "too small"},
+		{"pool over the limit", Options{Dir: dir, MemLimit: 64 << 20, PoolBytes: 64 << 20}, "does not fit in the memory limit"},
+		{"unaligned frames", Options{Dir: dir, FrameSize: 5000}, "not a multiple of 4096"},
+		{"few frames", Options{Dir: dir, PoolBytes: 1 << 20, FrameSize: 256 << 10}, "fewer than 8 frames"},
+		{"negative trials", Options{Dir: dir, Trials: -1}, "must be at least 1"},
+		{"bad compression", Options{Dir: dir, Compression: "brotli"}, `unknown compression "brotli"`},
+		{"negative device time", Options{Dir: dir, DeviceTime: -time.Second}, "negative"},
+	} {
+		_, err := c.o.withDefaults()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "bench scan: ") {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	o, err := Options{Dir: dir, NoMemLimit: true, PoolBytes: 1 << 30}.withDefaults()
+	if err != nil {
+		t.Fatalf("a pool larger than the default limit without a limit: %v", err)
+	}
+	if o.DataBytes != DefaultDataBytes || o.Trials != DefaultTrials || o.Queries != DefaultQueries || o.Compression != "none" {
+		t.Errorf("defaults not filled in: %s", o.String())
+	}
+	if err := Run(Options{Dir: filepath.Join(dir, "missing")}); err == nil || !os.IsNotExist(errors.Unwrap(err)) && !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing dir: %v", err)
+	}
+}
+
+func TestChildFailsLoudlyOnADifferentResult(t *testing.T) {
+	dir := testdir.Direct(t)
+	var progress bytes.Buffer
+	d, err := prepareData(dir, 2<<20, "none", &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(t.TempDir(), "reference.json")
+	cfg := childConfig{Mode: "pread", Files: d.Paths(), Queries: []string{"bytes_total", "bytes_total", "country_window"}, Rounds: 2, IOMode: "syscall", RefPath: ref}
+	raw, _ := json.Marshal(cfg)
+	tr, err := child(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Ops != 6 || tr.Extra[xMeanMS] <= 0 || tr.Extra[xRowsScanned] != float64(6*d.Rows) {
+		t.Errorf("trial %+v, want 6 queries over %d rows each", tr, d.Rows)
+	}
+	rs, err := loadReference(ref)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("reference %v, %v", rs, err)
+	}
+	// Another mode agrees with it.
+	cfg.Mode, cfg.IOMode = "direct", "uring"
+	raw, _ = json.Marshal(cfg)
+	if _, err := child(raw); err != nil {
+		t.Fatalf("direct mode against pread's reference: %v", err)
+	}
+	// A reference that differs in one cell fails the trial, naming it.
+	r := rs["bytes_total"]
+	r.Rows[0][1] = r.Rows[0][1].(int64) + 1
+	data, err := encodeResults(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mode, cfg.IOMode = "pread", "syscall"
+	raw, _ = json.Marshal(cfg)
+	_, err = child(raw)
+	if !errors.Is(err, events.ErrMismatch) || !strings.Contains(err.Error(), "bytes_total") || !strings.Contains(err.Error(), "differs from the reference") {
+		t.Errorf("tampered reference: %v", err)
+	}
+	for _, bad := range []string{`{`, `{"mode":"nope","files":["x"],"queries":["bytes_total"],"rounds":1,"io_mode":"syscall"}`, `{"mode":"pread","io_mode":"syscall"}`, `{"mode":"pread","io_mode":"fast"}`} {
+		if _, err := child(json.RawMessage(bad)); err == nil {
+			t.Errorf("child accepted %s", bad)
+		}
+	}
+}
+
+func TestResultsRoundTrip(t *testing.T) {
+	rs := map[string]*events.Result{
+		"q": {Query: "q", Columns: []string{"k", "n", "x"}, RowsScanned: 42, Rows: [][]any{
+			{"DE", int64(-7), 0.1 + 0.2}, {"", int64(math.MaxInt64), math.Copysign(0, -1)}, {"é", int64(0), math.NaN()}, {"x", int64(1), math.Inf(-1)},
+		}},
+		"empty": {Query: "empty", Columns: []string{"a"}},
+	}
+	data, err := encodeResults(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeResults(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, r := range rs {
+		if err := r.Equal(back[n]); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if z := back["q"].Rows[1][2].(float64); !math.Signbit(z) {
+		t.Error("-0 lost its sign")
+	}
+	if _, err := encodeResults(map[string]*events.Result{"b": {Query: "b", Rows: [][]any{{true}}}}); err == nil {
+		t.Error("a bool cell was encoded")
+	}
+	for _, bad := range []string{`[]`, `{"a":{"query":"b"}}`, `{"a":{"query":"a","rows":[[{}]]}}`, `{"a":{"query":"a","rows":[[{"i":1,"s":"x"}]]}}`, `{"a":{"query":"a","rows":[[{"f":"12"}]]}}`, `{"a":{"query":"a","rows":[[{"f":"0x1g"}]]}}`} {
+		if _, err := decodeResults([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "reference results: ") {
+			t.Errorf("decodeResults(%s): %v", bad, err)
+		}
+	}
+}
+
+func FuzzDecodeResults(f *testing.F) {
+	f.Add([]byte(`{"q":{"query":"q","columns":["a"],"rows_scanned":3,"rows":[[{"i":1}],[{"f":"0x3ff0000000000000"}],[{"s":"x"}]]}}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"a":{"query":"a","rows":[[{"f":"0x"}]]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := decodeResults(data)
+		if err != nil {
+			return
+		}
+		// What decodes encodes again to an equal result.
+		again, err := encodeResults(rs)
+		if err != nil {
+			t.Fatalf("decoded %v but cannot encode it: %v", rs, err)
+		}
+		back, err := decodeResults(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, r := range rs {
+			if err := r.Equal(back[n]); err != nil {
+				t.Fatalf("%s: %v", n, err)
+			}
+		}
+	})
+}
+
+func TestStatistics(t *testing.T) {
+	vs := []float64{5, 1, 4, 2, 3, 10, 6, 7, 9, 8}
+	for _, c := range []struct{ p, want float64 }{{50, 5}, {95, 10}, {90, 9}, {10, 1}, {100, 10}} {
+		if got := percentile(vs, c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if percentile(nil, 50) != 0 {
+		t.Error("percentile of nothing")
+	}
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median %v", m)
+	}
+	if m := median([]float64{4, 1, 2, 3}); m != 2.5 {
+		t.Errorf("median %v", m)
+	}
+	st := latencyStats([]float64{1, 2, 3, 10})
+	if st.mean != 4 || st.max != 10 || st.p50 != 2 || st.p95 != 10 {
+		t.Errorf("stats %+v", st)
+	}
+	if got := queryMix(9); len(got) != 9 || got[len(events.Queries())%9] != events.Queries()[0].Name {
+		t.Errorf("mix %v", got)
+	}
+}
