@@ -1,0 +1,102 @@
+// Package arrowscan runs concurrent analytic scans of Apache Arrow IPC
+// files (as arrow-go v18 writes them) in four modes that return the same
+// records:
+//
+//	mmap    the file mapped read-only; arrow-go decodes straight from the
+//	        mapping, so only the projected columns' pages are faulted in
+//	pread   the projected byte ranges read with pread through the page cache
+//	direct  the projected byte ranges read with O_DIRECT through ioengine
+//	        (io_uring or the syscall backend, per Options.IOMode and
+//	        RINGSTORE_IO_URING), as covering 4 KiB-aligned ranges into aligned
+//	        memory, Options.Prefetch batches ahead of the decoder
+//	pool    the projected byte ranges pinned in a shared bufpool.Pool
+//	        (O_DIRECT frames), the next Options.Prefetch batches prefetched
+//
+// # How a scan works
+//
+// Open parses the file itself: the footer (a bounds-checked flatbuffer
+// reader, ParseFooter), the schema in it, and the metadata of every
+// dictionary and record batch message, each checked against the file and
+// the schema (see footer.go and message.go for the formats, drawn there).
+// arrow-go decodes the schema (from a schema message made of the footer's
+// own Field tables) and the data; arrowscan decides what to read.
+//
+// For a Scan of some columns, each record batch goes through:
+//
+//	footer block ──▶ batchMeta (nodes, buffers, per-field spans; parsed at Open)
+//	     │
+//	     ▼ intervals: the body byte ranges of the projected fields' buffers,
+//	     │            sorted and merged (no assumption that a field's buffers
+//	     │            are contiguous or that fields come in order)
+//	     ▼ fetcher (per mode): read the intervals into one new contiguous body
+//	     │            mmap: the mapping's slice, nothing read
+//	     │            pread: packed, one pread per interval
+//	     │            direct: aligned chunks, read straight into the body
+//	     │            pool: Pin, bufpool.CopyOut, Unpin (zero-copy when all
+//	     │                  intervals lie in one frame)
+//	     ▼ projected RecordBatch message: only the projected fields' nodes,
+//	     │            buffers (offsets remapped into the new body) and
+//	     │            variadic counts; same length, compression, version
+//	     ▼ ipc.NewReaderFromMessageReader(messageReader):
+//	                  [projected Schema message] [dictionary batches of the
+//	                  projected dictionary ids, as in the file, footer order]
+//	                  [projected record batches, in order] → arrow.RecordBatch
+//
+// arrow-go thus handles compression (LZ4_FRAME, ZSTD), dictionaries and
+// every type its reader knows; the layout rules (which nodes and buffers a
+// type consumes) mirror its arrayLoaderContext.loadArray (layout.go).
+//
+// Dictionaries: a file carries them in its footer's dictionary blocks;
+// arrow-go's FileReader applies them all before any record batch and
+// refuses replacements. Open checks the same: every dictionary id belongs
+// to a field, and an id has at most one non-delta batch. A Scan sends the
+// dictionary batches of its projected fields' ids (nested ones included)
+// before the first record batch. arrow-go's FileWriter never writes delta
+// batches to files; they would be passed through in footer order, as the
+// FileReader applies them.
+//
+// # Why not arrow-go's mapped reader for mmap
+//
+// ipc.NewMappedFileReader in arrow-go v18.8.0 panics ("assignment to entry
+// in nil map") on any file with a dictionary field: it never initializes
+// its dictionary memo. ModeMmap therefore feeds arrow-go's stream reader
+// the same projected messages as the other modes, with the body as a slice
+// of the mapping (no copy). That is also fairer to mmap than the mapped
+// reader would be: with compressed files the mapped reader decompresses
+// every column of every batch, touching all their pages.
+//
+// # Concurrency and lifetimes
+//
+// A File is immutable after Open except for its dictionary cache (loaded
+// once per dictionary, sync.Once) and its scanner count (guarded by mu).
+// Any number of Scanners of one File may run at once, one goroutine each;
+// a Scanner is not safe for concurrent use.
+//
+// Scanner.Record is valid until the next Next or Close. Retain it to keep
+// it; the arrays then keep their body alive until Released:
+//
+//   - pread, pool (copied): Go heap memory, recycled for a later batch of the
+//     same Scanner once arrow-go releases it. A Go string or slice taken
+//     from an array without copying (arrow-go's String.Value does not copy)
+//     must not be used after the record is released.
+//   - direct: off-heap aligned memory (directio.Alloc), recycled or freed
+//     when released; the same rule, and a use after release may fault.
+//   - pool, zero-copy: the pool frame itself, pinned until released: a
+//     retained record holds pool memory.
+//   - mmap: the mapping, unmapped by File.Close: release every record first.
+//
+// File.Close fails with ErrBusy while Scanners are open. Scanner.Close waits
+// for its reads in flight.
+//
+// # Errors
+//
+// A truncated or corrupt file gives a *CorruptError (errors.Is ErrCorrupt)
+// naming the file, the part (footer, schema, record batch 3, dictionary
+// batch 0 metadata...), the file offset and what is wrong; arrow-go's decode
+// errors and panics come back the same way, naming the batch. Failed reads
+// are *ReadError naming file, part and range, unwrapping to the cause
+// (ioengine.OpError, bufpool errors, errno). Unknown columns are
+// *ColumnError (ErrUnknownColumn). Nothing here panics on file contents.
+//
+// Metadata versions V4 and V5 are read; other versions are refused.
+package arrowscan

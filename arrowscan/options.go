@@ -1,0 +1,98 @@
+package arrowscan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ringstore/ringstore/bufpool"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// Mode is how a File reads its bytes. Every mode returns the same records.
+type Mode uint8
+
+const (
+	// ModeMmap maps the file read-only and decodes with arrow-go's mapped
+	// file reader, projecting columns out of each record batch.
+	ModeMmap Mode = iota + 1
+	// ModePread reads the byte ranges a scan needs with pread, through the
+	// page cache.
+	ModePread
+	// ModeDirect reads the byte ranges a scan needs with O_DIRECT through
+	// ioengine (io_uring or the syscall backend), as 4 KiB-aligned ranges
+	// into aligned memory, ahead of the decoder.
+	ModeDirect
+	// ModePool reads through a shared bufpool.Pool (O_DIRECT frames) and
+	// prefetches the next record batches' ranges.
+	ModePool
+)
+
+var modeNames = [...]string{ModeMmap: "mmap", ModePread: "pread", ModeDirect: "direct", ModePool: "pool"}
+
+func (m Mode) String() string {
+	if m >= ModeMmap && m <= ModePool {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// ParseMode parses "mmap", "pread", "direct" or "pool".
+func ParseMode(s string) (Mode, error) {
+	for m := ModeMmap; m <= ModePool; m++ {
+		if s == modeNames[m] {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown mode %q (want one of %s)", ErrBadOptions, s, strings.Join(modeNames[1:], ", "))
+}
+
+// DefaultPrefetch is the number of record batches read ahead of the
+// decoder in direct and pool modes when Options.Prefetch is 0.
+const DefaultPrefetch = 2
+
+// Options configure a File. The zero value is not usable only because Mode
+// must be chosen; everything else has a default.
+type Options struct {
+	// Mode is how the file is read. Required.
+	Mode Mode
+	// Pool is the buffer pool for ModePool, shared by every file and scan
+	// of the process. Required for ModePool, ignored otherwise.
+	Pool *bufpool.Pool
+	// Engine runs the reads of ModeDirect (and the metadata reads at Open in
+	// ModePool). nil: the File makes its own engine with IOMode (ModeDirect)
+	// or uses plain O_DIRECT preads (ModePool metadata), and closes it on
+	// Close.
+	Engine *ioengine.Engine
+	// IOMode is the backend of the File's own engine when Engine is nil;
+	// Auto follows RINGSTORE_IO_URING.
+	IOMode ioengine.IOMode
+	// Prefetch is how many record batches are read ahead of the decoder in
+	// ModeDirect and ModePool. 0 means DefaultPrefetch; a negative value
+	// turns read-ahead off (each batch is read when the decoder asks).
+	Prefetch int
+}
+
+func (o *Options) String() string {
+	return fmt.Sprintf("arrowscan.Options{Mode: %s, Pool: %v, Engine: %v, IOMode: %s, Prefetch: %d}",
+		o.Mode, o.Pool != nil, o.Engine != nil, o.IOMode, o.Prefetch)
+}
+
+// withDefaults checks the options and fills in the defaults, in one place.
+func (o Options) withDefaults() (Options, error) {
+	if o.Mode < ModeMmap || o.Mode > ModePool {
+		return o, fmt.Errorf("%w: Mode %s (want one of %s)", ErrBadOptions, o.Mode, strings.Join(modeNames[1:], ", "))
+	}
+	if o.Mode == ModePool && o.Pool == nil {
+		return o, fmt.Errorf("%w: ModePool needs Options.Pool", ErrBadOptions)
+	}
+	if o.IOMode < ioengine.Auto || o.IOMode > ioengine.Syscall {
+		return o, fmt.Errorf("%w: IOMode %s", ErrBadOptions, o.IOMode)
+	}
+	switch {
+	case o.Prefetch == 0:
+		o.Prefetch = DefaultPrefetch
+	case o.Prefetch < 0:
+		o.Prefetch = 0
+	}
+	return o, nil
+}
