@@ -201,6 +201,19 @@ func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, r
 		fmt.Sprintf("Modes: mmap = arrow-go's mapped reader over a read-only mapping, projecting columns; pread = the needed ranges with pread through the page cache; direct = the needed ranges with O_DIRECT on ioengine (%s), read ahead of the decoder; pool = O_DIRECT through one bufpool.Pool of %d MiB in %d KiB frames shared by all queries, with prefetch.", ioMode, o.PoolBytes>>20, o.FrameSize>>10),
 		fmt.Sprintf("Device: %s, on the same files and file system, in its own child process per trial, interleaved with the modes.", DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)}.withDefaults()),
 	}
+	if ra := readAheadKB(data.Dir); ra != "" {
+		notes = append(notes, "The device's readahead (read_ahead_kb) is "+ra+" KiB: a page-cache miss, a fault on the mapping above all, reads that much around it.")
+	}
+	var opens []string
+	for _, m := range scanModes {
+		if r := bench.Find(results, m.name); r != nil && len(r.Trials) > 0 {
+			opens = append(opens, fmt.Sprintf("%s %.0f ms (%.0f MiB read, %.0f KiB resident after the drop)", m.name,
+				median(figures(*r, extra(xOpenMS))), median(figures(*r, extra(xOpenReadBytes)))/(1<<20), median(figures(*r, extra(xResidentStart)))/(1<<10)))
+		}
+	}
+	if len(opens) > 0 {
+		notes = append(notes, "Opening the files (footer and every batch's metadata) is not part of the measured part; each child then drops the data's page cache again, so the queries start cold. Open, median of trials: "+strings.Join(opens, ", ")+".")
+	}
 	if residentMax > data.Bytes/100 {
 		notes = append(notes, fmt.Sprintf("WARNING: %d MiB of the data stayed in the page cache after the drop: mmap and pread did not start fully cold", residentMax>>20))
 	}

@@ -332,6 +332,9 @@ func Run(opts Options) (err error) {
 				}
 				err = errors.Join(err, uerr, cg.Remove())
 			}
+			if err == nil {
+				progressLine(o.Progress, m, tr)
+			}
 			return tr, err
 		}
 	}
@@ -413,4 +416,18 @@ func median(vs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// progressLine prints what a trial measured, beside bench.Run's own line.
+func progressLine(w io.Writer, m string, t bench.Trial) {
+	peak := ""
+	if p, ok := t.Extra[xCgroupPeak]; ok && p >= 0 {
+		peak = fmt.Sprintf(", cgroup peak %.0f MiB", p/(1<<20))
+	}
+	if m == modeDevice {
+		fmt.Fprintf(w, "    %s: %.2f GB/s%s\n", m, gbps(t), peak)
+		return
+	}
+	fmt.Fprintf(w, "    %s: mean %.0f ms, p95 %.0f ms, %.2f GB/s from the device, %.0f major faults, open %.0f ms (%.0f MiB read)%s\n",
+		m, t.Extra[xMeanMS], t.Extra[xP95MS], gbps(t), t.Extra[xMajorFaults], t.Extra[xOpenMS], t.Extra[xOpenReadBytes]/(1<<20), peak)
 }

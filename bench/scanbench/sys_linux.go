@@ -3,6 +3,7 @@ package scanbench
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -79,4 +80,20 @@ func readUsage() (usage, error) {
 		MaxRSSBytes: ru.Maxrss << 10, // KiB on Linux
 		CPUSeconds:  float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6,
 	}, nil
+}
+
+// readAheadKB returns the read_ahead_kb of the block device holding dir
+// (of its disk when it is a partition), or "" when it cannot be found.
+func readAheadKB(dir string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return ""
+	}
+	base := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	for _, p := range []string{base + "/queue/read_ahead_kb", base + "/../queue/read_ahead_kb"} {
+		if data, err := os.ReadFile(p); err == nil {
+			return strings.TrimSpace(string(data))
+		}
+	}
+	return ""
 }

@@ -18,3 +18,5 @@ func readProcIO() (procIO, error) {
 }
 
 func readUsage() (usage, error) { return usage{}, fmt.Errorf("getrusage: %w", errors.ErrUnsupported) }
+
+func readAheadKB(dir string) string { return "" }
