@@ -24,6 +24,16 @@
 // flush runs the committer forms the next group (PipelineDepth groups may
 // be in flight). The acker acknowledges groups strictly in order, so an
 // entry is acknowledged only when every entry before it is durable too.
+//
+// Before it takes a group the committer waits, briefly, for the writers the
+// last acknowledgement released: they tend to append again at once, and
+// without the wait writers settle into cohorts that take turns (two at
+// depth 1), each append then waiting a whole flush before its own. The
+// wait ends as soon as as many requests are queued as were acknowledged
+// plus those already waiting, and after a quarter of the last flush's
+// duration (20 µs to 1 ms) at most, so a lone writer never waits
+// (Options.NoGather turns it off).
+//
 // The first failed write or sync turns the log read-only: that append and
 // every later one fail with ErrReadOnly wrapping the cause, and no fsync is
 // ever retried (after a failed fsync the kernel may have dropped the dirty

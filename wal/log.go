@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -31,6 +32,14 @@ type Log struct {
 	cond    *sync.Cond // signaled when pending grows or closing is set
 	pending []*request
 	closing bool
+	// gatherWant is how many queued requests the committer waits for
+	// before it takes the next group: the writers of the group acknowledged
+	// last (who tend to append again at once) plus those queued then.
+	// gatherGen counts the starts and ends of gathering waits (odd while
+	// one is on), so that a timer of an earlier wait ends no later one.
+	gatherWant int
+	gatherGen  uint64
+	gatherOver bool
 	failed  error // set by the first failed write or sync; permanent
 
 	// Owned by the committer goroutine (by Open before it starts).
@@ -57,6 +66,8 @@ type Log struct {
 	wg sync.WaitGroup // committer, flushers, acker
 
 	spares spareMaker // the next segment, made ahead of need
+
+	flushNanos atomic.Int64 // how long the last group write + flush took
 
 	appends, entries, bytes, flushes, rotations atomic.Uint64
 	tailCuts                                    atomic.Uint64
@@ -258,7 +269,7 @@ func (l *Log) enqueue(r *request) error {
 		return l.failed
 	}
 	l.pending = append(l.pending, r)
-	if len(l.pending) == 1 {
+	if len(l.pending) == 1 || len(l.pending) == l.gatherWant {
 		l.cond.Signal()
 	}
 	return nil
@@ -284,6 +295,7 @@ func (l *Log) commitLoop() {
 			<-l.slots
 			break
 		}
+		l.gatherLocked()
 		reqs := l.takeLocked()
 		failed := l.failed
 		l.mu.Unlock()
@@ -310,6 +322,48 @@ func (l *Log) commitLoop() {
 	close(l.flushQ)
 	close(l.ackQ)
 }
+
+// gatherLocked waits, briefly, for the writers the last acknowledgement
+// released to append again, so that they join this group instead of
+// forming a cohort of their own that flushes after it. Without the wait,
+// writers that outnumber what one flush gathers settle into cohorts that
+// alternate (two at pipeline depth 1): each append then waits a whole
+// flush before its own. The wait is bounded by a quarter of the last
+// flush's duration (between minGather and maxGather) and ends at once when
+// the writers are back, so a lone writer never waits. Called with mu held.
+func (l *Log) gatherLocked() {
+	want := l.gatherWant
+	l.gatherWant = 0
+	if l.opts.NoGather || want <= len(l.pending) || l.closing {
+		return
+	}
+	delay := time.Duration(l.flushNanos.Load()) / 4
+	delay = max(minGather, min(delay, maxGather))
+	l.gatherWant = want
+	l.gatherGen++
+	gen := l.gatherGen
+	l.gatherOver = false
+	t := time.AfterFunc(delay, func() {
+		l.mu.Lock()
+		if l.gatherGen == gen {
+			l.gatherOver = true
+			l.cond.Broadcast()
+		}
+		l.mu.Unlock()
+	})
+	for len(l.pending) < want && !l.gatherOver && !l.closing {
+		l.cond.Wait()
+	}
+	t.Stop()
+	l.gatherWant = 0
+	l.gatherGen++
+}
+
+// Bounds of the gathering wait (gatherLocked).
+const (
+	minGather = 20 * time.Microsecond
+	maxGather = 1 * time.Millisecond
+)
 
 // takeLocked removes from the queue the requests of the next group: appends
 // up to MaxGroupBytes (at least one), or one truncation.
@@ -408,8 +462,7 @@ func (l *Log) commit(reqs []*request) {
 		if cap(l.slots) == 1 {
 			// One group at a time: write, flush and acknowledge here,
 			// without handing the group to two more goroutines and back.
-			g.err = l.writeFile(g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
-			close(g.done)
+			l.flush(g)
 			l.ackGroup(g)
 			continue
 		}
@@ -432,9 +485,16 @@ func (l *Log) drain() {
 func (l *Log) flushLoop() {
 	defer l.wg.Done()
 	for g := range l.flushQ {
-		g.err = l.writeFile(g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
-		close(g.done)
+		l.flush(g)
 	}
+}
+
+// flush writes g and makes it durable, and records how long that took.
+func (l *Log) flush(g *group) {
+	start := time.Now()
+	g.err = l.writeFile(g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
+	l.flushNanos.Store(int64(time.Since(start)))
+	close(g.done)
 }
 
 // ackLoop acknowledges groups in the order they were formed, so that an
@@ -478,6 +538,9 @@ func (l *Log) ackGroup(g *group) {
 		l.entries.Add(g.last - g.first + 1)
 		l.bytes.Add(payload)
 		l.flushes.Add(1)
+		l.mu.Lock()
+		l.gatherWant = len(l.pending) + len(g.reqs)
+		l.mu.Unlock()
 		for _, r := range g.reqs {
 			r.finish(nil)
 		}
@@ -566,6 +629,13 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	path := filepath.Join(l.dir, segmentName(base))
 	size := l.opts.SegmentSize
 	f := l.takeSpare()
+	if f == nil && l.opts.ZeroFillSegments && l.spares.cond == nil {
+		// The first segment, made by Open before the spare goroutine
+		// starts: zero-filled like every later one.
+		if spare, err := l.makeSpare(); err == nil {
+			f = spare
+		}
+	}
 	var tmp string
 	if f != nil {
 		tmp = f.Name()

@@ -48,13 +48,18 @@ type Options struct {
 	// trailers and the sequence of segments are always checked at Open.
 	LazyVerify bool
 	// ZeroFillSegments writes each new segment full of zeros (O_DIRECT,
-	// ahead of need) before entries go in, so that group flushes overwrite
+	// ahead of need; the first one at Open) before entries go in, so that group flushes overwrite
 	// written blocks instead of converting the unwritten extents fallocate
 	// leaves (see spare.go for what it measured). Off by default: on the
 	// reference VM it halved the cost of one 32 KiB flush but made no
 	// difference to 64 writers end to end, and it writes every segment
 	// twice.
 	ZeroFillSegments bool
+	// NoGather turns off the short wait (at most a quarter of the last
+	// flush, and never more than 1 ms) in which the committer lets the
+	// writers it just acknowledged append again before it takes the next
+	// group.
+	NoGather bool
 	// Logf receives what recovery did (a torn tail cut, stray files
 	// removed). Default: the standard logger.
 	Logf func(format string, args ...any)

@@ -1,0 +1,154 @@
+package wal
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// gatherLog is the part of a Log that gatherLocked and enqueue use.
+func gatherLog(flush time.Duration, opts Options) *Log {
+	l := &Log{opts: opts}
+	l.cond = sync.NewCond(&l.mu)
+	l.flushNanos.Store(int64(flush))
+	return l
+}
+
+// waitStarted returns once a gathering wait after generation gen began.
+func waitStarted(l *Log, gen uint64) {
+	for {
+		l.mu.Lock()
+		started := l.gatherGen > gen
+		l.mu.Unlock()
+		if started {
+			return
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+}
+
+func TestGatherWaitsForReturningWriters(t *testing.T) {
+	// A long last flush: the bound (a quarter of it, at most maxGather) is
+	// far longer than the writers take to come back.
+	l := gatherLog(time.Hour, Options{})
+	l.pending = []*request{{kind: reqAppend}}
+	l.gatherWant = 3
+	done := make(chan int)
+	var timedOut bool
+	go func() {
+		l.mu.Lock()
+		l.gatherLocked()
+		n := len(l.pending)
+		timedOut = l.gatherOver
+		l.mu.Unlock()
+		done <- n
+	}()
+	// Once it has begun to wait, two writers come back well inside the
+	// bound.
+	waitStarted(l, 0)
+	for range 2 {
+		if err := l.enqueue(&request{kind: reqAppend}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := <-done; n != 3 {
+		t.Fatalf("gathering ended with %d requests queued, want 3", n)
+	}
+	if timedOut {
+		t.Fatal("the wait ran to its bound instead of ending when the writers were back")
+	}
+	if l.gatherWant != 0 {
+		t.Fatalf("gatherWant %d after the wait, want 0", l.gatherWant)
+	}
+}
+
+func TestGatherGivesUpAfterItsBound(t *testing.T) {
+	l := gatherLog(400*time.Microsecond, Options{})
+	l.pending = []*request{{kind: reqAppend}}
+	l.gatherWant = 64 // writers who never come back
+	start := time.Now()
+	l.mu.Lock()
+	l.gatherLocked()
+	l.mu.Unlock()
+	if waited := time.Since(start); waited < 100*time.Microsecond {
+		t.Fatalf("gave up after %v, before its bound of a quarter of the last flush (100µs)", waited)
+	}
+	if !l.gatherOver {
+		t.Fatal("the wait ended without its timer")
+	}
+	// A second wait, with a long bound, ends when its writer is back.
+	l.gatherWant = 2
+	l.gatherOver = false
+	l.flushNanos.Store(int64(time.Hour))
+	prior := l.gatherGen
+	second := make(chan int)
+	go func() {
+		l.mu.Lock()
+		l.gatherLocked()
+		n := len(l.pending)
+		l.mu.Unlock()
+		second <- n
+	}()
+	waitStarted(l, prior)
+	l.enqueue(&request{kind: reqAppend})
+	n := <-second
+	if n != 2 {
+		t.Fatalf("second wait ended with %d queued, want 2", n)
+	}
+}
+
+func TestGatherSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		want    int
+		closing bool
+	}{
+		{"NoGather", Options{NoGather: true}, 64, false},
+		{"already there", Options{}, 1, false},
+		{"nothing asked", Options{}, 0, false},
+		{"closing", Options{}, 64, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := gatherLog(time.Hour, tc.opts)
+			l.pending = []*request{{kind: reqAppend}}
+			l.gatherWant = tc.want
+			l.closing = tc.closing
+			done := make(chan struct{})
+			go func() {
+				l.mu.Lock()
+				l.gatherLocked()
+				l.mu.Unlock()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("gatherLocked waited though it had nothing to wait for")
+			}
+		})
+	}
+}
+
+func TestCloseEndsGathering(t *testing.T) {
+	l := gatherLog(time.Hour, Options{})
+	l.pending = []*request{{kind: reqAppend}}
+	l.gatherWant = 64
+	done := make(chan struct{})
+	go func() {
+		l.mu.Lock()
+		l.gatherLocked()
+		l.mu.Unlock()
+		close(done)
+	}()
+	time.Sleep(time.Millisecond)
+	l.mu.Lock()
+	l.closing = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the gathering wait")
+	}
+}
