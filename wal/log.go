@@ -40,7 +40,7 @@ type Log struct {
 	gatherWant int
 	gatherGen  uint64
 	gatherOver bool
-	failed  error // set by the first failed write or sync; permanent
+	failed     error // set by the first failed write or sync; permanent
 
 	// Owned by the committer goroutine (by Open before it starts).
 	next       uint64   // sequence number of the next entry
