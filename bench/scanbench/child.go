@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type childConfig struct {
 	Cgroup string `json:"cgroup,omitempty"`
 	// DeviceSeconds is how long the device mode reads.
 	DeviceSeconds float64 `json:"device_seconds"`
+	// TimeoutSeconds ends a child that runs longer, with its goroutines'
+	// stacks on stderr: a hung trial must not hang the benchmark. 0: none.
+	TimeoutSeconds float64 `json:"timeout_seconds"`
 }
 
 // Keys of bench.Trial.Extra. Those marked "parent" are added by the parent
@@ -95,6 +99,15 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		if err := bench.JoinMemCgroup(c.Cgroup); err != nil {
 			return bench.Trial{}, err
 		}
+	}
+	if c.TimeoutSeconds > 0 {
+		d := time.Duration(c.TimeoutSeconds * float64(time.Second))
+		time.AfterFunc(d, func() {
+			buf := make([]byte, 64<<10)
+			buf = buf[:runtime.Stack(buf, true)]
+			fmt.Fprintf(os.Stderr, "mode %s: timed out after %s; goroutines (first %d KiB):\n%s\n", c.Mode, d, len(buf)>>10, buf)
+			os.Exit(1)
+		})
 	}
 	ioMode, err := ioengine.ParseIOMode(c.IOMode)
 	if err != nil {

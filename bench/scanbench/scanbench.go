@@ -20,15 +20,16 @@ import (
 // Defaults, sized for a 2-vCPU VM with ~1 GB/s sequential reads: data 2.5×
 // the memory limit, the pool a little over half of it.
 const (
-	DefaultDataBytes   = 1280 << 20
-	DefaultMemLimit    = 512 << 20
-	DefaultPoolBytes   = 288 << 20
-	DefaultFrameSize   = 256 << 10
-	DefaultTrials      = 3
-	DefaultQueries     = 12
-	DefaultRounds      = 2
-	DefaultDeviceTime  = 3 * time.Second
-	DefaultCompression = "none"
+	DefaultDataBytes    = 1280 << 20
+	DefaultMemLimit     = 512 << 20
+	DefaultPoolBytes    = 288 << 20
+	DefaultFrameSize    = 256 << 10
+	DefaultTrials       = 3
+	DefaultQueries      = 12
+	DefaultRounds       = 2
+	DefaultDeviceTime   = 3 * time.Second
+	DefaultCompression  = "none"
+	DefaultChildTimeout = 10 * time.Minute
 )
 
 // Options configure a run. The zero value of every field but Dir means its
@@ -46,8 +47,11 @@ type Options struct {
 	Queries    int // queries started at once in each round
 	Rounds     int // rounds per trial
 	// DeviceTime is how long each trial of the device measurement reads.
-	DeviceTime  time.Duration
-	Compression string // of the data set: none, lz4 or zstd
+	DeviceTime time.Duration
+	// ChildTimeout ends a child (one mode, one trial) that runs longer,
+	// failing that mode with its goroutines' stacks. Default 10 minutes.
+	ChildTimeout time.Duration
+	Compression  string // of the data set: none, lz4 or zstd
 	// Keep keeps a data set this run generated, for the next run to reuse;
 	// without it the data set is removed at the end. A data set that was
 	// there already is always kept.
@@ -65,8 +69,8 @@ func (o *Options) String() string {
 	if o.NoMemLimit {
 		limit = "none"
 	}
-	return fmt.Sprintf("scanbench.Options{Dir: %s, DataBytes: %d MiB, MemLimit: %s, PoolBytes: %d MiB, FrameSize: %d KiB, Trials: %d, Queries: %d, Rounds: %d, DeviceTime: %s, Compression: %s, Keep: %v}",
-		o.Dir, o.DataBytes>>20, limit, o.PoolBytes>>20, o.FrameSize>>10, o.Trials, o.Queries, o.Rounds, o.DeviceTime, o.Compression, o.Keep)
+	return fmt.Sprintf("scanbench.Options{Dir: %s, DataBytes: %d MiB, MemLimit: %s, PoolBytes: %d MiB, FrameSize: %d KiB, Trials: %d, Queries: %d, Rounds: %d, DeviceTime: %s, ChildTimeout: %s, Compression: %s, Keep: %v}",
+		o.Dir, o.DataBytes>>20, limit, o.PoolBytes>>20, o.FrameSize>>10, o.Trials, o.Queries, o.Rounds, o.DeviceTime, o.ChildTimeout, o.Compression, o.Keep)
 }
 
 // withDefaults fills in the defaults and checks the options, in one place.
@@ -93,6 +97,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DeviceTime == 0 {
 		o.DeviceTime = DefaultDeviceTime
+	}
+	if o.ChildTimeout == 0 {
+		o.ChildTimeout = DefaultChildTimeout
 	}
 	if o.Compression == "" {
 		o.Compression = DefaultCompression
@@ -126,8 +133,8 @@ func (o Options) withDefaults() (Options, error) {
 		return bad("pool budget %d MiB does not fit in the memory limit %d MiB", o.PoolBytes>>20, o.MemLimit>>20)
 	case o.Trials < 1 || o.Queries < 1 || o.Rounds < 1:
 		return bad("trials (%d), queries (%d) and rounds (%d) must be at least 1", o.Trials, o.Queries, o.Rounds)
-	case o.DeviceTime < 0:
-		return bad("device measurement time %s is negative", o.DeviceTime)
+	case o.DeviceTime < 0 || o.ChildTimeout < 0:
+		return bad("device measurement time %s and child timeout %s must not be negative", o.DeviceTime, o.ChildTimeout)
 	}
 	switch strings.ToLower(o.Compression) {
 	case "none", "lz4", "zstd":
@@ -299,7 +306,7 @@ func Run(opts Options) (err error) {
 
 	mix := queryMix(o.Queries)
 	base := childConfig{Files: files, Queries: mix, Rounds: o.Rounds, PoolBytes: o.PoolBytes, FrameSize: o.FrameSize,
-		IOMode: ioMode, RefPath: filepath.Join(runDir, "reference.json"), DeviceSeconds: o.DeviceTime.Seconds()}
+		IOMode: ioMode, RefPath: filepath.Join(runDir, "reference.json"), DeviceSeconds: o.DeviceTime.Seconds(), TimeoutSeconds: o.ChildTimeout.Seconds()}
 	var residentMax int64
 	exec := func(m string) func() (bench.Trial, error) {
 		return func() (bench.Trial, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -418,5 +419,23 @@ func TestStatistics(t *testing.T) {
 	}
 	if got := queryMix(9); len(got) != 9 || got[len(events.Queries())%9] != events.Queries()[0].Name {
 		t.Errorf("mix %v", got)
+	}
+}
+
+func TestAHungChildIsEndedWithItsStacks(t *testing.T) {
+	dir := testdir.Direct(t)
+	d, err := prepareData(dir, 2<<20, "none", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := childConfig{Mode: "pread", Files: d.Paths(), Queries: []string{"event_summary"}, Rounds: 1 << 20, IOMode: "syscall",
+		RefPath: filepath.Join(t.TempDir(), "ref.json"), TimeoutSeconds: 0.2}
+	t0 := time.Now()
+	_, err = bench.ChildExec(Workload, cfg)()
+	if err == nil || !strings.Contains(err.Error(), "mode pread: timed out after 200ms") || !strings.Contains(err.Error(), "goroutine ") {
+		t.Fatalf("got %v", err)
+	}
+	if el := time.Since(t0); el > 30*time.Second {
+		t.Errorf("the child ran %s", el)
 	}
 }
