@@ -62,9 +62,10 @@
 //	mobile_share_by_country   country, user_agent                     share of "Mobile" agents
 //	event_summary             all ten columns                         per type, middle half
 //
-// An Execution folds records into a query, finding its columns by name (so
-// full-width records work too); RunBatches runs one over sources of
-// records in order.
+// Run scans arrowscan Files in order, each with Scan(q.Columns), and folds
+// every record into the query (an Execution, which finds its columns by
+// name, so full-width records work too); RunBatches does the same over any
+// sources of records.
 // Reference computes the same result the slow way from arrow-go's own
 // FileReader, row at a time, as the oracle.
 //
@@ -76,9 +77,10 @@
 //
 // # Concurrency and lifetimes
 //
-// Queries, QueryByName, Generate, RunBatches and Reference may be called
-// from many goroutines at once; a query runs on the goroutine that calls
-// it (run many queries by calling from many goroutines). An
+// Queries, QueryByName, Generate, Run, RunBatches and Reference may be
+// called from many goroutines at once; a query runs on the goroutine that
+// calls it, one scan at a time (run many queries by calling Run from many
+// goroutines; they may share the Files and a pool). An
 // Execution is owned by one goroutine. Records handed to Execution.Add need
 // to stay valid only for the call: nothing of them is kept (dictionary
 // strings that become group keys are copied).

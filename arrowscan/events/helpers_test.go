@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -158,4 +159,22 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(testRoot)
 	os.Exit(code)
+}
+
+// writeRenamed writes rec's first column, renamed to name, as an Arrow file
+// without metadata.
+func writeRenamed(w io.Writer, rec arrow.RecordBatch, name string) error {
+	f := rec.Schema().Field(0)
+	f.Name = name
+	s := arrow.NewSchema([]arrow.Field{f}, nil)
+	r := array.NewRecordBatch(s, []arrow.Array{rec.Column(0)}, rec.NumRows())
+	defer r.Release()
+	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(s))
+	if err != nil {
+		return err
+	}
+	if err := fw.Write(r); err != nil {
+		return err
+	}
+	return fw.Close()
 }
