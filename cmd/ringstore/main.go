@@ -4,6 +4,8 @@
 //	ringstore probe [--dir D] [--json]
 //	ringstore bench [read|wal] [flags]
 //	ringstore wal verify|stat|dump|repair DIR [flags]
+//	ringstore gen events --rows N --dir D [flags]
+//	ringstore scan --mode M --query Q [flags] FILES...
 //
 // Run `ringstore help` for the flags.
 package main
@@ -37,6 +39,9 @@ usage:
   ringstore wal stat DIR [--json]        its segments, entries, bytes on disk, first and last seq
   ringstore wal dump DIR [flags]         print its entries (--from, --to, --limit, --format hex|text|json)
   ringstore wal repair DIR --yes         cut it at its first damage so that it opens again
+  ringstore gen events --rows N --dir D  time-series events as Arrow IPC files (--files, --compression, --seed)
+  ringstore scan --mode M --query Q F... run an events query over Arrow files: mmap|pread|direct|pool
+                                         (--query list shows them)
   ringstore help                         this text
 
 Run 'ringstore <command> --help' for a command's flags.
@@ -80,6 +85,10 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdBench(args[1:], stdout, stderr)
 	case "wal":
 		return cmdWAL(args[1:], stdout, stderr)
+	case "gen":
+		return cmdGen(args[1:], stdout, stderr)
+	case "scan":
+		return cmdScan(args[1:], stdout, stderr)
 	}
 	return usagef("unknown command %q", args[0])
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ringstore/ringstore/arrowscan/events"
+	"github.com/ringstore/ringstore/internal/testdir"
+)
+
+// genSmall writes a small events data set with the CLI and returns its
+// directory and files.
+func genSmall(t *testing.T, args ...string) (string, []string) {
+	t.Helper()
+	dir := testdir.Direct(t)
+	code, _, stderr := runCLI(append([]string{"gen", "events", "--rows", "40000", "--dir", dir, "--files", "2", "--batch-rows", "6000"}, args...)...)
+	if code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, stderr)
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.arrow"))
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("gen wrote %v (%v)", paths, err)
+	}
+	return dir, paths
+}
+
+// resultTable is the part of scan's output that must not depend on the
+// mode: the table and its "(query: ... rows scanned)" line.
+func resultTable(t *testing.T, out string) string {
+	t.Helper()
+	i := strings.Index(out, "\nmode ")
+	if i < 0 {
+		t.Fatalf("no stats line in:\n%s", out)
+	}
+	return out[:i]
+}
+
+// TestScanEveryModeSameResult: gen, then every query in every mode (and
+// the pool on both backends); the tables are identical, the stats lines
+// are there, and --check agrees with the row-at-a-time reference.
+func TestScanEveryModeSameResult(t *testing.T) {
+	dir, paths := genSmall(t, "--compression", "zstd")
+	for _, q := range events.Queries() {
+		var want string
+		for _, m := range [][]string{
+			{"--mode", "mmap"},
+			{"--mode", "pread"},
+			{"--mode", "direct", "--io", "uring"},
+			{"--mode", "direct", "--io", "syscall", "--prefetch", "-1"},
+			{"--mode", "pool", "--pool-mb", "1", "--frame-kb", "64"},
+			{"--mode", "pool", "--io", "syscall", "--frame-kb", "128", "--pool-mb", "2"},
+		} {
+			args := append([]string{"scan", "--query", q.Name}, m...)
+			if m[1] == "pread" {
+				args = append(args, paths...) // files instead of the directory
+			} else {
+				args = append(args, dir)
+			}
+			code, out, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d: %s", args, code, stderr)
+			}
+			got := resultTable(t, out)
+			if want == "" {
+				want = got
+				if !strings.Contains(got, "40000 rows scanned)") || strings.Count(got, "\n") < 2 {
+					t.Fatalf("%v: implausible table:\n%s", args, got)
+				}
+			} else if got != want {
+				t.Errorf("%v: result differs from mmap's:\n%s\nmmap:\n%s", args, got, want)
+			}
+			stats := regexp.MustCompile(`mode ` + m[1] + `.*, query ` + q.Name + `, 2 files, 40000 rows scanned, elapsed .*\ndevice reads \d+ bytes`)
+			if !stats.MatchString(out) {
+				t.Errorf("%v: stats lines missing:\n%s", args, out)
+			}
+			if m[1] == "pool" && !regexp.MustCompile(`pool \d+ frames of \d+ KiB: hits \d+, misses [1-9]\d*,`).MatchString(out) {
+				t.Errorf("%v: pool line missing or no misses:\n%s", args, out)
+			}
+		}
+	}
+	code, out, stderr := runCLI("scan", "--mode", "pool", "--query", "event_summary", "--check", dir)
+	if code != 0 || !strings.Contains(out, "check: equal to the row-at-a-time reference") {
+		t.Errorf("--check: exit %d, stdout %s, stderr %s", code, out, stderr)
+	}
+}
+
+// TestScanDeviceReads: O_DIRECT modes count their reads in read_bytes.
+func TestScanDeviceReads(t *testing.T) {
+	dir, _ := genSmall(t)
+	code, out, stderr := runCLI("scan", "--mode", "direct", "--query", "bytes_total", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	m := regexp.MustCompile(`device reads (\d+) bytes`).FindStringSubmatch(out)
+	// bytes is 8 of the ~78 bytes of a row: 40000 rows hold 320000 bytes of it.
+	if m == nil || len(m[1]) < 6 {
+		t.Errorf("direct scan of 320 kB of column reports device reads %v:\n%s", m, out)
+	}
+}
+
+func TestScanQueryList(t *testing.T) {
+	code, out, _ := runCLI("scan", "--query", "list")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, q := range events.Queries() {
+		if !strings.Contains(out, q.Name) || !strings.Contains(out, strings.Join(q.Columns, ",")) {
+			t.Errorf("list lacks %s and its columns:\n%s", q.Name, out)
+		}
+	}
+}
+
+func TestScanBadArguments(t *testing.T) {
+	dir, paths := genSmall(t)
+	empty := t.TempDir()
+	missing := filepath.Join(empty, "missing.arrow")
+	runCLICases(t, []cliCase{
+		{"no query", []string{"scan", "--mode", "mmap", dir}, 2, "--query is required"},
+		{"unknown query", []string{"scan", "--mode", "mmap", "--query", "fastest", dir}, 2, `unknown query "fastest" (known: bytes_total,`},
+		{"no mode", []string{"scan", "--query", "bytes_total", dir}, 2, "--mode is required"},
+		{"unknown mode", []string{"scan", "--mode", "turbo", "--query", "bytes_total", dir}, 2, `unknown mode "turbo"`},
+		{"unknown io", []string{"scan", "--mode", "direct", "--io", "fast", "--query", "bytes_total", dir}, 2, `--io`},
+		{"no files", []string{"scan", "--mode", "mmap", "--query", "bytes_total"}, 2, "no files given"},
+		{"missing file", []string{"scan", "--mode", "mmap", "--query", "bytes_total", missing}, 2, missing},
+		{"empty dir", []string{"scan", "--mode", "mmap", "--query", "bytes_total", empty}, 2, empty + " holds no *.arrow files"},
+		{"zero pool", []string{"scan", "--mode", "pool", "--pool-mb", "0", "--query", "bytes_total", dir}, 2, "--pool-mb must be between 1"},
+		{"odd frame", []string{"scan", "--mode", "pool", "--frame-kb", "6", "--query", "bytes_total", dir}, 2, "--frame-kb must be a positive multiple of 4"},
+		{"pool flag without pool", []string{"scan", "--mode", "direct", "--pool-mb", "8", "--query", "bytes_total", dir}, 2, "--pool-mb and --frame-kb are for --mode pool"},
+		{"io flag with mmap", []string{"scan", "--mode", "mmap", "--io", "syscall", "--query", "bytes_total", dir}, 2, "--io and --prefetch are for --mode direct or pool"},
+		{"pool smaller than a frame set", []string{"scan", "--mode", "pool", "--pool-mb", "1", "--frame-kb", "512", "--query", "bytes_total", dir}, 1, "bufpool"},
+		{"unknown flag", []string{"scan", "--fast", dir}, 2, "flag provided but not defined: -fast"},
+		{"flags after files", []string{"scan", paths[0], "--mode", "mmap", "--query", "nope"}, 2, `unknown query "nope"`},
+		{"not an arrow file", []string{"scan", "--mode", "pread", "--query", "bytes_total", "/proc/self/status"}, 1, "/proc/self/status"},
+	})
+}
+
+// TestScanTruncatedFile: a file cut short at any of several places is an
+// error naming the file, in every mode, never a panic or a result.
+func TestScanTruncatedFile(t *testing.T) {
+	_, paths := genSmall(t)
+	data, err := os.ReadFile(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(filepath.Dir(paths[1]), "cut.arrow")
+	for _, n := range []int{0, 7, 100, len(data) / 2, len(data) - 11, len(data) - 1} {
+		if err := os.WriteFile(cut, data[:n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{"mmap", "pread", "direct", "pool"} {
+			code, out, stderr := runCLI("scan", "--mode", mode, "--query", "event_summary", paths[0], cut)
+			if code != 1 || !strings.Contains(stderr, cut) || strings.Contains(stderr, "panic") || strings.Contains(out, "rows scanned") {
+				t.Errorf("cut at %d of %d, mode %s: exit %d, stderr %q, stdout %q", n, len(data), mode, code, stderr, out)
+			}
+		}
+	}
+}
