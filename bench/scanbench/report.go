@@ -63,9 +63,10 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 			row.CgroupPeak = median(v)
 		}
 		if r.Mode.Name == modeDevice {
-			row.DeviceBytes = median(figures(r, extra(xDeviceBytes)))
-			row.QueriesPerS = 0
-			rep.Device = &row
+			rep.Device = &Device{Label: r.Mode.Label, GBps: row.GBps, TrialGBps: row.TrialGBps, Bytes: median(figures(r, extra(xDeviceBytes))),
+				ReadBytes: median(figures(r, extra(xReadBytes))), Seconds: median(figures(r, func(t bench.Trial) float64 { return t.Seconds })),
+				MaxRSS: row.MaxRSS, CgroupPeak: row.CgroupPeak,
+				Measurement: DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)}.withDefaults().String()}
 			continue
 		}
 		row.TrialMeanMS, row.TrialP95MS = figures(r, extra(xMeanMS)), figures(r, extra(xP95MS))
@@ -322,7 +323,7 @@ func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
 		if rep.MemoryLimit.Applied && d.CgroupPeak >= 0 {
 			peak = mib(d.CgroupPeak)
 		}
-		t.Add(d.Label, "-", "-", "-", "-", fmt.Sprintf("%.2f", d.GBps), minMax(d.TrialGBps, "%.2f"), "1.00", mib(d.DeviceBytes), "-", "-", mib(d.MaxRSS), peak, "-")
+		t.Add(d.Label, "-", "-", "-", "-", fmt.Sprintf("%.2f", d.GBps), minMax(d.TrialGBps, "%.2f"), "1.00", mib(d.Bytes), "-", "-", mib(d.MaxRSS), peak, "-")
 	}
 	t.Write(w)
 

@@ -173,6 +173,20 @@ type Result struct {
 	Extra map[string]float64 `json:"extra,omitempty"`
 }
 
+// Device is the device's sequential O_DIRECT read bandwidth measured in
+// the run: medians of its trials.
+type Device struct {
+	Label       string    `json:"label"`
+	GBps        float64   `json:"gbps"`
+	TrialGBps   []float64 `json:"trial_gbps"`
+	Bytes       float64   `json:"bytes"`      // bytes the reads returned, per trial
+	ReadBytes   float64   `json:"read_bytes"` // /proc/self/io read_bytes over the same time: equal to Bytes for O_DIRECT
+	Seconds     float64   `json:"seconds"`
+	MaxRSS      float64   `json:"max_rss_bytes"`
+	CgroupPeak  float64   `json:"cgroup_peak_bytes,omitempty"`
+	Measurement string    `json:"measurement"`
+}
+
 // LatencyRatio compares a figure of two modes measured in the same run:
 // the ratio of their medians and the range of the ratios of the trials run
 // in the same round.
@@ -211,7 +225,7 @@ type report struct {
 	MemoryLimit   MemoryLimit    `json:"memory_limit"`
 	CacheDrop     string         `json:"cache_drop"`
 	ResidentMax   int64          `json:"resident_after_drop_max_bytes"`
-	Device        *Result        `json:"device,omitempty"`
+	Device        *Device        `json:"device,omitempty"`
 	LatencyRatios []LatencyRatio `json:"latency_ratios"`
 	Bars          []Bar          `json:"bars"`
 	Data          *dataSet       `json:"data"`

@@ -106,6 +106,10 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 	if g, _ := r.Device["gbps"].(float64); g <= 0 {
 		t.Errorf("no device bandwidth: %v", r.Device)
 	}
+	// O_DIRECT: what the reads returned is what read_bytes counted.
+	if b, rb := r.Device["bytes"].(float64), r.Device["read_bytes"].(float64); !within(int64(rb), int64(b), 0.05) {
+		t.Errorf("device: %v bytes read, read_bytes %v", b, rb)
+	}
 	if len(r.Bars) != 3 {
 		t.Errorf("bars: %+v", r.Bars)
 	}
