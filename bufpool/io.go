@@ -52,7 +52,7 @@ func (p *Pool) ioWorker() {
 			return
 		}
 		batch, reqs = batch[:0], reqs[:0]
-		for len(batch) < p.opts.MaxBatch {
+		for take := p.batchLimitLocked(); len(batch) < take; {
 			f := p.demandQ.popFront()
 			if f == nil {
 				if f = p.prefetchQ.popFront(); f == nil {
@@ -67,16 +67,31 @@ func (p *Pool) ioWorker() {
 			p.work.Signal() // more than one batch: let another worker take the rest
 		}
 		p.stats.EngineCalls++
+		p.busyWorkers++
 		p.mu.Unlock()
 		if p.testBeforeDo != nil {
 			p.testBeforeDo(len(reqs))
 		}
 		err := p.eng.Do(reqs)
 		p.mu.Lock()
+		p.busyWorkers--
 		p.completeLocked(batch, reqs, err)
 		clear(batch)
 		clear(reqs)
 	}
+}
+
+// batchLimitLocked is how many queued loads a worker takes for one engine
+// call: MaxBatch. On the syscall backend, where an engine call runs its
+// reads one after another on the calling worker, the queue is shared out
+// among the workers instead, so that they read in parallel.
+func (p *Pool) batchLimitLocked() int {
+	if p.eng.Backend() != ioengine.BackendSyscall || p.opts.IOWorkers == 1 {
+		return p.opts.MaxBatch
+	}
+	queued := p.demandQ.len() + p.prefetchQ.len()
+	free := p.opts.IOWorkers - p.busyWorkers // this worker and the idle ones
+	return max(1, min(p.opts.MaxBatch, (queued+free-1)/free))
 }
 
 // completeLocked records the results of one engine call.

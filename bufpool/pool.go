@@ -26,24 +26,25 @@ type Pool struct {
 	pinnedFrames atomic.Int64 // frames with pins > 0
 	stallWaiters atomic.Int32 // Pins waiting in stalled for a frame to become evictable
 
-	mu        sync.Mutex
-	stalled   sync.Cond           // on mu: a frame may have become evictable, or the pool closed
-	work      sync.Cond           // on mu: loads queued, or the pool closed
-	closed    bool                // guarded by mu
-	files     map[FileID]*file    // guarded by mu
-	lastID    FileID              // guarded by mu
-	table     map[frameKey]*Frame // guarded by mu: loading and resident frames
-	free      frameList           // guarded by mu
-	probation frameList           // guarded by mu: S3-FIFO's small FIFO
-	main      frameList           // guarded by mu: the CLOCK queue
-	ghost     ghostList           // guarded by mu
-	demandQ   frameList           // guarded by mu: loads a Pin waits for
-	prefetchQ frameList           // guarded by mu: loads of Prefetch
-	loading   int                 // guarded by mu: frames in state loading
-	calls     uint64              // guarded by mu: numbers Pin calls (Frame.loader, Frame.mark)
-	stats     Stats               // guarded by mu: the counters
-	logged    bool                // guarded by mu: the first prefetch failure was logged
-	workers   sync.WaitGroup      // the I/O goroutines
+	mu          sync.Mutex
+	stalled     sync.Cond           // on mu: a frame may have become evictable, or the pool closed
+	work        sync.Cond           // on mu: loads queued, or the pool closed
+	closed      bool                // guarded by mu
+	files       map[FileID]*file    // guarded by mu
+	lastID      FileID              // guarded by mu
+	table       map[frameKey]*Frame // guarded by mu: loading and resident frames
+	free        frameList           // guarded by mu
+	probation   frameList           // guarded by mu: S3-FIFO's small FIFO
+	main        frameList           // guarded by mu: the CLOCK queue
+	ghost       ghostList           // guarded by mu
+	demandQ     frameList           // guarded by mu: loads a Pin waits for
+	prefetchQ   frameList           // guarded by mu: loads of Prefetch
+	loading     int                 // guarded by mu: frames in state loading
+	calls       uint64              // guarded by mu: numbers Pin calls (Frame.loader, Frame.mark)
+	stats       Stats               // guarded by mu: the counters
+	logged      bool                // guarded by mu: the first prefetch failure was logged
+	busyWorkers int                 // guarded by mu: I/O goroutines inside an engine call
+	workers     sync.WaitGroup      // the I/O goroutines
 
 	// testBeforeDo, when set (tests only, before any Pin), runs on the I/O
 	// goroutine before each engine call, outside mu.
