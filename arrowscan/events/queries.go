@@ -443,7 +443,7 @@ type typeSummary struct {
 	events, bytes, clientErrors, serverErrors, uaBytes int64
 	maxSession                                         int64
 	latencySum, revenue                                float64
-	customers                                          map[int64]struct{}
+	customers                                          int64Set
 	countries                                          []bool // by country group number
 }
 
@@ -481,14 +481,11 @@ func (a *eventSummary) add(cols []arrow.Array) error {
 			continue
 		}
 		g := &a.groups[a.typeCodes[i]]
-		if g.customers == nil {
-			g.customers = map[int64]struct{}{}
-		}
 		if g.events == 0 || sv[i] > g.maxSession {
 			g.maxSession = sv[i]
 		}
 		g.events++
-		g.customers[cv[i]] = struct{}{}
+		g.customers.add(cv[i])
 		g.countries = grow(g.countries, nc)
 		g.countries[a.countryCodes[i]] = true
 		g.bytes += bv[i]
@@ -520,7 +517,7 @@ func (a *eventSummary) rows() [][]any {
 			}
 		}
 		n := float64(g.events)
-		rows = append(rows, []any{a.types.names[c], g.events, int64(len(g.customers)), countries, g.bytes,
+		rows = append(rows, []any{a.types.names[c], g.events, g.customers.len(), countries, g.bytes,
 			g.latencySum / n, g.revenue, g.clientErrors, g.serverErrors, float64(g.uaBytes) / n, g.maxSession})
 	}
 	sortRows(rows, byInt64Desc(1), byString(0))

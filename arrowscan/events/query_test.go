@@ -354,14 +354,41 @@ func TestReferenceCatchesAWrongFastPath(t *testing.T) {
 	}
 }
 
+// BenchmarkQueries measures the query layer alone: the records are read
+// into memory first, so only Execution.Add and Result are timed.
 func BenchmarkQueries(b *testing.B) {
-	paths := generated(b, GenOptions{Rows: 1 << 20, Files: 2, Seed: 3})
+	const rows = 1 << 20
+	paths := generated(b, GenOptions{Rows: rows, Files: 2, Seed: 3})
+	p := paramsOfFiles(b, paths)
+	var recs []arrow.RecordBatch
+	for _, path := range paths {
+		fb := openBatches(b, path, nil)
+		for fb.Next() {
+			r := fb.Record()
+			r.Retain()
+			recs = append(recs, r)
+		}
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
 	for _, q := range Queries() {
 		b.Run("query="+q.Name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				runOverFiles(b, paths, q.Name)
+				e, err := NewExecution(q.Name, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range recs {
+					if err := e.Add("bench", r); err != nil {
+						b.Fatal(err)
+					}
+				}
+				e.Result()
 			}
-			b.ReportMetric(float64(1<<20)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrows/s")
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrows/s")
 		})
 	}
 }
@@ -377,5 +404,38 @@ func BenchmarkGenerate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestInt64Set: the bitmap and the map count alike, across the switch and
+// at the ends of the int64 range (the window's arithmetic wraps).
+func TestInt64Set(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		vals []int64
+	}{
+		{"dense", []int64{5, 6, 5, 7, 1 << 20, 5}},
+		{"switch to map", []int64{10, 11, 10, 10 + setWindow, 11, 10 + setWindow, -3}},
+		{"near max", []int64{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64}},
+		{"near min", []int64{math.MinInt64, math.MinInt64 + 2, math.MinInt64}},
+		{"wraps around", []int64{math.MaxInt64, math.MinInt64, math.MaxInt64 - 3, math.MinInt64 + 3}},
+		{"far apart", []int64{0, math.MaxInt64, math.MinInt64, 0}},
+	} {
+		var s int64Set
+		want := map[int64]bool{}
+		for _, v := range c.vals {
+			s.add(v)
+			want[v] = true
+			if s.len() != int64(len(want)) {
+				t.Fatalf("%s: after %v: %d distinct, want %d", c.name, v, s.len(), len(want))
+			}
+		}
+		if s.m != nil { // the map must hold exactly the values
+			for v := range want {
+				if _, ok := s.m[v]; !ok {
+					t.Errorf("%s: map lacks %d", c.name, v)
+				}
+			}
+		}
 	}
 }
