@@ -2,6 +2,7 @@ package bufpool
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -945,4 +946,83 @@ func TestCopyOutErrors(t *testing.T) {
 	if err := CopyOut(nil, nil, 5); err != nil {
 		t.Errorf("CopyOut of nothing: %v", err)
 	}
+}
+
+// TestTransientFaults: short reads and -EAGAIN on loads are finished by
+// the engine; the pool sees whole frames with the file's bytes.
+func TestTransientFaults(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
+		dir := testdir.Direct(t)
+		const fs = 16384
+		tf := writeFile(t, dir, "f", 10*fs+5000, 8)
+		plan := ioengine.NewFaultPlan(
+			ioengine.Fault{Kind: ioengine.FaultShort, Op: ioengine.OpRead, Fd: tf.fd(), Bytes: 4096, Times: 6},
+			ioengine.Fault{Kind: ioengine.FaultEAGAIN, Op: ioengine.OpRead, Fd: tf.fd(), Times: 6},
+		)
+		eng := newEngine(t, mode, plan)
+		p := newPool(t, eng, Options{FrameSize: fs, Budget: 16 * fs})
+		id, err := p.Register(tf.fd(), int64(len(tf.data)), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tf.id = id
+		s := Span{id, 100, int64(len(tf.data)) - 100}
+		frames, err := p.Pin([]Span{s}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFrames(t, p, tf, s, frames)
+		unpinAll(frames)
+		if plan.Injected() != 12 {
+			t.Errorf("%d faults injected, want 12", plan.Injected())
+		}
+		if st := p.Stats(); st.ReadErrors != 0 || st.Loads != 11 {
+			t.Errorf("%s", st)
+		}
+	})
+}
+
+// TestPrefetchReadError: a failed prefetch is counted and logged once,
+// caches nothing, and a later Pin loads the frame.
+func TestPrefetchReadError(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
+		dir := testdir.Direct(t)
+		const fs = 4096
+		tf := writeFile(t, dir, "p.arrow", 8*fs, 9)
+		plan := ioengine.NewFaultPlan(ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpRead, Fd: tf.fd(), Times: 2})
+		eng := newEngine(t, mode, plan)
+		var logMu sync.Mutex
+		var logs []string
+		p := newPool(t, eng, Options{FrameSize: fs, Budget: 16 * fs, Logf: func(format string, args ...any) {
+			logMu.Lock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+			logMu.Unlock()
+		}})
+		id, err := p.Register(tf.fd(), int64(len(tf.data)), "p.arrow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tf.id = id
+		p.Prefetch([]Span{{id, 0, 4 * fs}})
+		eventually(t, 10*time.Second, "prefetch done", func() bool { return p.Stats().Loading == 0 })
+		st := p.Stats()
+		if st.ReadErrors != 2 || st.Resident != 2 || st.PrefetchIssued != 4 {
+			t.Errorf("after a prefetch with two failed loads: %s", st)
+		}
+		logMu.Lock()
+		if len(logs) != 1 || !strings.Contains(logs[0], "p.arrow") || !strings.Contains(logs[0], "input/output error") {
+			t.Errorf("logged %q; want one line naming the file and the errno", logs)
+		}
+		logMu.Unlock()
+		s := Span{id, 0, 4 * fs}
+		frames, err := p.Pin([]Span{s}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFrames(t, p, tf, s, frames)
+		unpinAll(frames)
+		if st := p.Stats(); st.Misses != 2 || st.PrefetchHits != 2 {
+			t.Errorf("Pin after the failed prefetch: %s", st)
+		}
+	})
 }
