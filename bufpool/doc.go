@@ -85,7 +85,17 @@
 // calls Pin again count against the others: if goroutines together hold
 // close to Frames pins and each waits for more, they deadlock; keep the
 // pins held at once well below Frames. A Pin needing more distinct frames
-// than the pool has fails at once (ErrTooManyFrames).
+// than the pool has fails at once (ErrTooManyFrames). Stalled Pins are not
+// served in order: a large Pin may wait while small ones keep finding the
+// few frames that become free.
+//
+// # Costs
+//
+// A hit is a map lookup and an atomic add under mu (about 0.1–0.3 µs on
+// the 2-vCPU VM, BenchmarkPin path=hit); a miss adds the hand-offs to an
+// I/O goroutine and back to the read itself. Each frame costs about 200
+// bytes of Go heap besides its arena bytes, plus its table and ghost
+// entries. Unregister and Close walk every frame under mu.
 //
 // # Lifetimes
 //

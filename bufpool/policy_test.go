@@ -81,7 +81,7 @@ func TestScanResistance(t *testing.T) {
 			fs         = 4096
 			frames     = 64
 			hotFrames  = 16
-			scanLen    = 2000
+			scanLen    = 1200
 			scanPerHot = 8 // scan frames between two hot accesses: hot reuse distance 16 × 9 = 144 > 64
 		)
 		p := newPool(t, eng, Options{FrameSize: fs, Budget: frames * fs, MaxBatch: 8})
