@@ -281,17 +281,17 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 	if err := errors.Join(errs...); err != nil {
 		return bench.Trial{}, err
 	}
-	mine := map[string]*events.Result{}
+	mine := map[string]refResult{}
 	for _, r := range runs {
 		want, ok := ref[r.query]
 		if !ok {
 			if want, ok = mine[r.query]; !ok {
-				mine[r.query] = r.result
+				mine[r.query] = refResult{c.Mode, r.result}
 				continue
 			}
 		}
 		if err := want.Equal(r.result); err != nil {
-			errs = append(errs, fmt.Errorf("mode %s, round %d, query %d (%s): result differs from the reference: %w", c.Mode, r.round+1, r.slot+1, r.query, err))
+			errs = append(errs, fmt.Errorf("mode %s, round %d, query %d (%s): result differs from the reference (mode %s's): %w", c.Mode, r.round+1, r.slot+1, r.query, want.mode, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -391,10 +391,10 @@ func percentile(vs []float64, p float64) float64 {
 
 // loadReference reads the reference results, or returns none when the file
 // does not exist yet.
-func loadReference(path string) (map[string]*events.Result, error) {
+func loadReference(path string) (map[string]refResult, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]*events.Result{}, nil
+		return map[string]refResult{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reference results: %w", err)
@@ -403,8 +403,8 @@ func loadReference(path string) (map[string]*events.Result, error) {
 }
 
 // saveReference adds mine to the reference file (ref is what it held).
-func saveReference(path string, ref, mine map[string]*events.Result) error {
-	all := map[string]*events.Result{}
+func saveReference(path string, ref, mine map[string]refResult) error {
+	all := map[string]refResult{}
 	for k, v := range ref {
 		all[k] = v
 	}

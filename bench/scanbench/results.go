@@ -14,10 +14,11 @@ import (
 // and floats are written as their IEEE 754 bits, so a result read back is
 // equal (events.Result.Equal) to the one written.
 //
-//	{"<query>": {"query": ..., "columns": [...], "rows_scanned": N,
+//	{"<query>": {"mode": "mmap", "query": ..., "columns": [...], "rows_scanned": N,
 //	             "rows": [[{"i": 12}, {"f": "0x4059000000000000"}, {"s": "DE"}], ...]}, ...}
 
 type jsonResult struct {
+	Mode        string       `json:"mode"` // the mode whose run gave the result
 	Query       string       `json:"query"`
 	Columns     []string     `json:"columns"`
 	RowsScanned int64        `json:"rows_scanned"`
@@ -30,7 +31,13 @@ type jsonCell struct {
 	S *string `json:"s,omitempty"`
 }
 
-func encodeResults(rs map[string]*events.Result) ([]byte, error) {
+// refResult is a reference result and the mode that produced it.
+type refResult struct {
+	mode string
+	*events.Result
+}
+
+func encodeResults(rs map[string]refResult) ([]byte, error) {
 	out := map[string]jsonResult{}
 	names := make([]string, 0, len(rs))
 	for n := range rs {
@@ -39,7 +46,7 @@ func encodeResults(rs map[string]*events.Result) ([]byte, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		r := rs[n]
-		jr := jsonResult{Query: r.Query, Columns: r.Columns, RowsScanned: r.RowsScanned, Rows: make([][]jsonCell, len(r.Rows))}
+		jr := jsonResult{Mode: r.mode, Query: r.Query, Columns: r.Columns, RowsScanned: r.RowsScanned, Rows: make([][]jsonCell, len(r.Rows))}
 		for i, row := range r.Rows {
 			jr.Rows[i] = make([]jsonCell, len(row))
 			for j, c := range row {
@@ -61,12 +68,12 @@ func encodeResults(rs map[string]*events.Result) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-func decodeResults(data []byte) (map[string]*events.Result, error) {
+func decodeResults(data []byte) (map[string]refResult, error) {
 	var in map[string]jsonResult
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil, fmt.Errorf("reference results: %w", err)
 	}
-	rs := make(map[string]*events.Result, len(in))
+	rs := make(map[string]refResult, len(in))
 	for n, jr := range in {
 		if jr.Query != n {
 			return nil, fmt.Errorf("reference results: entry %q holds query %q", n, jr.Query)
@@ -94,7 +101,7 @@ func decodeResults(data []byte) (map[string]*events.Result, error) {
 				}
 			}
 		}
-		rs[n] = r
+		rs[n] = refResult{jr.Mode, r}
 	}
 	return rs, nil
 }

@@ -81,7 +81,11 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.DataBytes, DefaultDataBytes)
-	def(&o.MemLimit, DefaultMemLimit)
+	if o.NoMemLimit {
+		o.MemLimit = 0
+	} else {
+		def(&o.MemLimit, DefaultMemLimit)
+	}
 	def(&o.PoolBytes, DefaultPoolBytes)
 	if o.FrameSize == 0 {
 		o.FrameSize = DefaultFrameSize

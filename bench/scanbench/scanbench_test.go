@@ -321,6 +321,9 @@ func TestChildFailsLoudlyOnADifferentResult(t *testing.T) {
 	}
 	// A reference that differs in one cell fails the trial, naming it.
 	r := rs["bytes_total"]
+	if r.mode != "pread" {
+		t.Errorf("reference written by %q, want pread", r.mode)
+	}
 	r.Rows[0][1] = r.Rows[0][1].(int64) + 1
 	data, err := encodeResults(rs)
 	if err != nil {
@@ -332,7 +335,7 @@ func TestChildFailsLoudlyOnADifferentResult(t *testing.T) {
 	cfg.Mode, cfg.IOMode = "pread", "syscall"
 	raw, _ = json.Marshal(cfg)
 	_, err = child(raw)
-	if !errors.Is(err, events.ErrMismatch) || !strings.Contains(err.Error(), "bytes_total") || !strings.Contains(err.Error(), "differs from the reference") {
+	if !errors.Is(err, events.ErrMismatch) || !strings.Contains(err.Error(), "bytes_total") || !strings.Contains(err.Error(), "differs from the reference (mode pread's)") {
 		t.Errorf("tampered reference: %v", err)
 	}
 	for _, bad := range []string{`{`, `{"mode":"nope","files":["x"],"queries":["bytes_total"],"rounds":1,"io_mode":"syscall"}`, `{"mode":"pread","io_mode":"syscall"}`, `{"mode":"pread","io_mode":"fast"}`} {
@@ -343,11 +346,11 @@ func TestChildFailsLoudlyOnADifferentResult(t *testing.T) {
 }
 
 func TestResultsRoundTrip(t *testing.T) {
-	rs := map[string]*events.Result{
-		"q": {Query: "q", Columns: []string{"k", "n", "x"}, RowsScanned: 42, Rows: [][]any{
+	rs := map[string]refResult{
+		"q": {"mmap", &events.Result{Query: "q", Columns: []string{"k", "n", "x"}, RowsScanned: 42, Rows: [][]any{
 			{"DE", int64(-7), 0.1 + 0.2}, {"", int64(math.MaxInt64), math.Copysign(0, -1)}, {"é", int64(0), math.NaN()}, {"x", int64(1), math.Inf(-1)},
-		}},
-		"empty": {Query: "empty", Columns: []string{"a"}},
+		}}},
+		"empty": {"pool", &events.Result{Query: "empty", Columns: []string{"a"}}},
 	}
 	data, err := encodeResults(rs)
 	if err != nil {
@@ -358,14 +361,14 @@ func TestResultsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n, r := range rs {
-		if err := r.Equal(back[n]); err != nil {
-			t.Errorf("%s: %v", n, err)
+		if err := r.Equal(back[n].Result); err != nil || back[n].mode != r.mode {
+			t.Errorf("%s: %v, mode %q", n, err, back[n].mode)
 		}
 	}
 	if z := back["q"].Rows[1][2].(float64); !math.Signbit(z) {
 		t.Error("-0 lost its sign")
 	}
-	if _, err := encodeResults(map[string]*events.Result{"b": {Query: "b", Rows: [][]any{{true}}}}); err == nil {
+	if _, err := encodeResults(map[string]refResult{"b": {"mmap", &events.Result{Query: "b", Rows: [][]any{{true}}}}}); err == nil {
 		t.Error("a bool cell was encoded")
 	}
 	for _, bad := range []string{`[]`, `{"a":{"query":"b"}}`, `{"a":{"query":"a","rows":[[{}]]}}`, `{"a":{"query":"a","rows":[[{"i":1,"s":"x"}]]}}`, `{"a":{"query":"a","rows":[[{"f":"12"}]]}}`, `{"a":{"query":"a","rows":[[{"f":"0x1g"}]]}}`} {
@@ -394,7 +397,7 @@ func FuzzDecodeResults(f *testing.F) {
 			t.Fatal(err)
 		}
 		for n, r := range rs {
-			if err := r.Equal(back[n]); err != nil {
+			if err := r.Equal(back[n].Result); err != nil || r.mode != back[n].mode {
 				t.Fatalf("%s: %v", n, err)
 			}
 		}
