@@ -171,9 +171,9 @@ func Generate(dir string, opts GenOptions) ([]string, error) {
 		go func() {
 			defer wg.Done()
 			g := newRowGen(o)
-			var b batchBuilder
+			var bs [2]batchBuilder
 			for f := range next {
-				errs[f] = writeFile(paths[f], o, f, g, &b)
+				errs[f] = writeFile(paths[f], o, f, g, &bs)
 			}
 		}()
 	}
@@ -197,8 +197,40 @@ func fileRows(o GenOptions, f int) (first, end uint64) {
 		uint64(mulDiv(uint64(o.Rows), uint64(f+1), uint64(o.Files)))
 }
 
+// filledBatch is a batch a producer has drawn, on its way to the writer.
+type filledBatch struct {
+	b        *batchBuilder
+	row, end uint64
+}
+
+// produceBatches draws rows [first, end) into the builders in turn, in
+// batches of o.RowsPerBatch, and sends them to ready, which it closes at the
+// end; a builder is reused when the writer hands it back on free. It stops
+// early when done is closed.
+func produceBatches(o GenOptions, g *rowGen, first, end uint64, free <-chan *batchBuilder, ready chan<- filledBatch, done <-chan struct{}) {
+	defer close(ready)
+	for row := first; row < end; {
+		var b *batchBuilder
+		select {
+		case b = <-free:
+		case <-done:
+			return
+		}
+		n := min(uint64(o.RowsPerBatch), end-row)
+		g.fill(b, row, int(n))
+		select {
+		case ready <- filledBatch{b, row, row + n}:
+		case <-done:
+			return
+		}
+		row += n
+	}
+}
+
 // writeFile writes file f of the data set to path through a temporary file.
-func writeFile(path string, o GenOptions, f int, g *rowGen, b *batchBuilder) (err error) {
+// One goroutine draws the next batch while this one encodes and writes the
+// last (bs are the two builders they pass between them).
+func writeFile(path string, o GenOptions, f int, g *rowGen, bs *[2]batchBuilder) (err error) {
 	first, end := fileRows(o, f)
 	schema := fileSchema(o, f, g.base(first), g.base(end))
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
@@ -226,17 +258,27 @@ func writeFile(path string, o GenOptions, f int, g *rowGen, b *batchBuilder) (er
 	}
 	dicts := newDictionaries(mem)
 	defer dicts.release()
-	for row := first; row < end; {
-		n := min(uint64(o.RowsPerBatch), end-row)
-		g.fill(b, row, int(n))
-		rec := b.record(schema, dicts)
+	free := make(chan *batchBuilder, len(bs))
+	for i := range bs {
+		free <- &bs[i]
+	}
+	ready := make(chan filledBatch, len(bs))
+	done := make(chan struct{})
+	go produceBatches(o, g, first, end, free, ready, done)
+	defer func() {
+		close(done)
+		for range ready { // wait until the producer is gone: g and bs are the next file's
+		}
+	}()
+	for fb := range ready {
+		rec := fb.b.record(schema, dicts)
 		err := w.Write(rec)
 		rec.Release()
 		if err != nil {
 			w.Close()
-			return fmt.Errorf("events: generate %s: rows %d–%d: %w", tmp.Name(), row, row+n-1, err)
+			return fmt.Errorf("events: generate %s: rows %d–%d: %w", tmp.Name(), fb.row, fb.end-1, err)
 		}
-		row += n
+		free <- fb.b
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("events: generate %s: %w", tmp.Name(), err)
