@@ -142,6 +142,7 @@ func (p *Pool) dropQueuedPrefetchesLocked() {
 		p.loading--
 		p.removeFromTableLocked(f)
 		p.freeLocked(f)
-		f.loaded.Broadcast()
+		p.stats.PrefetchDropped++
+		f.loaded.Broadcast() // Unregister may wait for it
 	}
 }

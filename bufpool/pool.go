@@ -173,7 +173,21 @@ func (p *Pool) Unregister(id FileID) error {
 	}
 	delete(p.files, id)
 	fl.gone = true
-	// Loads already queued or in flight still use fd; wait for them.
+	// Prefetches not yet issued are dropped (nobody waits for them: a Pin
+	// that does moves the load to demandQ); the loads left, queued for a
+	// Pin or in flight, still use fd: wait for them.
+	for f := p.prefetchQ.front(); f != nil; {
+		next := f.links[p.prefetchQ.slot].next
+		if f.file == fl {
+			p.prefetchQ.remove(f)
+			f.io = ioNone
+			p.loading--
+			p.removeFromTableLocked(f)
+			p.freeLocked(f)
+			p.stats.PrefetchDropped++
+		}
+		f = next
+	}
 	for {
 		var waitFor *Frame
 		for i := range p.frames {
@@ -353,7 +367,7 @@ type Stats struct {
 
 	PrefetchIssued   uint64 // frame loads Prefetch started
 	PrefetchHits     uint64 // Pins of a frame Prefetch loaded (or is loading)
-	PrefetchDropped  uint64 // frames Prefetch skipped because no frame was evictable
+	PrefetchDropped  uint64 // frames Prefetch skipped because no frame was evictable, or whose queued load Unregister or Close dropped
 	PrefetchRejected uint64 // Prefetch spans ignored: unknown file or out of range
 
 	Stalls     uint64 // Pins that waited because every frame was pinned or loading

@@ -659,10 +659,16 @@ func TestUnregisterWaitsForLoads(t *testing.T) {
 		const fs = 4096
 		p := newPool(t, eng, Options{FrameSize: fs, Budget: 64 * fs, MaxBatch: 4, IOWorkers: 1})
 		tf := register(t, p, dir, "a", 64*fs, 1)
-		release := make(chan struct{})
+		entered, release := make(chan struct{}), make(chan struct{})
 		var once sync.Once
-		p.setBeforeDo(func(int) { once.Do(func() { <-release }) })
+		p.setBeforeDo(func(int) {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		})
 		p.Prefetch([]Span{{tf.id, 0, 64 * fs}})
+		<-entered // the worker holds its first batch of 4
 		done := make(chan error, 1)
 		go func() { done <- p.Unregister(tf.id) }()
 		select {
@@ -677,7 +683,9 @@ func TestUnregisterWaitsForLoads(t *testing.T) {
 			}
 		})
 		st := p.Stats()
-		if st.Resident != 0 || st.Loading != 0 {
+		// The batch held in flight (4 loads) finished; the 60 prefetches
+		// still queued were dropped, not read.
+		if st.Resident != 0 || st.Loading != 0 || st.Loads != 4 || st.PrefetchDropped != 60 {
 			t.Errorf("after Unregister: %s", st)
 		}
 	})
