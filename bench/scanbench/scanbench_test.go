@@ -187,7 +187,7 @@ func TestRunTinyUnderACgroup(t *testing.T) {
 	}
 }
 
-func TestRunTinyWithoutACgroupReusesItsData(t *testing.T) {
+func TestRunTinyWithoutACgroupKeepsItsData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole benchmark")
 	}
@@ -226,15 +226,14 @@ func TestRunTinyWithoutACgroupReusesItsData(t *testing.T) {
 		t.Fatalf("with Keep the run left %v, want the data set alone", kept)
 	}
 
-	// The second run finds the data set, and leaves it.
-	o.NoMemLimit, o.Keep = true, false
-	out.Reset()
-	if err := Run(o); err != nil {
+	// The next run finds the data set.
+	var progress bytes.Buffer
+	d, err := prepareData(dir, o.DataBytes, "none", &progress)
+	if err != nil {
 		t.Fatal(err)
 	}
-	r = readReport(t, js)
-	if r.Config["data_reused"] != true || !strings.Contains(r.MemoryLimit.Reason, "--mem-limit-mb 0") {
-		t.Errorf("second run: config %v, memory limit %+v", r.Config, r.MemoryLimit)
+	if !d.Reused || !strings.Contains(progress.String(), "reusing the data set") || len(d.Paths()) != len(d.Files) {
+		t.Errorf("second preparation: reused %v, %q", d.Reused, progress.String())
 	}
 	if l := leftovers(t, dir); len(l) != 1 || l[0] != kept[0] {
 		t.Errorf("a reused data set was not left alone: %v", l)
@@ -249,8 +248,8 @@ func TestRunTinyWithoutACgroupReusesItsData(t *testing.T) {
 	if err := os.Truncate(filepath.Join(data, m.Files[0]), m.Sizes[0]-1); err != nil {
 		t.Fatal(err)
 	}
-	var progress bytes.Buffer
-	d, err := prepareData(dir, o.DataBytes, "none", &progress)
+	progress.Reset()
+	d, err = prepareData(dir, o.DataBytes, "none", &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
