@@ -195,10 +195,12 @@ type Device struct {
 // the ratio of their medians and the range of the ratios of the trials run
 // in the same round.
 type LatencyRatio struct {
-	A, B     string
-	Metric   string  `json:"metric"`
-	Median   float64 `json:"median"`
-	Min, Max float64
+	A      string  `json:"a"`
+	B      string  `json:"b"`
+	Metric string  `json:"metric"` // mean_ms, p95_ms or gbps
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
 }
 
 // Bar is one of the issue's targets, checked against this run.
