@@ -403,6 +403,11 @@ func FuzzDecodeResults(f *testing.F) {
 	})
 }
 
+// within reports whether got is within frac of want.
+func within(got, want int64, frac float64) bool {
+	return math.Abs(float64(got-want)) <= frac*float64(want)
+}
+
 func TestStatistics(t *testing.T) {
 	vs := []float64{5, 1, 4, 2, 3, 10, 6, 7, 9, 8}
 	for _, c := range []struct{ p, want float64 }{{50, 5}, {95, 10}, {90, 9}, {10, 1}, {100, 10}} {

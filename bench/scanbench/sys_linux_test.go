@@ -2,7 +2,6 @@ package scanbench
 
 import (
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,11 +63,6 @@ func TestDropPageCacheMakesAFileCold(t *testing.T) {
 	if _, err := dropPageCache(filepath.Join(t.TempDir(), "missing")); err == nil || !os.IsNotExist(err) {
 		t.Errorf("dropping a missing file: %v", err)
 	}
-}
-
-// within reports whether got is within frac of want.
-func within(got, want int64, frac float64) bool {
-	return math.Abs(float64(got-want)) <= frac*float64(want)
 }
 
 // TestProcIOCountsEveryKindOfRead checks what the benchmark relies on:
