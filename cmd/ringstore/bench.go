@@ -107,12 +107,12 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	}
 	if scan {
 		for _, f := range []struct {
-			name string
-			v    int
-			min  int
-		}{{"data-mb", *dataMB, 1}, {"mem-limit-mb", *memMB, 0}, {"pool-mb", *poolMB, 1}, {"frame-kb", *frameKB, 4}, {"queries", *queries, 1}, {"rounds", *rounds, 1}} {
-			if f.v < f.min {
-				return usagef("%s: --%s must be at least %d, got %d", name, f.name, f.min, f.v)
+			name     string
+			v        int
+			min, max int
+		}{{"data-mb", *dataMB, 1, 1 << 24}, {"mem-limit-mb", *memMB, 0, 1 << 24}, {"pool-mb", *poolMB, 1, 1 << 24}, {"frame-kb", *frameKB, 4, 1 << 20}, {"queries", *queries, 1, 4096}, {"rounds", *rounds, 1, 1 << 16}} {
+			if f.v < f.min || f.v > f.max {
+				return usagef("%s: --%s must be between %d and %d, got %d", name, f.name, f.min, f.max, f.v)
 			}
 		}
 		if *frameKB%4 != 0 {

@@ -13,20 +13,22 @@ import (
 func TestBenchScanBadArguments(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
 	runCLICases(t, []cliCase{
-		{"scan zero data", []string{"bench", "scan", "--data-mb", "0"}, 2, "bench scan: --data-mb must be at least 1, got 0"},
-		{"scan negative limit", []string{"bench", "scan", "--mem-limit-mb", "-1"}, 2, "--mem-limit-mb must be at least 0"},
+		{"scan zero data", []string{"bench", "scan", "--data-mb", "0"}, 2, "bench scan: --data-mb must be between 1 and 16777216, got 0"},
+		{"scan negative limit", []string{"bench", "scan", "--mem-limit-mb", "-1"}, 2, "--mem-limit-mb must be between 0 and"},
 		{"scan pool over the limit", []string{"bench", "scan", "--mem-limit-mb", "256", "--pool-mb", "256"}, 2, "--pool-mb 256 must be below --mem-limit-mb 256"},
 		{"scan odd frames", []string{"bench", "scan", "--frame-kb", "6"}, 2, "--frame-kb must be a multiple of 4"},
-		{"scan zero queries", []string{"bench", "scan", "--queries", "0"}, 2, "--queries must be at least 1"},
-		{"scan zero rounds", []string{"bench", "scan", "--rounds", "0"}, 2, "--rounds must be at least 1"},
+		{"scan zero queries", []string{"bench", "scan", "--queries", "0"}, 2, "--queries must be between 1 and 4096, got 0"},
+		{"scan zero rounds", []string{"bench", "scan", "--rounds", "0"}, 2, "--rounds must be between 1 and"},
 		{"scan zero trials", []string{"bench", "scan", "--trials", "0"}, 2, "--trials must be at least 1"},
 		{"scan zero device time", []string{"bench", "scan", "--device-time", "0s"}, 2, "--device-time must be positive"},
 		{"scan bad compression", []string{"bench", "scan", "--compression", "gzip"}, 2, `--compression must be none, lz4 or zstd, got "gzip"`},
 		{"scan missing dir", []string{"bench", "scan", "--dir", missing}, 2, missing},
 		{"scan has no duration", []string{"bench", "scan", "--duration", "1s"}, 2, "flag provided but not defined: -duration"},
 		{"scan bad number", []string{"bench", "scan", "--data-mb", "lots"}, 2, "invalid value"},
+		{"scan huge data", []string{"bench", "scan", "--data-mb", "99999999999"}, 2, "--data-mb must be between 1 and 16777216, got 99999999999"},
+		{"scan huge frames", []string{"bench", "scan", "--frame-kb", "4194304"}, 2, "--frame-kb must be between 4 and 1048576"},
 		{"wal has no scan flags", []string{"bench", "wal", "--data-mb", "10"}, 2, "flag provided but not defined: -data-mb"},
-		{"all takes scan flags", []string{"bench", "--pool-mb", "0"}, 2, "bench: --pool-mb must be at least 1"},
+		{"all takes scan flags", []string{"bench", "--pool-mb", "0"}, 2, "bench: --pool-mb must be between 1 and"},
 	})
 	code, stdout, _ := runCLI("bench", "help")
 	if code != 0 || !strings.Contains(stdout, "scan    12 concurrent analytic queries") {
