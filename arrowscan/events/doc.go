@@ -48,7 +48,8 @@
 // Determinism: row i is drawn from a PCG seeded with (Seed, i/4096), so the
 // rows depend on Seed, Rows, Customers, Start and Span only — not on Files,
 // RowsPerBatch, Compression or Workers, nor on which goroutine draws them.
-// Files are generated Workers at a time, each by one goroutine.
+// Files are generated Workers at a time, each by two goroutines: one draws
+// the rows of the next batch while the other encodes and writes the last.
 //
 // # Queries
 //

@@ -136,20 +136,38 @@ func (e *Execution) Add(where string, rec arrow.RecordBatch) error {
 		if !e.fields[i].Nullable && col.NullN() != 0 {
 			return fmt.Errorf("%s: %w: column %s has %d nulls; the schema allows none", where, ErrBadData, c, col.NullN())
 		}
-		if d, ok := col.(*array.Dictionary); ok {
-			if err := checkDictionary(d); err != nil {
-				return fmt.Errorf("%s: %w: column %s: %v", where, ErrBadData, c, err)
-			}
+		var err error
+		switch a := col.(type) {
+		case *array.Dictionary:
+			err = checkDictionary(a)
+		case *array.String:
+			err = checkOffsets(a)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w: column %s: %v", where, ErrBadData, c, err)
 		}
 		e.cols[i] = col
 	}
-	err := e.agg.add(e.cols)
+	err := e.addChecked()
 	clear(e.cols)
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	e.scanned += n
 	return nil
+}
+
+// addChecked runs the aggregate over e.cols. The checks in Add cover what
+// the generator and arrow-go can produce; a record that still makes the
+// aggregate index out of range (a malformed validity bitmap, say) is
+// reported as ErrBadData instead of crashing the caller.
+func (e *Execution) addChecked() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: query %s panicked on the record: %v", ErrBadData, e.q.Name, v)
+		}
+	}()
+	return e.agg.add(e.cols)
 }
 
 // AddBatches folds every record of b into the query; where names the
@@ -187,6 +205,33 @@ func RunBatches(name string, p Params, sources ...Batches) (*Result, error) {
 	return e.Result(), nil
 }
 
+// checkOffsets checks that a string column's offsets are non-negative, do
+// not decrease and stay inside its data, so that every Value is in bounds.
+func checkOffsets(s *array.String) error {
+	if s.Len() == 0 {
+		return nil
+	}
+	offsets := s.ValueOffsets()
+	var dataLen int
+	if bufs := s.Data().Buffers(); len(bufs) > 2 && bufs[2] != nil {
+		dataLen = bufs[2].Len()
+	}
+	prev := offsets[0]
+	if prev < 0 {
+		return fmt.Errorf("row 0: negative string offset %d", prev)
+	}
+	for i, o := range offsets[1:] {
+		if o < prev {
+			return fmt.Errorf("row %d: string offsets decrease (%d after %d)", i, o, prev)
+		}
+		prev = o
+	}
+	if int(prev) > dataLen {
+		return fmt.Errorf("string offsets end at %d, past the %d bytes of string data", prev, dataLen)
+	}
+	return nil
+}
+
 // checkDictionary checks that a dictionary column's values are strings
 // without nulls and that every index points into them.
 func checkDictionary(d *array.Dictionary) error {
@@ -196,6 +241,9 @@ func checkDictionary(d *array.Dictionary) error {
 	}
 	if values.NullN() != 0 {
 		return fmt.Errorf("dictionary holds %d nulls", values.NullN())
+	}
+	if err := checkOffsets(values); err != nil {
+		return fmt.Errorf("dictionary: %v", err)
 	}
 	n := values.Len()
 	switch idx := d.Indices().(type) {

@@ -194,6 +194,13 @@ func TestExecutionRejectsBadRecords(t *testing.T) {
 		defer ia.Release()
 		return array.NewDictionaryArray(t, ia, d)
 	}
+	badStrings := func(offsets []int32, data string) arrow.Array {
+		d := array.NewData(arrow.BinaryTypes.String, len(offsets)-1, []*memory.Buffer{nil,
+			memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes([]byte(data))}, nil, 0, 0)
+		defer d.Release()
+		return array.MakeFromData(d)
+	}
+	uaF := arrow.Field{Name: ColUserAgent, Type: arrow.BinaryTypes.String}
 	bytesF := arrow.Field{Name: ColBytes, Type: arrow.PrimitiveTypes.Int64}
 	statusF := arrow.Field{Name: ColStatus, Type: arrow.PrimitiveTypes.Int32}
 	countryF := arrow.Field{Name: ColCountry, Type: countryType}
@@ -210,6 +217,10 @@ func TestExecutionRejectsBadRecords(t *testing.T) {
 		{"null in non-null column", "bytes_total", record([]arrow.Field{bytesF}, []arrow.Array{i64([]int64{1, 2}, []bool{true, false})}), ErrBadData, "column bytes has 1 nulls"},
 		{"index out of range", "server_errors_by_country", record([]arrow.Field{statusF, countryF, sessF},
 			[]arrow.Array{i32(500, 501), dict(countryType, []int16{0, 7}, "US", "DE"), i64([]int64{1, 2}, nil)}), ErrBadData, "row 1: index 7 outside the dictionary of 2 values"},
+		{"string offsets decrease", "mobile_share_by_country", record([]arrow.Field{countryF, uaF},
+			[]arrow.Array{dict(countryType, []int16{0, 0}, "US"), badStrings([]int32{0, 5, 3}, "Mobil")}), ErrBadData, "row 1: string offsets decrease (3 after 5)"},
+		{"negative string offset", "mobile_share_by_country", record([]arrow.Field{countryF, uaF},
+			[]arrow.Array{dict(countryType, []int16{0}, "US"), badStrings([]int32{-2, 3}, "abc")}), ErrBadData, "negative string offset -2"},
 		{"negative index", "server_errors_by_country", record([]arrow.Field{statusF, countryF, sessF},
 			[]arrow.Array{i32(500, 501), dict(countryType, []int16{-1, 0}, "US"), i64([]int64{1, 2}, nil)}), ErrBadData, "index -1"},
 	}
@@ -438,4 +449,87 @@ func TestInt64Set(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzExecutionAdd feeds the queries records whose buffers hold arbitrary
+// bytes (string offsets, dictionary indices, validity bits, values): every
+// record is folded in or refused by the explicit checks, never by the
+// panic safety net in addChecked.
+func FuzzExecutionAdd(f *testing.F) {
+	f.Add(uint8(4), []byte("\x00\x00\x00\x00\x05\x00\x00\x00\x09\x00\x00\x00"))
+	f.Add(uint8(9), []byte{0xff, 0x7f, 0x00, 0x80, 0x01, 0x02, 0x03})
+	f.Add(uint8(1), []byte{})
+	f.Fuzz(func(t *testing.T, rows uint8, data []byte) {
+		n := int(rows % 40)
+		pos := 0
+		take := func(k int) []byte { // the next k bytes of data, zeros past its end
+			b := make([]byte, k)
+			if pos < len(data) {
+				copy(b, data[pos:])
+			}
+			pos += k
+			return b
+		}
+		mem := memory.NewGoAllocator()
+		rec, ok := func() (rec arrow.RecordBatch, ok bool) {
+			defer func() {
+				if recover() != nil { // arrow-go refused to build the arrays: arrowscan's to catch
+					ok = false
+				}
+			}()
+			fixed := func(t arrow.DataType, width int) arrow.Array {
+				d := array.NewData(t, n, []*memory.Buffer{nil, memory.NewBufferBytes(take(n * width))}, nil, 0, 0)
+				defer d.Release()
+				return array.MakeFromData(d)
+			}
+			str := func(offsets, values []byte) arrow.Array {
+				d := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, memory.NewBufferBytes(offsets), memory.NewBufferBytes(values)}, nil, 0, 0)
+				defer d.Release()
+				return array.MakeFromData(d)
+			}
+			dict := func(t *arrow.DictionaryType, width int, values []string) arrow.Array {
+				sb := array.NewStringBuilder(mem)
+				defer sb.Release()
+				sb.AppendValues(values, nil)
+				dv := sb.NewArray()
+				defer dv.Release()
+				idx := fixed(t.IndexType, width)
+				defer idx.Release()
+				return array.NewDictionaryArray(t, idx, dv)
+			}
+			priceData := array.NewData(arrow.PrimitiveTypes.Float64, n, []*memory.Buffer{
+				memory.NewBufferBytes(take((n + 7) / 8)), memory.NewBufferBytes(take(n * 8))}, nil, array.UnknownNullCount, 0)
+			defer priceData.Release()
+			uaValues := take(int(rows))
+			cols := []arrow.Array{
+				fixed(tsType, 8), fixed(arrow.PrimitiveTypes.Int64, 8), fixed(arrow.PrimitiveTypes.Int64, 8),
+				dict(countryType, 2, countryCodes[:5]), dict(eventTypeType, 1, eventTypes),
+				fixed(arrow.PrimitiveTypes.Float64, 8), fixed(arrow.PrimitiveTypes.Int64, 8), array.MakeFromData(priceData),
+				fixed(arrow.PrimitiveTypes.Int32, 4), str(take((n+1)*4), uaValues),
+			}
+			defer func() {
+				for _, c := range cols {
+					c.Release()
+				}
+			}()
+			return array.NewRecordBatch(Schema(), cols, int64(n)), true
+		}()
+		if !ok {
+			return
+		}
+		defer rec.Release()
+		for _, q := range Queries() {
+			e, err := NewExecution(q.Name, Params{Start: math.MinInt64 / 2, End: math.MaxInt64 / 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.Add("fuzz", rec)
+			if err != nil && strings.Contains(err.Error(), "panicked") {
+				t.Fatalf("%s: the explicit checks missed a bad record: %v", q.Name, err)
+			}
+			if err == nil {
+				e.Result()
+			}
+		}
+	})
 }
