@@ -82,8 +82,29 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 		total += st.Size()
 		fmt.Fprintf(stdout, "%s\t%d bytes\n", p, st.Size())
 	}
+	if stale := otherEventFiles(*dir, paths); len(stale) > 0 {
+		fmt.Fprintf(stderr, "ringstore: gen events: note: %s also holds %d events files this run did not write (%s ...); 'ringstore scan %s' would read them too\n",
+			*dir, len(stale), filepath.Base(stale[0]), *dir)
+	}
 	secs := elapsed.Seconds()
 	fmt.Fprintf(stdout, "wrote %d files in %s: %d rows, %d bytes (%.1f B/row, compression %s) in %.2fs: %.1f MB/s, %.2f M rows/s\n",
 		len(paths), filepath.Clean(*dir), *rows, total, float64(total)/float64(*rows), c, secs, float64(total)/secs/1e6, float64(*rows)/secs/1e6)
 	return nil
+}
+
+// otherEventFiles returns the events-*.arrow files in dir that are not in
+// written: what an earlier run with more files left.
+func otherEventFiles(dir string, written []string) []string {
+	matches, _ := filepath.Glob(filepath.Join(dir, "events-*.arrow"))
+	ours := map[string]bool{}
+	for _, p := range written {
+		ours[filepath.Clean(p)] = true
+	}
+	var other []string
+	for _, m := range matches {
+		if !ours[filepath.Clean(m)] {
+			other = append(other, m)
+		}
+	}
+	return other
 }

@@ -25,6 +25,13 @@ func TestGenEvents(t *testing.T) {
 			t.Errorf("output does not list %s with its size %d:\n%s", p, st.Size(), out)
 		}
 	}
+	if strings.Contains(stderr, "note:") {
+		t.Errorf("a fresh directory gets a note: %s", stderr)
+	}
+	code, _, stderr = runCLI("gen", "events", "--rows", "1000", "--dir", dir)
+	if code != 0 || !strings.Contains(stderr, "also holds 2 events files this run did not write (events-000001.arrow") {
+		t.Errorf("regenerating with fewer files: exit %d, stderr %q", code, stderr)
+	}
 	if !regexp.MustCompile(`wrote 3 files in .*: 30000 rows, \d+ bytes \(\d+\.\d B/row, compression lz4\) in \d+\.\d\ds: \d+\.\d MB/s`).MatchString(out) {
 		t.Errorf("summary line missing or malformed:\n%s", out)
 	}
