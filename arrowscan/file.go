@@ -32,6 +32,7 @@ type File struct {
 	eng        *ioengine.Engine // direct: data reads; direct/pool: metadata reads
 	ownEngine  bool
 	mapping    []byte         // mmap
+	borrowed   bool           // mapping is not ours to unmap (openBytes)
 	poolID     bufpool.FileID // pool
 	registered bool           // pool: Close unregisters poolID
 
@@ -119,7 +120,32 @@ func (f *File) open() error {
 	if f.ranges == nil {
 		f.ranges = preadRanges{f.osf}
 	}
+	if err := f.parse(); err != nil {
+		return err
+	}
+	if f.opts.Mode == ModePool {
+		if f.poolID, err = f.opts.Pool.Register(int(f.osf.Fd()), f.size, f.path); err != nil {
+			return fmt.Errorf("arrowscan: %s: %w", f.path, err)
+		}
+		f.registered = true
+	}
+	return nil
+}
 
+// openBytes opens an Arrow IPC file held in memory as if mapped (ModeMmap),
+// for the fuzz tests: every parse and decode step runs, no file is needed.
+func openBytes(name string, data []byte) (*File, error) {
+	f := &File{path: name, opts: Options{Mode: ModeMmap}, size: int64(len(data)), mapping: data, ranges: bytesRanges(data), borrowed: true}
+	if err := f.parse(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// parse reads and checks the footer, the schema and every block's
+// metadata through f.ranges.
+func (f *File) parse() error {
+	var err error
 	if f.footer, err = ParseFooter(readerAt{f.ranges}, f.size, f.path); err != nil {
 		return f.readErr(err, "footer", -1, 0)
 	}
@@ -141,17 +167,7 @@ func (f *File) open() error {
 			f.byName[fld.Name] = i
 		}
 	}
-	if err := f.readBlockMetadata(); err != nil {
-		return err
-	}
-
-	if f.opts.Mode == ModePool {
-		if f.poolID, err = f.opts.Pool.Register(int(f.osf.Fd()), f.size, f.path); err != nil {
-			return fmt.Errorf("arrowscan: %s: %w", f.path, err)
-		}
-		f.registered = true
-	}
-	return nil
+	return f.readBlockMetadata()
 }
 
 // readErr turns a failed read into an error naming the file and part;
@@ -260,6 +276,9 @@ func (f *File) loadDict(d *dictEntry) error {
 		}
 		d.fb = msg[prefix:d.block.MetaLen:d.block.MetaLen]
 		d.body = msg[d.block.MetaLen:]
+		if err := checkDictCompressed(f, d); err != nil {
+			d.fb, d.body, d.err = nil, nil, err
+		}
 	})
 	return d.err
 }
@@ -329,7 +348,7 @@ func (f *File) release() error {
 			errs = append(errs, fmt.Errorf("arrowscan: %s: %w", f.path, err))
 		}
 	}
-	if f.mapping != nil {
+	if f.mapping != nil && !f.borrowed {
 		if err := unmapFile(f.mapping); err != nil {
 			errs = append(errs, fmt.Errorf("arrowscan: munmap %s: %w", f.path, err))
 		}

@@ -50,14 +50,14 @@ func fbRoot(buf []byte, what string) (fbTable, error) {
 	if len(buf) < 4 {
 		return fbTable{}, fbErr(0, "%s: flatbuffer of %d bytes is too short for a root offset", what, len(buf))
 	}
-	return fbTableAt(buf, int64(binary.LittleEndian.Uint32(buf)), what)
+	return fbTableAt(buf, int64(binary.LittleEndian.Uint32(buf)), 0, what)
 }
 
-// fbTableAt checks the table at pos.
-func fbTableAt(buf []byte, pos int64, what string) (fbTable, error) {
+// fbTableAt checks the table at pos, which the offset at from points to.
+func fbTableAt(buf []byte, pos, from int64, what string) (fbTable, error) {
 	n := int64(len(buf))
 	if pos < 0 || pos > n-4 {
-		return fbTable{}, fbErr(pos, "%s: table at %d outside flatbuffer of %d bytes", what, pos, n)
+		return fbTable{}, fbErr(from, "%s: offset at %d points to a table at %d, outside flatbuffer of %d bytes", what, from, pos, n)
 	}
 	vt := pos - int64(int32(binary.LittleEndian.Uint32(buf[pos:])))
 	if vt < 0 || vt > n-4 {
@@ -155,11 +155,15 @@ func (t fbTable) offsetField(slot int, need int64, what string) (int64, error) {
 
 // tableField returns the sub-table in slot; ok is false when absent.
 func (t fbTable) tableField(slot int, what string) (sub fbTable, ok bool, err error) {
-	q, err := t.offsetField(slot, 4, what)
-	if err != nil || q == 0 {
+	p, err := t.field(slot, 4, what)
+	if err != nil || p == 0 {
 		return fbTable{}, false, err
 	}
-	sub, err = fbTableAt(t.buf, q, what)
+	q, err := t.target(p, 4, what)
+	if err != nil {
+		return fbTable{}, false, err
+	}
+	sub, err = fbTableAt(t.buf, q, p, what)
 	return sub, err == nil, err
 }
 
@@ -197,7 +201,7 @@ func (v fbVector) int64At(i int) int64 { return int64(binary.LittleEndian.Uint64
 func (v fbVector) tableAt(i int, what string) (fbTable, error) {
 	p := v.at(i)
 	q := p + int64(binary.LittleEndian.Uint32(v.buf[p:]))
-	return fbTableAt(v.buf, q, what)
+	return fbTableAt(v.buf, q, p, what)
 }
 
 // stringAt follows element i of a vector of strings.

@@ -243,6 +243,11 @@ func parseSchema(st fbTable) (schemaInfo, error) {
 		return si, err
 	}
 	si.fields = make([]fieldInfo, fields.count)
+	// Distinct tables need at least 4 bytes each, so a tree of more Field
+	// tables than that shares tables (or loops): refuse it before walking
+	// it explodes (or arrow-go, which follows children without a depth
+	// limit, overflows its stack).
+	budget := int64(len(st.buf)) / 4
 	for i := range si.fields {
 		what := fmt.Sprintf("schema.fields[%d]", i)
 		ft, err := fields.tableAt(i, what)
@@ -253,7 +258,7 @@ func parseSchema(st fbTable) (schemaInfo, error) {
 		if fi.name, _, err = ft.stringField(0, what+".name"); err != nil {
 			return si, err
 		}
-		if err := checkField(ft, what, 0, &fi.dictIDs); err != nil {
+		if err := checkField(ft, what, 0, &budget, &fi.dictIDs); err != nil {
 			return si, err
 		}
 		si.fields[i] = fi
@@ -274,9 +279,12 @@ const (
 //	table Field { name: string; nullable: bool; type_type: ubyte; type: Type;
 //	              dictionary: DictionaryEncoding; children: [Field]; custom_metadata: [KeyValue] }
 //	table DictionaryEncoding { id: long; indexType: Int; isOrdered: bool; dictionaryKind: short }
-func checkField(ft fbTable, what string, depth int, dictIDs *[]int64) error {
+func checkField(ft fbTable, what string, depth int, budget *int64, dictIDs *[]int64) error {
 	if depth > maxDepth {
 		return fbErr(ft.pos, "%s: fields nested deeper than %d", what, maxDepth)
+	}
+	if *budget--; *budget < 0 {
+		return fbErr(ft.pos, "%s: more Field tables than the footer has room for (tables shared or in a loop)", what)
 	}
 	if _, _, err := ft.stringField(0, what+".name"); err != nil {
 		return err
@@ -347,7 +355,7 @@ func checkField(ft fbTable, what string, depth int, dictIDs *[]int64) error {
 		if err != nil {
 			return err
 		}
-		if err := checkField(ct, cw, depth+1, dictIDs); err != nil {
+		if err := checkField(ct, cw, depth+1, budget, dictIDs); err != nil {
 			return err
 		}
 	}

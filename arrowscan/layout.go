@@ -19,11 +19,12 @@ type fieldSpan struct {
 // arrow-go's arrayLoaderContext.loadArray does (ipc/file_reader.go), so
 // that the spans it finds are exactly what the decoder will read.
 type layoutWalker struct {
-	bm    *batchMeta
-	nodes int
-	bufs  int
-	vars  int
-	depth int
+	bm     *batchMeta
+	nodes  int
+	bufs   int
+	vars   int
+	depth  int
+	length int64 // length of the node consumed last
 }
 
 // hasValidity mirrors arrow-go's internal.HasValidityBitmap: in V4 only
@@ -43,10 +44,45 @@ func hasValidity(id arrow.Type, version int16) bool {
 // common is loadCommon: one node, and a validity buffer slot if the type
 // has one.
 func (w *layoutWalker) common(id arrow.Type) {
+	w.length = 0
+	if w.nodes < len(w.bm.nodes) {
+		w.length = w.bm.nodes[w.nodes].length
+	}
 	w.nodes++
 	if hasValidity(id, w.bm.version) {
-		w.bufs++
+		w.buf(bitmapBytes(w.length))
 	}
+}
+
+// varLen marks a buffer whose size the node does not fix (binary data).
+const varLen = -1
+
+// buf consumes one buffer slot whose content needs at most need bytes
+// (varLen: unknown).
+func (w *layoutWalker) buf(need int64) {
+	w.bufs++
+	w.bm.bufNeed = append(w.bm.bufNeed, need)
+}
+
+func bitmapBytes(n int64) int64 { return (n + 7) / 8 }
+
+// fixedBytes is n values of a fixed-width type (bits per value; 0:
+// unknown, varLen).
+func fixedBytes(n int64, bits int) int64 {
+	switch {
+	case bits <= 0:
+		return varLen
+	case bits == 1:
+		return bitmapBytes(n)
+	}
+	return n * int64((bits+7)/8)
+}
+
+func bitWidth(dt arrow.DataType) int {
+	if fw, ok := dt.(arrow.FixedWidthDataType); ok {
+		return fw.BitWidth()
+	}
+	return 0
 }
 
 func (w *layoutWalker) child(dt arrow.DataType) error {
@@ -65,7 +101,7 @@ func (w *layoutWalker) walk(dt arrow.DataType) error {
 		w.nodes++
 	case *arrow.DictionaryType:
 		w.common(dt.IndexType.ID())
-		w.bufs++
+		w.buf(fixedBytes(w.length, bitWidth(dt.IndexType)))
 	case *arrow.BooleanType,
 		*arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type,
 		*arrow.Uint8Type, *arrow.Uint16Type, *arrow.Uint32Type, *arrow.Uint64Type,
@@ -77,10 +113,15 @@ func (w *layoutWalker) walk(dt arrow.DataType) error {
 		*arrow.MonthIntervalType, *arrow.DayTimeIntervalType, *arrow.MonthDayNanoIntervalType,
 		*arrow.DurationType:
 		w.common(dt.ID())
-		w.bufs++
-	case *arrow.BinaryType, *arrow.StringType, *arrow.LargeStringType, *arrow.LargeBinaryType:
+		w.buf(fixedBytes(w.length, bitWidth(dt)))
+	case *arrow.BinaryType, *arrow.StringType:
 		w.common(dt.ID())
-		w.bufs += 2
+		w.buf((w.length + 1) * 4)
+		w.buf(varLen)
+	case *arrow.LargeStringType, *arrow.LargeBinaryType:
+		w.common(dt.ID())
+		w.buf((w.length + 1) * 8)
+		w.buf(varLen)
 	case arrow.BinaryViewDataType:
 		if w.vars >= len(w.bm.variadic) {
 			return fmt.Errorf("%s needs variadic buffer count %d, the batch has %d", dt, w.vars, len(w.bm.variadic))
@@ -88,25 +129,30 @@ func (w *layoutWalker) walk(dt arrow.DataType) error {
 		n := int(w.bm.variadic[w.vars])
 		w.vars++
 		w.common(dt.ID())
-		w.bufs += 1 + n
+		w.buf(w.length * 16)
+		for range n {
+			w.buf(varLen)
+		}
 	case *arrow.FixedSizeBinaryType:
 		w.common(dt.ID())
-		w.bufs++
+		w.buf(w.length * int64(dt.ByteWidth))
 	case *arrow.ListType:
 		w.common(dt.ID())
-		w.bufs++
+		w.buf((w.length + 1) * 4)
 		return w.child(dt.Elem())
 	case *arrow.LargeListType:
 		w.common(dt.ID())
-		w.bufs++
+		w.buf((w.length + 1) * 8)
 		return w.child(dt.Elem())
 	case *arrow.ListViewType:
 		w.common(dt.ID())
-		w.bufs += 2
+		w.buf(w.length * 4)
+		w.buf(w.length * 4)
 		return w.child(dt.Elem())
 	case *arrow.LargeListViewType:
 		w.common(dt.ID())
-		w.bufs += 2
+		w.buf(w.length * 8)
+		w.buf(w.length * 8)
 		return w.child(dt.Elem())
 	case *arrow.FixedSizeListType:
 		w.common(dt.ID())
@@ -120,7 +166,7 @@ func (w *layoutWalker) walk(dt arrow.DataType) error {
 		}
 	case *arrow.MapType:
 		w.common(dt.ID())
-		w.bufs++
+		w.buf((w.length + 1) * 4)
 		return w.child(dt.Elem())
 	case arrow.ExtensionType:
 		return w.walk(dt.StorageType())
@@ -132,9 +178,9 @@ func (w *layoutWalker) walk(dt arrow.DataType) error {
 		return w.child(dt.Encoded())
 	case arrow.UnionType:
 		w.common(dt.ID())
-		w.bufs++ // type ids
+		w.buf(w.length) // type ids
 		if dt.Mode() == arrow.DenseMode {
-			w.bufs++ // offsets
+			w.buf(w.length * 4) // offsets
 		}
 		for _, f := range dt.Fields() {
 			if err := w.child(f.Type); err != nil {
@@ -152,6 +198,7 @@ func (w *layoutWalker) walk(dt arrow.DataType) error {
 // needs.
 func layoutBatch(schema *arrow.Schema, bm *batchMeta) error {
 	w := layoutWalker{bm: bm}
+	bm.bufNeed = make([]int64, 0, len(bm.buffers))
 	bm.fields = make([]fieldSpan, schema.NumFields())
 	for i, f := range schema.Fields() {
 		s := fieldSpan{node0: w.nodes, buf0: w.bufs, var0: w.vars}

@@ -45,6 +45,7 @@ type batchMeta struct {
 	custom   []keyValue
 	bodyLen  int64
 	fields   []fieldSpan // per top-level schema field (record batches only)
+	bufNeed  []int64     // per buffer: most bytes its content needs, or varLen (record batches only)
 }
 
 // dictMeta is a parsed dictionary batch message.

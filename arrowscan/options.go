@@ -70,11 +70,16 @@ type Options struct {
 	// ModeDirect and ModePool. 0 means DefaultPrefetch; a negative value
 	// turns read-ahead off (each batch is read when the decoder asks).
 	Prefetch int
+	// TrustData skips the full consistency check of every decoded column
+	// (array.ValidateFull: offsets, bitmaps, buffer sizes, dictionary
+	// indices). CAUTION: with it, a corrupt file can make code that reads
+	// the records panic. For files this process wrote itself.
+	TrustData bool
 }
 
 func (o *Options) String() string {
-	return fmt.Sprintf("arrowscan.Options{Mode: %s, Pool: %v, Engine: %v, IOMode: %s, Prefetch: %d}",
-		o.Mode, o.Pool != nil, o.Engine != nil, o.IOMode, o.Prefetch)
+	return fmt.Sprintf("arrowscan.Options{Mode: %s, Pool: %v, Engine: %v, IOMode: %s, Prefetch: %d, TrustData: %v}",
+		o.Mode, o.Pool != nil, o.Engine != nil, o.IOMode, o.Prefetch, o.TrustData)
 }
 
 // withDefaults checks the options and fills in the defaults, in one place.

@@ -1,6 +1,7 @@
 package arrowscan
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -148,6 +149,86 @@ func packed(ivs []interval, dst []placed) ([]placed, int64) {
 func remap(place []placed, off int64) int64 {
 	k := sort.Search(len(place), func(i int) bool { return place[i].end > off })
 	return place[k].at + off - place[k].start
+}
+
+// Bounds on what a compressed buffer may claim as its uncompressed size
+// (the int64 before the compressed bytes). arrow-go allocates that much
+// before it decompresses, so a corrupt size would exhaust memory (the
+// runtime's out-of-memory is fatal, not a panic). A buffer may claim at
+// most what its codec can expand its stored bytes to, never more than
+// maxVarBuffer, and, where the layout fixes its size from the node's
+// length (bitmaps, offsets, fixed-width values), that size rounded up to
+// 64 bytes, plus 64.
+const (
+	maxVarBuffer = 1 << 30
+	lz4MaxRatio  = 256   // LZ4: a match byte can stand for at most ~255 bytes
+	zstdMaxRatio = 32768 // zstd: an RLE block of 128 KiB takes 4 bytes
+)
+
+func uncompressedLimit(codec int8, stored, need int64) int64 {
+	ratio := int64(zstdMaxRatio)
+	if codec == 0 {
+		ratio = lz4MaxRatio
+	}
+	limit := int64(maxVarBuffer)
+	if stored <= maxVarBuffer/ratio {
+		limit = min(limit, stored*ratio+(128<<10))
+	}
+	if need != varLen && need <= maxVarBuffer {
+		// need comes from the node's length, itself unchecked: it only ever
+		// lowers the codec's bound.
+		limit = min(limit, (need+63)&^63+64)
+	}
+	return limit
+}
+
+// checkCompressed checks the uncompressed size of every projected buffer
+// of a compressed batch against uncompressedLimit, in the new body.
+func (p *projection) checkCompressed(f *File, i int, body []byte, place []placed) error {
+	bm := &f.batches[i]
+	if bm.codec == noCodec {
+		return nil
+	}
+	for _, c := range p.cols {
+		s := bm.fields[c]
+		for j := s.buf0; j < s.buf0+s.bufs; j++ {
+			br := bm.buffers[j]
+			if br.length == 0 {
+				continue
+			}
+			at := remap(place, br.offset)
+			n := int64(binary.LittleEndian.Uint64(body[at:]))
+			if n == -1 {
+				continue // stored uncompressed
+			}
+			if limit := uncompressedLimit(bm.codec, br.length-8, bm.bufNeed[j]); n < 0 || n > limit {
+				blk := f.footer.RecordBatches[i]
+				return corrupt(f.path, fmt.Sprintf("record batch %d", i), blk.BodyOffset()+br.offset,
+					"compressed buffer %d (column %q) claims %d bytes uncompressed; at most %d fit", j, f.schema.Field(c).Name, n, limit)
+			}
+		}
+	}
+	return nil
+}
+
+// checkDictCompressed is checkCompressed for a dictionary batch, whose
+// layout is not worked out: every buffer gets the codec's bound.
+func checkDictCompressed(f *File, d *dictEntry) error {
+	dm := &d.meta.data
+	if dm.codec == noCodec {
+		return nil
+	}
+	for j, br := range dm.buffers {
+		if br.length == 0 {
+			continue
+		}
+		n := int64(binary.LittleEndian.Uint64(d.body[br.offset:]))
+		if limit := uncompressedLimit(dm.codec, br.length-8, varLen); n != -1 && (n < 0 || n > limit) {
+			return corrupt(f.path, fmt.Sprintf("dictionary batch %d", d.index), d.block.BodyOffset()+br.offset,
+				"compressed buffer %d claims %d bytes uncompressed; at most %d fit", j, n, limit)
+		}
+	}
+	return nil
 }
 
 // batchMessage builds the projected RecordBatch message of bm: only the

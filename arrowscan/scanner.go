@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -94,6 +95,14 @@ func (s *Scanner) Next() bool {
 		return false
 	}
 	if s.rdr.Next() {
+		if s.f.opts.TrustData {
+			return true
+		}
+		if err := s.validate(s.rdr.RecordBatch()); err != nil {
+			s.err, s.done = err, true
+			s.dropBody()
+			return false
+		}
 		return true
 	}
 	s.done = true
@@ -103,10 +112,7 @@ func (s *Scanner) Next() bool {
 	case s.rdr.Err() != nil:
 		// No record of the failed message reached the caller: give its
 		// body back even if arrow-go's panic path kept a reference.
-		s.mr.release()
-		if s.mr.lastOwner != nil && strings.HasPrefix(s.mr.lastPart, "record batch") {
-			s.mr.lastOwner.Free(nil)
-		}
+		s.dropBody()
 		s.err = &CorruptError{Path: s.f.path, Part: s.mr.lastPart, Offset: s.mr.lastOff, Detail: "arrow-go could not decode it", Err: s.rdr.Err()}
 	case s.mr.nextBatch != len(s.f.batches):
 		s.err = corrupt(s.f.path, "file", -1, "scan ended after %d of %d record batches", s.mr.nextBatch, len(s.f.batches))
@@ -114,10 +120,42 @@ func (s *Scanner) Next() bool {
 	return false
 }
 
+// dropBody gives back the body of the batch that failed to decode or
+// validate: arrow-go's panic paths (decoding, validating) can leave a
+// reference to it counted that no one will release, and the caller never
+// sees the record (Record returns nil once the scan has ended).
+func (s *Scanner) dropBody() {
+	s.mr.release()
+	if s.mr.lastOwner != nil && strings.HasPrefix(s.mr.lastPart, "record batch") {
+		s.mr.lastOwner.Free(nil)
+	}
+}
+
+// validate runs arrow-go's full consistency check (offsets, bitmaps,
+// buffer sizes, dictionary indices, children) on every column: arrow-go
+// builds arrays from a file's buffers without it, and a value read from an
+// inconsistent array can panic the caller.
+func (s *Scanner) validate(rec arrow.RecordBatch) (err error) {
+	i := s.mr.nextBatch - 1
+	col := ""
+	defer func() {
+		if p := recover(); p != nil {
+			err = corrupt(s.f.path, fmt.Sprintf("record batch %d", i), s.f.footer.RecordBatches[i].Offset, "column %q: arrow-go panicked validating it: %v", col, p)
+		}
+	}()
+	for j, c := range rec.Columns() {
+		col = rec.Schema().Field(j).Name
+		if err := array.ValidateFull(c); err != nil {
+			return &CorruptError{Path: s.f.path, Part: fmt.Sprintf("record batch %d", i), Offset: s.f.footer.RecordBatches[i].Offset, Detail: fmt.Sprintf("column %q is inconsistent", col), Err: err}
+		}
+	}
+	return nil
+}
+
 // Record returns the current record batch. It is valid until the next
 // call to Next or Close; Retain it to keep it longer (and Release it).
 func (s *Scanner) Record() arrow.RecordBatch {
-	if s.closed {
+	if s.closed || s.done {
 		return nil
 	}
 	return s.rdr.RecordBatch()
@@ -220,6 +258,14 @@ func (m *messageReader) Message() (*ipc.Message, error) {
 			return nil, err
 		}
 		m.lastOwner = owner
+		if err := p.checkCompressed(f, i, b.Bytes(), place); err != nil {
+			b.Release()
+			if owner != nil {
+				owner.Free(nil)
+			}
+			m.err = err
+			return nil, err
+		}
 		body = b
 		meta = memory.NewBufferBytes(p.batchMessage(m.b, &f.batches[i], place, int64(b.Len())))
 	default:
