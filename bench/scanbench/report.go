@@ -62,11 +62,17 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		if v := figures(r, extra(xCgroupPeak)); ml.Applied {
 			row.CgroupPeak = median(v)
 		}
-		if r.Mode.Name == modeDevice {
-			rep.Device = &Device{Label: r.Mode.Label, GBps: row.GBps, TrialGBps: row.TrialGBps, Bytes: median(figures(r, extra(xDeviceBytes))),
-				ReadBytes: median(figures(r, extra(xReadBytes))), Seconds: median(figures(r, func(t bench.Trial) float64 { return t.Seconds })),
-				MaxRSS: row.MaxRSS, CgroupPeak: row.CgroupPeak,
+		if r.Mode.Name == modeDevice || r.Mode.Name == modeFio {
+			d := &Device{Label: r.Mode.Label, GBps: row.GBps, TrialGBps: row.TrialGBps, Bytes: median(figures(r, extra(xDeviceBytes))),
+				Seconds:     median(figures(r, func(t bench.Trial) float64 { return t.Seconds })),
 				Measurement: DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)}.withDefaults().String()}
+			if r.Mode.Name == modeFio {
+				d.Measurement = "fio " + strings.Join(fioArgs([]string{"<the data files>"}, DeviceOptions{Duration: o.DeviceTime}), " ")
+				rep.DeviceFio = d
+				continue
+			}
+			d.ReadBytes, d.MaxRSS, d.CgroupPeak = median(figures(r, extra(xReadBytes))), row.MaxRSS, row.CgroupPeak
+			rep.Device = d
 			continue
 		}
 		row.TrialMeanMS, row.TrialP95MS = figures(r, extra(xMeanMS)), figures(r, extra(xP95MS))
@@ -132,8 +138,8 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 			}
 		}
 	}
-	for _, m := range []string{"pool", "direct", "mmap", "pread"} {
-		if lr, ok := paired(m, modeDevice, "gbps", gbps); ok {
+	for _, p := range [][2]string{{"pool", modeDevice}, {"direct", modeDevice}, {"mmap", modeDevice}, {"pread", modeDevice}, {"pool", modeFio}, {modeDevice, modeFio}} {
+		if lr, ok := paired(p[0], p[1], "gbps", gbps); ok {
 			rep.LatencyRatios = append(rep.LatencyRatios, lr)
 		}
 	}
@@ -200,7 +206,7 @@ func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, r
 		"Every query result of every trial is compared with the first mode's (cell for cell, floats bit for bit); a difference fails the run.",
 		fmt.Sprintf("GB/s = /proc/self/io read_bytes of the child over the measured part ÷ its wall time: bytes fetched from the device, readahead included, whatever the path (page-cache misses and mmap faults, O_DIRECT preads, io_uring). Major and minor faults and max RSS are the child's getrusage; the cgroup peak is %s.", peakSource(ml)),
 		fmt.Sprintf("Modes: mmap = arrow-go's mapped reader over a read-only mapping, projecting columns; pread = the needed ranges with pread through the page cache; direct = the needed ranges with O_DIRECT on ioengine (%s), read ahead of the decoder; pool = O_DIRECT through one bufpool.Pool of %d MiB in %d KiB frames shared by all queries, with prefetch.", ioMode, o.PoolBytes>>20, o.FrameSize>>10),
-		fmt.Sprintf("Device: %s, on the same files and file system, in its own child process per trial, interleaved with the modes.", DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)}.withDefaults()),
+		fmt.Sprintf("Device: %s, on the same files and file system, in its own child process per trial, interleaved with the modes; where fio is installed it does the same reads (io_uring, O_DIRECT, same block size and depth) as a mode of its own, a measurement by a tool that is not ours.", DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)}.withDefaults()),
 	}
 	if ra := readAheadKB(data.Dir); ra != "" {
 		notes = append(notes, "The device's readahead (read_ahead_kb) is "+ra+" KiB: a page-cache miss, a fault on the mapping above all, reads that much around it.")
@@ -293,7 +299,11 @@ func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
 	fmt.Fprintf(w, "\n## bench scan — %d concurrent queries over %d MiB of Arrow events (%d files), %s\n\n", cfg["queries"], data.Bytes>>20, len(data.Files), limit)
 	bench.WriteMachine(w, rep.Machine)
 	if d := rep.Device; d != nil {
-		fmt.Fprintf(w, "device:  sequential O_DIRECT reads %.2f GB/s (median of %d trials, %s)\n", d.GBps, len(d.TrialGBps), minMax(d.TrialGBps, "%.2f"))
+		fmt.Fprintf(w, "device:  sequential O_DIRECT reads %.2f GB/s (median of %d trials, %s)", d.GBps, len(d.TrialGBps), minMax(d.TrialGBps, "%.2f"))
+		if f := rep.DeviceFio; f != nil {
+			fmt.Fprintf(w, "; fio, the same reads: %.2f GB/s (%s)", f.GBps, minMax(f.TrialGBps, "%.2f"))
+		}
+		fmt.Fprintln(w)
 	} else {
 		fmt.Fprintf(w, "device:  not measured (its trials failed)\n")
 	}
@@ -325,12 +335,19 @@ func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
 		}
 		t.Add(d.Label, "-", "-", "-", "-", fmt.Sprintf("%.2f", d.GBps), minMax(d.TrialGBps, "%.2f"), "1.00", mib(d.Bytes), "-", "-", mib(d.MaxRSS), peak, "-")
 	}
+	if f := rep.DeviceFio; f != nil {
+		vs := "-"
+		if d := rep.Device; d != nil && d.GBps > 0 {
+			vs = fmt.Sprintf("%.2f", f.GBps/d.GBps)
+		}
+		t.Add(f.Label, "-", "-", "-", "-", fmt.Sprintf("%.2f", f.GBps), minMax(f.TrialGBps, "%.2f"), vs, mib(f.Bytes), "-", "-", "-", "-", "-")
+	}
 	t.Write(w)
 
 	fmt.Fprintln(w, "\nratios measured in this run (median of trials; min–max of the trials run in the same round):")
 	for _, lr := range rep.LatencyRatios {
 		what := map[string]string{"mean_ms": "mean latency", "p95_ms": "p95 latency", "gbps": "GB/s"}[lr.Metric]
-		fmt.Fprintf(w, "  %-6s vs %-6s %-12s %6.2f× (%.2f–%.2f)\n", lr.A, lr.B, what, lr.Median, lr.Min, lr.Max)
+		fmt.Fprintf(w, "  %-6s vs %-10s %-12s %6.2f× (%.2f–%.2f)\n", lr.A, lr.B, what, lr.Median, lr.Min, lr.Max)
 	}
 	labels := map[string]string{}
 	for _, r := range results {

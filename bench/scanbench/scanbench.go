@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,6 +53,9 @@ type Options struct {
 	// failing that mode with its goroutines' stacks. Default 10 minutes.
 	ChildTimeout time.Duration
 	Compression  string // of the data set: none, lz4 or zstd
+	// NoFio skips the device measurement by fio (run beside ours when fio
+	// is on PATH).
+	NoFio bool
 	// Keep keeps a data set this run generated, for the next run to reuse;
 	// without it the data set is removed at the end. A data set that was
 	// there already is always kept.
@@ -232,6 +236,7 @@ type report struct {
 	CacheDrop     string         `json:"cache_drop"`
 	ResidentMax   int64          `json:"resident_after_drop_max_bytes"`
 	Device        *Device        `json:"device,omitempty"`
+	DeviceFio     *Device        `json:"device_fio,omitempty"` // the same reads by fio
 	LatencyRatios []LatencyRatio `json:"latency_ratios"`
 	Bars          []Bar          `json:"bars"`
 	Data          *dataSet       `json:"data"`
@@ -328,7 +333,7 @@ func Run(opts Options) (err error) {
 	base := childConfig{Files: files, Queries: mix, Rounds: o.Rounds, PoolBytes: o.PoolBytes, FrameSize: o.FrameSize,
 		IOMode: ioMode, RefPath: filepath.Join(runDir, "reference.json"), DeviceSeconds: o.DeviceTime.Seconds(), TimeoutSeconds: o.ChildTimeout.Seconds()}
 	var residentMax int64
-	exec := func(m string) func() (bench.Trial, error) {
+	run := func(m string) func() (bench.Trial, error) {
 		return func() (bench.Trial, error) {
 			cfg := base
 			cfg.Mode = m
@@ -367,9 +372,21 @@ func Run(opts Options) (err error) {
 	}
 	modes := make([]bench.Mode, 0, len(scanModes)+1)
 	for _, m := range scanModes {
-		modes = append(modes, bench.Mode{Name: m.name, Label: m.label, Exec: exec(m.name)})
+		modes = append(modes, bench.Mode{Name: m.name, Label: m.label, Exec: run(m.name)})
 	}
-	modes = append(modes, bench.Mode{Name: modeDevice, Label: "device: sequential O_DIRECT reads", Exec: exec(modeDevice)})
+	modes = append(modes, bench.Mode{Name: modeDevice, Label: "device: sequential O_DIRECT reads", Exec: run(modeDevice)})
+	fioLabel := ""
+	if !o.NoFio {
+		if path, err := exec.LookPath("fio"); err == nil {
+			fioLabel = "device: fio, the same reads"
+			if v := fioVersion(path); v != "" {
+				fioLabel = "device: " + v + ", the same reads"
+			}
+			modes = append(modes, bench.Mode{Name: modeFio, Label: fioLabel, Exec: fioExec(path, files, DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)})})
+		} else {
+			notes = append(notes, "fio is not installed: the device was measured by ringstore's reads alone")
+		}
+	}
 
 	machine := bench.DescribeMachine(o.Dir)
 	bench.WriteMachine(o.Progress, machine)
@@ -384,7 +401,7 @@ func Run(opts Options) (err error) {
 		"dir": o.Dir, "data_bytes": data.Bytes, "data_target_bytes": o.DataBytes, "files": len(files), "rows": data.Rows,
 		"compression": o.Compression, "mem_limit_bytes": o.MemLimit, "no_mem_limit": o.NoMemLimit, "pool_bytes": o.PoolBytes,
 		"frame_size": o.FrameSize, "trials": o.Trials, "queries": o.Queries, "rounds": o.Rounds, "query_mix": mix,
-		"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep,
+		"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep, "fio": fioLabel != "",
 	}
 	writeMarkdown(o.Out, rep, results)
 	if o.JSON != "" {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +23,29 @@ import (
 func TestMain(m *testing.M) {
 	bench.MaybeChild()
 	os.Exit(m.Run())
+}
+
+// writeFile writes size bytes of a pattern to a new file in dir, flushed so
+// that its pages are clean (droppable).
+func writeFile(t *testing.T, dir string, size int) string {
+	t.Helper()
+	p := filepath.Join(dir, "data.bin")
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return p
 }
 
 // tinyOptions is a whole run on a data set of a few MiB: seconds.
@@ -52,6 +76,7 @@ type jsonReport struct {
 	CacheDrop   string         `json:"cache_drop"`
 	Results     []map[string]any
 	Device      map[string]any `json:"device"`
+	DeviceFio   map[string]any `json:"device_fio"`
 	Bars        []Bar          `json:"bars"`
 	Ratios      []LatencyRatio `json:"latency_ratios"`
 	Notes       []string       `json:"notes"`
@@ -109,6 +134,13 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 	// O_DIRECT: what the reads returned is what read_bytes counted.
 	if b, rb := r.Device["bytes"].(float64), r.Device["read_bytes"].(float64); !within(int64(rb), int64(b), 0.05) {
 		t.Errorf("device: %v bytes read, read_bytes %v", b, rb)
+	}
+	if _, err := exec.LookPath("fio"); err == nil {
+		if g, _ := r.DeviceFio["gbps"].(float64); g <= 0 || r.Config["fio"] != true {
+			t.Errorf("fio is installed but measured nothing: %v", r.DeviceFio)
+		}
+	} else if r.DeviceFio != nil {
+		t.Errorf("fio measured without fio: %v", r.DeviceFio)
 	}
 	if len(r.Bars) != 3 {
 		t.Errorf("bars: %+v", r.Bars)

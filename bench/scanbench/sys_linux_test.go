@@ -12,29 +12,6 @@ import (
 	"github.com/ringstore/ringstore/ioengine"
 )
 
-// writeFile writes size bytes of a pattern to a new file in dir, flushed so
-// that its pages are clean (droppable).
-func writeFile(t *testing.T, dir string, size int) string {
-	t.Helper()
-	p := filepath.Join(dir, "data.bin")
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte(i * 7)
-	}
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return p
-}
-
 func TestDropPageCacheMakesAFileCold(t *testing.T) {
 	const size = 8<<20 + 12345 // a partial last page
 	p := writeFile(t, testdir.Direct(t), size)

@@ -69,7 +69,9 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if read {
 		file = fs.String("file", "", "read: existing file to read (default: create one of --size in --dir, removed afterwards)")
 		size = fs.String("size", "1GiB", "read: size of the created file (K, M, G, KiB, MiB, GiB suffixes)")
-		noFio = fs.Bool("no-fio", false, "read: skip the fio comparison even when fio is installed")
+	}
+	if read || scan {
+		noFio = fs.Bool("no-fio", false, "read, scan: skip the fio comparison even when fio is installed")
 	}
 	if wal {
 		noPeers = fs.Bool("no-peers", false, "wal: skip the peers (hashicorp/raft-wal, tidwall/wal, etcd's wal)")
@@ -154,7 +156,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if scan {
 		errs = append(errs, scanbench.Run(scanbench.Options{Dir: *dir, DataBytes: int64(*dataMB) << 20, MemLimit: int64(*memMB) << 20, NoMemLimit: *memMB == 0,
 			PoolBytes: int64(*poolMB) << 20, FrameSize: *frameKB << 10, Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
-			Compression: *compression, Keep: *keep, JSON: scanJSON, Out: stdout, Progress: stderr}))
+			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, Out: stdout, Progress: stderr}))
 	}
 	return errors.Join(errs...)
 }
