@@ -48,6 +48,8 @@ const CgroupPrefix = "ringstore-bench-"
 type MemCgroups struct {
 	Version int    // 1 or 2
 	Parent  string // directory the children are made in
+	// NotV2 says why cgroup v2 was not used when Version is 1.
+	NotV2 string
 }
 
 func (m *MemCgroups) String() string {

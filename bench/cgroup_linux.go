@@ -42,6 +42,7 @@ func detectMemCgroups(procCgroup, mountinfo string) (*MemCgroups, error) {
 	}
 	m, err1 := detectV1(v1Path, mounts)
 	if err1 == nil {
+		m.NotV2 = err2.Error()
 		return m, nil
 	}
 	return nil, fmt.Errorf("%w: cgroup v2: %v; cgroup v1: %v", ErrNoMemCgroup, err2, err1)

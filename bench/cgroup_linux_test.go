@@ -84,6 +84,9 @@ func TestDetectMemCgroupsChoosesAWorkingHierarchy(t *testing.T) {
 		if m.Version != c.version || m.Parent != c.parent {
 			t.Errorf("%s: got %v, want v%d under %s", c.name, m, c.version, c.parent)
 		}
+		if (m.Version == 1) != (m.NotV2 != "") {
+			t.Errorf("%s: v%d with the reason for not using v2 %q", c.name, m.Version, m.NotV2)
+		}
 	}
 }
 

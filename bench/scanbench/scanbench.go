@@ -227,6 +227,7 @@ type MemoryLimit struct {
 	Parent     string `json:"parent,omitempty"` // where the children's cgroups were made
 	LimitBytes int64  `json:"limit_bytes,omitempty"`
 	Reason     string `json:"reason,omitempty"` // why none was applied
+	NotV2      string `json:"not_v2,omitempty"` // why v1 was used rather than v2
 }
 
 // report is the JSON report.
@@ -298,7 +299,7 @@ func Run(opts Options) (err error) {
 			ml.Reason = derr.Error()
 		} else {
 			cgroups = cg
-			ml = MemoryLimit{Applied: true, Cgroup: fmt.Sprintf("v%d", cg.Version), Parent: cg.Parent, LimitBytes: o.MemLimit}
+			ml = MemoryLimit{Applied: true, Cgroup: fmt.Sprintf("v%d", cg.Version), Parent: cg.Parent, LimitBytes: o.MemLimit, NotV2: cg.NotV2}
 			if stale, err := cg.RemoveStale(); len(stale) > 0 || err != nil {
 				fmt.Fprintf(o.Progress, "removed cgroups an earlier run left behind: %v %v\n", stale, err)
 			}
