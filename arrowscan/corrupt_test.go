@@ -238,3 +238,81 @@ func le64Bytes(v int64) []byte {
 }
 
 var _ = arrow.Null
+
+// TestInconsistentValues damages values that decode fine but would panic a
+// reader: string offsets that go backwards and a dictionary index past the
+// dictionary. The scan must stop with an error naming the column, in every
+// mode, and TrustData must let the same file through (proving the check is
+// what catches it).
+func TestInconsistentValues(t *testing.T) {
+	dir := testdir.Direct(t)
+	src := writeTestFile(t, dir, "v.arrow", genOptions{batches: 1, rows: 100, seed: 61})
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(src, Options{Mode: ModePread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm := f.batches[0]
+	base := f.footer.RecordBatches[0].BodyOffset()
+	field := func(name string) fieldSpan { return bm.fields[f.byName[name]] }
+	f.Close()
+	pool := newPool(t, ioengine.Syscall, 16<<10, 1<<20)
+	cases := []struct {
+		column string
+		damage func(b []byte)
+		want   string
+	}{
+		{"name", func(b []byte) {
+			offs := bm.buffers[field("name").buf0+1] // validity, offsets, data
+			p := base + offs.offset + 4*50
+			copy(b[p:p+4], le64Bytes(1)[:4]) // offset 50 becomes 1
+		}, "decrease"},
+		{"country", func(b []byte) {
+			idx := bm.buffers[field("country").buf0+1] // validity, int16 indices
+			p := base + idx.offset + 2*7
+			b[p], b[p+1] = 0xe8, 0x03 // index 1000
+		}, "outside dictionary"},
+	}
+	for _, c := range cases {
+		bad := bytes.Clone(data)
+		c.damage(bad)
+		path := filepath.Join(dir, "bad-"+c.column+".arrow")
+		if err := os.WriteFile(path, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []Options{{Mode: ModeMmap}, {Mode: ModePread}, {Mode: ModeDirect}, {Mode: ModePool, Pool: pool}} {
+			f, err := Open(path, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = consume(f, []string{c.column})
+			if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `"`+c.column+`"`) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "record batch 0") {
+				t.Errorf("%s %s: %v, want a corrupt-file error naming record batch 0, column %q and %q", o.Mode, c.column, err, c.column, c.want)
+			}
+			if err := f.Close(); err != nil {
+				t.Errorf("%s: Close: %v", o.Mode, err)
+			}
+		}
+		// Without the check the scan "succeeds" (and reading the values
+		// would panic).
+		o := Options{Mode: ModePread, TrustData: true}
+		f, err := Open(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.Scan([]string{c.column})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s.Next() {
+		}
+		if err := s.Err(); err != nil {
+			t.Errorf("TrustData %s: %v", c.column, err)
+		}
+		s.Close()
+		f.Close()
+	}
+}

@@ -99,7 +99,11 @@ func (f *File) open() error {
 		if f.mapping, err = mapFile(f.osf, f.size); err != nil {
 			return fmt.Errorf("arrowscan: mmap %s: %w", f.path, err)
 		}
-		f.ranges = bytesRanges(f.mapping)
+		// Metadata with pread, not through the mapping: a fault on the
+		// mapping reads the device's whole readahead window around it
+		// (read_ahead_kb, often MiBs), so touching every block's metadata
+		// would read most of the file at Open.
+		f.ranges = preadRanges{f.osf}
 	case ModePread:
 		f.ranges = preadRanges{f.osf}
 	case ModeDirect, ModePool:

@@ -70,9 +70,9 @@ type Options struct {
 	// ModeDirect and ModePool. 0 means DefaultPrefetch; a negative value
 	// turns read-ahead off (each batch is read when the decoder asks).
 	Prefetch int
-	// TrustData skips the full consistency check of every decoded column
-	// (array.ValidateFull: offsets, bitmaps, buffer sizes, dictionary
-	// indices). CAUTION: with it, a corrupt file can make code that reads
+	// TrustData skips the consistency check of every decoded column
+	// (buffer sizes, bitmaps, offsets, dictionary indices: see
+	// validateColumn). CAUTION: with it, a corrupt file can make code that reads
 	// the records panic. For files this process wrote itself.
 	TrustData bool
 }

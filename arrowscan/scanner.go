@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -131,10 +130,9 @@ func (s *Scanner) dropBody() {
 	}
 }
 
-// validate runs arrow-go's full consistency check (offsets, bitmaps,
-// buffer sizes, dictionary indices, children) on every column: arrow-go
-// builds arrays from a file's buffers without it, and a value read from an
-// inconsistent array can panic the caller.
+// validate checks every column with validateColumn: arrow-go builds
+// arrays from a file's buffers without such checks, and a value read from
+// an inconsistent array can panic the caller.
 func (s *Scanner) validate(rec arrow.RecordBatch) (err error) {
 	i := s.mr.nextBatch - 1
 	col := ""
@@ -145,7 +143,7 @@ func (s *Scanner) validate(rec arrow.RecordBatch) (err error) {
 	}()
 	for j, c := range rec.Columns() {
 		col = rec.Schema().Field(j).Name
-		if err := array.ValidateFull(c); err != nil {
+		if err := validateColumn(c); err != nil {
 			return &CorruptError{Path: s.f.path, Part: fmt.Sprintf("record batch %d", i), Offset: s.f.footer.RecordBatches[i].Offset, Detail: fmt.Sprintf("column %q is inconsistent", col), Err: err}
 		}
 	}
