@@ -127,7 +127,12 @@
 // where direct reads R rounded out to 4 KiB. Frames of 64 KiB keep that
 // near 1.25× for such data. Frames are copied into the contiguous body
 // arrow-go needs (bufpool.CopyOut); only a batch whose projected ranges all
-// lie in one frame is decoded from the frame itself.
+// lie in one frame is decoded from the frame itself. That copy is the
+// pool mode's main cost of its own: about a third of the CPU time of 12
+// concurrent events queries on two cores. Doing without it needs either
+// frames at least as large as a column's chunk (more read amplification)
+// or a pool that can show consecutive frames of a file as one contiguous
+// range of memory.
 //
 // # Errors
 //
