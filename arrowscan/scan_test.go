@@ -1,6 +1,7 @@
 package arrowscan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -332,5 +333,44 @@ func TestOptionsErrors(t *testing.T) {
 		if got, err := ParseMode(m.String()); err != nil || got != m {
 			t.Errorf("ParseMode(%q) = %v, %v", m.String(), got, err)
 		}
+	}
+}
+
+// TestEmptyFile: a file with a schema and no record batches scans to a
+// clean end in every mode.
+func TestEmptyFile(t *testing.T) {
+	dir := testdir.Direct(t)
+	path := writeTestFile(t, dir, "empty.arrow", genOptions{batches: 0, seed: 1})
+	for _, m := range allModes() {
+		t.Run(m.name, func(t *testing.T) {
+			f, err := Open(path, m.opts(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.NumRecordBatches() != 0 || f.NumRows() != 0 || f.Schema().NumFields() != testSchema(false).NumFields() {
+				t.Errorf("%d batches, %d rows, %d fields", f.NumRecordBatches(), f.NumRows(), f.Schema().NumFields())
+			}
+			s, err := f.Scan([]string{"country", "id"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Next() || s.Err() != nil || s.Record() != nil {
+				t.Errorf("Next on an empty file: err %v", s.Err())
+			}
+			if got := s.Schema().Field(0).Name; got != "country" {
+				t.Errorf("schema field 0 is %q", got)
+			}
+			s.Close()
+			s.Close()
+			if err := f.Close(); err != nil {
+				t.Error(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			if _, err := f.Scan(nil); !errors.Is(err, ErrClosed) {
+				t.Errorf("Scan after Close: %v", err)
+			}
+		})
 	}
 }

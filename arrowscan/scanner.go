@@ -76,7 +76,9 @@ func (f *File) newScanner(columns []string) (*Scanner, error) {
 	}
 	s.rdr = rdr
 	if got := rdr.Schema().NumFields(); got != len(proj.cols) {
-		s.Close()
+		rdr.Release()
+		s.mr.release()
+		s.mr.fetch.close()
 		return nil, corrupt(f.path, "schema", f.footer.Start, "projected schema decoded to %d fields, want %d", got, len(proj.cols))
 	}
 	return s, nil
