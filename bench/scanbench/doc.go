@@ -14,7 +14,8 @@
 //	    fadvise DONTNEED every data file,
 //	      mincore: bytes still resident
 //	    mkdir cgroup, memory limit            ──▶  join the cgroup (cgroup.procs) first thing
-//	    run child (bench.ChildExec)                open the files in the mode
+//	    run child (bench.ChildExec)                open the files in the mode, then fadvise
+//	                                                 DONTNEED again (what opening read)
 //	                                               R rounds: Q queries at once, one goroutine each,
 //	                                                 every file in order, own projection
 //	                                               compare every result with reference.json
@@ -28,6 +29,13 @@
 // reads, 16 in flight, through ioengine (io_uring where it works) for
 // --device-time, in its own child per trial like the other modes, so that
 // the pool's GB/s is compared with the device measured in the same run.
+// Where fio is on PATH it does the same reads (io_uring, O_DIRECT, 1 MiB,
+// depth 16, the same files) as one more mode, a measurement by a tool that
+// is not ours; --no-fio skips it.
+//
+// A child that runs past Options.ChildTimeout (default 10 minutes) prints
+// its goroutines' stacks and exits, failing that mode instead of hanging the
+// run.
 //
 // # Memory limit
 //
