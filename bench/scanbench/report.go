@@ -153,7 +153,7 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 	valid, why := true, ""
 	switch {
 	case !ml.Applied:
-		valid, why = false, "no memory limit: "+ml.Reason
+		valid, why = false, "no memory limit (memory_limit.reason says why)"
 	case data.Bytes < 2*o.MemLimit:
 		valid, why = false, fmt.Sprintf("the data (%d MiB) is less than twice the memory limit (%d MiB)", data.Bytes>>20, o.MemLimit>>20)
 	}
