@@ -249,7 +249,7 @@ type mode struct {
 }
 
 var scanModes = []mode{
-	{"mmap", "mmap (arrow-go mapped reader)"},
+	{"mmap", "mmap (read-only mapping)"},
 	{"pread", "pread (page cache)"},
 	{"direct", "direct (O_DIRECT, no cache)"},
 	{"pool", "pool (O_DIRECT + bufpool)"},

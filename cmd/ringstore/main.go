@@ -31,7 +31,7 @@ const usage = `ringstore — fast, safe storage I/O on io_uring
 
 usage:
   ringstore probe [--dir D] [--json]     kernel, io_uring, backend and O_DIRECT support
-  ringstore bench [flags]                every benchmark, side by side: read, then wal
+  ringstore bench [flags]                every benchmark, side by side: read, wal, then scan
   ringstore bench read [flags]           4 KiB O_DIRECT random reads: pread vs io_uring vs fio
   ringstore bench wal [flags]            1 KiB durable appends: fdatasync per write vs ringstore's
                                          wal (1–256 writers) vs raft-wal, tidwall/wal, etcd's wal
