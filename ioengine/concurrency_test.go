@@ -261,7 +261,7 @@ func TestCloseWhileBusy(t *testing.T) {
 			_, rfd := openFile(t, dir, "r", data)
 			_, wfd := openFile(t, dir, "w", nil)
 			for round := range 5 {
-				e := newEngine(t, bc.mode, Options{Entries: 32})
+				e := newEngine(t, bc.mode, bc.with(Options{Entries: 32}))
 				var (
 					started sync.WaitGroup
 					calls   atomic.Int64

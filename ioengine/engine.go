@@ -121,13 +121,20 @@ type Options struct {
 	// Logf receives the fallback reason, once per process and reason.
 	// Default: the standard logger.
 	Logf func(format string, args ...any)
+	// Inline, on the uring backend, has each call submit its requests and
+	// wait for their completions on the calling goroutine's own thread,
+	// instead of handing them to a ring goroutine and waiting to be woken:
+	// no hand-offs, but one call at a time (calls are serialized). For an
+	// engine with one hot caller that waits for every call, such as a
+	// log's committer. Ignored by the sqpoll and syscall backends.
+	Inline bool
 	// Faults, for tests only, injects failures into requests (short
 	// transfers, -EAGAIN, EIO, ENOSPC, torn writes) on every backend.
 	Faults *FaultPlan
 }
 
 func (o *Options) String() string {
-	return fmt.Sprintf("ioengine.Options{Mode: %s, Entries: %d, SQThreadIdle: %s, Faults: %v}", o.Mode, o.Entries, o.SQThreadIdle, o.Faults != nil)
+	return fmt.Sprintf("ioengine.Options{Mode: %s, Entries: %d, SQThreadIdle: %s, Inline: %v, Faults: %v}", o.Mode, o.Entries, o.SQThreadIdle, o.Inline, o.Faults != nil)
 }
 
 func (o Options) withDefaults() Options {

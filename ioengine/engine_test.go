@@ -25,15 +25,23 @@ import (
 // backend=uring, backend=sqpoll or backend=syscall.
 
 type backendCase struct {
-	name string
-	mode IOMode
-	want Backend
+	name   string
+	mode   IOMode
+	want   Backend
+	inline bool // Options.Inline
 }
 
 var backendCases = []backendCase{
-	{"uring", URing, BackendURing},
-	{"sqpoll", SQPoll, BackendSQPoll},
-	{"syscall", Syscall, BackendSyscall},
+	{"uring", URing, BackendURing, false},
+	{"sqpoll", SQPoll, BackendSQPoll, false},
+	{"syscall", Syscall, BackendSyscall, false},
+	{"uring-inline", URing, BackendURing, true},
+}
+
+// with returns opts for this case's engine.
+func (bc backendCase) with(opts Options) Options {
+	opts.Inline = bc.inline
+	return opts
 }
 
 // forEachBackend runs fn once per backend, each with an engine made from
@@ -42,7 +50,7 @@ func forEachBackend(t *testing.T, opts Options, fn func(t *testing.T, e *Engine)
 	t.Helper()
 	for _, bc := range backendCases {
 		t.Run("backend="+bc.name, func(t *testing.T) {
-			fn(t, newEngine(t, bc.mode, opts))
+			fn(t, newEngine(t, bc.mode, bc.with(opts)))
 		})
 	}
 }

@@ -22,7 +22,7 @@ func withFaults(t *testing.T, opts Options, plan func() *FaultPlan, fn func(t *t
 			p := plan()
 			o := opts
 			o.Faults = p
-			fn(t, newEngine(t, bc.mode, o), p)
+			fn(t, newEngine(t, bc.mode, bc.with(o)), p)
 		})
 	}
 }

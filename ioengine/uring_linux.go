@@ -26,10 +26,20 @@ import (
 // into SQEs, submits them with one io_uring_enter that also waits for the
 // next completion, and hands results back; so the requests of many
 // concurrent callers share enter calls.
+//
+// In inline mode (Options.Inline) there is no ring goroutine and no
+// eventfd: a call takes issueMu, locks its goroutine to its thread, and
+// places, submits, waits and reaps itself until its batch is done. The
+// fields "owned by the ring goroutine" are then owned by the holder of
+// issueMu.
 type uringBackend struct {
 	kind   Backend    // immutable
 	faults *FaultPlan // immutable
-	efd    int        // eventfd the callers write to wake the ring; immutable
+	efd    int        // eventfd the callers write to wake the ring; immutable; -1 inline
+	inline bool       // immutable
+
+	issueMu sync.Mutex // inline: held by the call that drives the ring
+	broken  error      // inline, guarded by issueMu: the ring failed; every later call fails
 
 	mu       sync.Mutex
 	queue    []*batch // guarded by mu
@@ -92,6 +102,9 @@ type slot struct {
 }
 
 func newURing(opts Options, sqpoll bool) (backend, Backend, error) {
+	if opts.Inline && !sqpoll {
+		return newInlineURing(opts)
+	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		return nil, BackendSyscall, fmt.Errorf("eventfd: %w", err)
@@ -121,15 +134,44 @@ func (u *uringBackend) run(cfg uring.Config, started chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
+	if err := u.setup(cfg); err != nil {
+		started <- err
+		return
+	}
+	u.wakeBuf = make([]byte, 8)
+	u.wakePin.Pin(&u.wakeBuf[0])
+	defer u.wakePin.Unpin()
+	started <- nil
+
+	u.loop()
+
+	u.ring.Close()
+	// The eventfd is closed by close, once no caller can write to it.
+}
+
+// newInlineURing makes the ring of an inline engine on the calling
+// goroutine. Without SINGLE_ISSUER, since successive calls may come from
+// different threads; each call locks its goroutine to its thread from
+// submission to the last completion, so the task that submitted is the one
+// that waits (and runs the completions' task work).
+func newInlineURing(opts Options) (backend, Backend, error) {
+	u := &uringBackend{kind: BackendURing, faults: opts.Faults, efd: -1, inline: true}
+	if err := u.setup(uring.Config{Entries: opts.Entries}); err != nil {
+		return nil, BackendSyscall, err
+	}
+	return u, u.kind, nil
+}
+
+// setup creates the ring, runs the self-test and sizes the in-flight
+// table.
+func (u *uringBackend) setup(cfg uring.Config) error {
 	r, err := uring.New(cfg)
 	if err != nil {
-		started <- explainSetup(err)
-		return
+		return explainSetup(err)
 	}
 	if err := selfTest(r); err != nil {
 		r.Close()
-		started <- fmt.Errorf("io_uring self-test failed: %w", err)
-		return
+		return fmt.Errorf("io_uring self-test failed: %w", err)
 	}
 	u.ring = r
 	u.cqLimit = int(r.CQEntries())
@@ -142,15 +184,7 @@ func (u *uringBackend) run(cfg uring.Config, started chan<- error) {
 		u.freeSlots = append(u.freeSlots, uint32(i))
 	}
 	u.cqes = make([]uring.CQE, u.cqLimit)
-	u.wakeBuf = make([]byte, 8)
-	u.wakePin.Pin(&u.wakeBuf[0])
-	defer u.wakePin.Unpin()
-	started <- nil
-
-	u.loop()
-
-	r.Close()
-	// The eventfd is closed by close, once no caller can write to it.
+	return nil
 }
 
 func (u *uringBackend) loop() {
@@ -482,6 +516,13 @@ func (u *uringBackend) do(reqs []Request) error {
 	b := batchPool.Get().(*batch)
 	b.reqs = reqs
 	pinBuffers(&b.pin, reqs)
+	if u.inline {
+		err := u.doInline(b)
+		b.pin.Unpin()
+		b.reqs = nil
+		batchPool.Put(b)
+		return err
+	}
 
 	u.mu.Lock()
 	if u.closing {
@@ -507,6 +548,52 @@ func (u *uringBackend) do(reqs []Request) error {
 	return nil
 }
 
+// doInline drives the ring on the caller's thread until b is done: place
+// what fits, submit and wait for a completion in one io_uring_enter, reap,
+// and again. Chains restarted after a short transfer or -EAGAIN go back to
+// ready and are placed on the next turn, as on the ring goroutine.
+func (u *uringBackend) doInline(b *batch) error {
+	u.issueMu.Lock()
+	defer u.issueMu.Unlock()
+	if u.broken != nil {
+		return u.broken
+	}
+	if u.closing { // inline: guarded by issueMu
+		return ErrClosed
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	u.addBatch(b)
+	for {
+		u.place()
+		if b.chains == 0 {
+			<-b.done // chainDone's token; the batch is reused
+			return nil
+		}
+		before := u.ring.Stats()
+		_, err := u.ring.SubmitAndWait(1)
+		after := u.ring.Stats()
+		u.enters.Add(after.Enters - before.Enters)
+		u.sqes.Add(after.SQEs - before.SQEs)
+		u.overflow.Store(uint64(after.CQOverflow))
+		if err != nil {
+			switch {
+			case errors.Is(err, uring.ErrBusy):
+			case errors.Is(err, uring.ErrLostCompletion):
+				u.lost.Add(1)
+			default:
+				// The ring failed: fail what is in flight (this batch only,
+				// calls are serialized) and every later call.
+				u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
+				u.failAll(err)
+				<-b.done
+				return nil
+			}
+		}
+		u.reap()
+	}
+}
+
 var one = []byte{1, 0, 0, 0, 0, 0, 0, 0}
 
 func (u *uringBackend) wake() {
@@ -528,6 +615,16 @@ func (u *uringBackend) stats(s *Stats) {
 }
 
 func (u *uringBackend) close() error {
+	if u.inline {
+		// Waits for the call in progress.
+		u.issueMu.Lock()
+		defer u.issueMu.Unlock()
+		u.closing = true
+		if u.broken != nil {
+			return nil // failAll closed the ring
+		}
+		return u.ring.Close()
+	}
 	u.mu.Lock()
 	u.closing = true
 	u.wake()
