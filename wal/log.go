@@ -23,6 +23,12 @@ type Log struct {
 	opts      Options          // immutable after Open
 	eng       *ioengine.Engine // immutable
 	ownEngine bool             // immutable: Close closes eng
+	// flushEng, when set, is an inline io_uring engine (ioengine
+	// Options.Inline) that the committer alone uses for its group flushes
+	// at pipeline depth 1: the flush is submitted and waited for on the
+	// committer's own thread, without the hand-offs to and from a ring
+	// goroutine. Immutable; closed by Close.
+	flushEng *ioengine.Engine
 	lock      *os.File         // immutable: flock on wal.lock, held until Close
 	capacity  int              // immutable: the largest encoded request a new segment holds
 	dsync     bool             // immutable: durable writes use RWF_DSYNC instead of a linked fdatasync
@@ -175,10 +181,20 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	if opts.PipelineDepth == 0 {
 		opts.PipelineDepth = 1
-		if b := l.eng.Backend(); b == ioengine.BackendURing || b == ioengine.BackendSQPoll {
+		if l.eng.Backend() == ioengine.BackendSQPoll {
 			opts.PipelineDepth = 2
 		}
 		l.opts.PipelineDepth = opts.PipelineDepth
+	}
+	if l.ownEngine && opts.PipelineDepth == 1 && l.eng.Backend() == ioengine.BackendURing && !opts.NoInlineFlush {
+		// A fallback here leaves the flushes on eng.
+		if fe, err := ioengine.New(ioengine.Options{Mode: ioengine.URing, Inline: true, Logf: opts.Logf}); err == nil {
+			if fe.Backend() == ioengine.BackendURing {
+				l.flushEng = fe
+			} else {
+				fe.Close()
+			}
+		}
 	}
 	l.slots = make(chan struct{}, opts.PipelineDepth)
 	l.flushQ = make(chan *group, opts.PipelineDepth)
@@ -492,7 +508,7 @@ func (l *Log) flushLoop() {
 // flush writes g and makes it durable, and records how long that took.
 func (l *Log) flush(g *group) {
 	start := time.Now()
-	g.err = l.writeFile(g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
+	g.err = l.writeFileOn(l.flushEngine(), g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
 	l.flushNanos.Store(int64(time.Since(start)))
 	close(g.done)
 }
@@ -681,6 +697,18 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 // LinkedFdatasync) with an fdatasync linked to the write — one submission,
 // and the flush runs only after the write completed in full.
 func (l *Log) writeFile(f *os.File, path string, off int64, buf []byte, sync bool) error {
+	return l.writeFileOn(l.eng, f, path, off, buf, sync)
+}
+
+// flushEngine is the engine of group flushes.
+func (l *Log) flushEngine() *ioengine.Engine {
+	if l.flushEng != nil {
+		return l.flushEng
+	}
+	return l.eng
+}
+
+func (l *Log) writeFileOn(eng *ioengine.Engine, f *os.File, path string, off int64, buf []byte, sync bool) error {
 	id := l.traceWrite(path, off, buf)
 	reqs := [2]ioengine.Request{
 		{Op: ioengine.OpWrite, Fd: int(f.Fd()), Off: off, Buf: buf},
@@ -693,7 +721,7 @@ func (l *Log) writeFile(f *os.File, path string, off int64, buf []byte, sync boo
 	case sync:
 		reqs[0].Link, n = true, 2
 	}
-	err := l.eng.Do(reqs[:n])
+	err := eng.Do(reqs[:n])
 	runtime.KeepAlive(f)
 	if err != nil {
 		return fmt.Errorf("wal: write %s at offset %d, %d bytes: %w", path, off, len(buf), err)
@@ -828,6 +856,9 @@ func (l *Log) releaseAll() {
 	l.segMu.Unlock()
 	if l.ownEngine {
 		l.eng.Close()
+	}
+	if l.flushEng != nil {
+		l.flushEng.Close()
 	}
 	l.lock.Close()
 }
