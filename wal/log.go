@@ -29,9 +29,9 @@ type Log struct {
 	// committer's own thread, without the hand-offs to and from a ring
 	// goroutine. Immutable; closed by Close.
 	flushEng *ioengine.Engine
-	lock      *os.File         // immutable: flock on wal.lock, held until Close
-	capacity  int              // immutable: the largest encoded request a new segment holds
-	dsync     bool             // immutable: durable writes use RWF_DSYNC instead of a linked fdatasync
+	lock     *os.File // immutable: flock on wal.lock, held until Close
+	capacity int      // immutable: the largest encoded request a new segment holds
+	dsync    bool     // immutable: durable writes use RWF_DSYNC instead of a linked fdatasync
 
 	// mu guards the queue of requests and the state below it.
 	mu      sync.Mutex
