@@ -177,7 +177,7 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 		opts.Engine = eng
 	}
 	if mode == arrowscan.ModePool {
-		if pool, err = bufpool.New(bufpool.Options{FrameSize: c.FrameSize, Budget: c.PoolBytes, Engine: eng}); err != nil {
+		if pool, err = bufpool.New(arrowscan.PoolOptions(bufpool.Options{FrameSize: c.FrameSize, Budget: c.PoolBytes, Engine: eng})); err != nil {
 			return bench.Trial{}, err
 		}
 		defer pool.Close()

@@ -137,7 +137,7 @@ func runScan(sc scanConfig, q events.Query, paths []string, check bool, stdout i
 		}
 	}
 	if sc.mode == arrowscan.ModePool {
-		pool, err = bufpool.New(bufpool.Options{FrameSize: sc.frameBytes, Budget: sc.poolBytes, Engine: eng, Logf: sc.logf})
+		pool, err = bufpool.New(arrowscan.PoolOptions(bufpool.Options{FrameSize: sc.frameBytes, Budget: sc.poolBytes, Engine: eng, Logf: sc.logf}))
 		if err != nil {
 			return fmt.Errorf("scan: %w", err)
 		}
