@@ -45,7 +45,7 @@ type uringBackend struct {
 	queue    []*batch // guarded by mu
 	spare    []*batch // guarded by mu: the previous queue's array, reused
 	sleeping bool     // guarded by mu: the ring goroutine may be blocked in enter
-	closing  bool     // guarded by mu
+	closing  bool     // guarded by mu (inline: by issueMu)
 
 	exited chan struct{} // closed when the ring goroutine has returned
 
