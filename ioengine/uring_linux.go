@@ -217,37 +217,44 @@ func (u *uringBackend) loop() {
 			continue
 		}
 
-		before := u.ring.Stats()
-		var err error
-		if u.kind == BackendSQPoll && len(u.ready) > 0 && u.ring.Features()&uring.FeatExtArg != 0 {
-			// The SQPOLL thread publishes the SQ head after it has posted
-			// completions, so the SQ may be full of SQEs that are already
-			// done: no completion would wake a plain wait. Poll instead.
-			if _, err = u.ring.WaitTimeout(1, sqFullPoll); errors.Is(err, uring.ErrTimeout) {
-				err = nil
-			}
-		} else {
-			_, err = u.ring.SubmitAndWait(1)
-		}
-		after := u.ring.Stats()
-		u.enters.Add(after.Enters - before.Enters)
-		u.sqes.Add(after.SQEs - before.SQEs)
-		u.overflow.Store(uint64(after.CQOverflow))
-		if err != nil {
-			switch {
-			case errors.Is(err, uring.ErrBusy):
-				// Reap below, then the next turn retries.
-			case errors.Is(err, uring.ErrLostCompletion):
-				u.lost.Add(1)
-			default:
-				// The ring itself failed (not a request): fail everything in
-				// flight rather than hang the callers.
-				u.failAll(err)
-				return
-			}
+		if err := u.enter(); err != nil {
+			// The ring itself failed (not a request): fail everything in
+			// flight rather than hang the callers.
+			u.failAll(err)
+			return
 		}
 		u.reap()
 	}
+}
+
+// enter submits what is placed and waits for a completion, counting
+// enters, SQEs and overflow. It returns only an error of the ring itself:
+// EBUSY (reap, then retry) and a lost completion (counted) are not.
+func (u *uringBackend) enter() error {
+	before := u.ring.Stats()
+	var err error
+	if u.kind == BackendSQPoll && len(u.ready) > 0 && u.ring.Features()&uring.FeatExtArg != 0 {
+		// The SQPOLL thread publishes the SQ head after it has posted
+		// completions, so the SQ may be full of SQEs that are already
+		// done: no completion would wake a plain wait. Poll instead.
+		if _, err = u.ring.WaitTimeout(1, sqFullPoll); errors.Is(err, uring.ErrTimeout) {
+			err = nil
+		}
+	} else {
+		_, err = u.ring.SubmitAndWait(1)
+	}
+	after := u.ring.Stats()
+	u.enters.Add(after.Enters - before.Enters)
+	u.sqes.Add(after.SQEs - before.SQEs)
+	u.overflow.Store(uint64(after.CQOverflow))
+	switch {
+	case err == nil, errors.Is(err, uring.ErrBusy):
+		return nil
+	case errors.Is(err, uring.ErrLostCompletion):
+		u.lost.Add(1)
+		return nil
+	}
+	return err
 }
 
 func (u *uringBackend) wakeInflight() int {
@@ -570,25 +577,13 @@ func (u *uringBackend) doInline(b *batch) error {
 			<-b.done // chainDone's token; the batch is reused
 			return nil
 		}
-		before := u.ring.Stats()
-		_, err := u.ring.SubmitAndWait(1)
-		after := u.ring.Stats()
-		u.enters.Add(after.Enters - before.Enters)
-		u.sqes.Add(after.SQEs - before.SQEs)
-		u.overflow.Store(uint64(after.CQOverflow))
-		if err != nil {
-			switch {
-			case errors.Is(err, uring.ErrBusy):
-			case errors.Is(err, uring.ErrLostCompletion):
-				u.lost.Add(1)
-			default:
-				// The ring failed: fail what is in flight (this batch only,
-				// calls are serialized) and every later call.
-				u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
-				u.failAll(err)
-				<-b.done
-				return nil
-			}
+		if err := u.enter(); err != nil {
+			// The ring failed: fail what is in flight (this batch only,
+			// calls are serialized) and every later call.
+			u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
+			u.failAll(err)
+			<-b.done
+			return nil
 		}
 		u.reap()
 	}
