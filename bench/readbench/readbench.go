@@ -381,13 +381,11 @@ func fioExec(path, file string, d time.Duration, extra ...string) func() (bench.
 		args := append([]string{"--name=ringstore-randread", "--filename=" + file, "--ioengine=io_uring", "--iodepth=64",
 			"--direct=1", "--rw=randread", "--bs=4k", "--time_based", "--runtime=" + strconv.Itoa(secs), "--ramp_time=0",
 			"--readonly", "--output-format=json"}, extra...)
-		cmd := exec.Command(path, args...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return bench.Trial{}, fmt.Errorf("fio: %v: %s", err, bytes.TrimSpace(errb.Bytes()))
+		out, err := bench.RunFio(path, args)
+		if err != nil {
+			return bench.Trial{}, err
 		}
-		return parseFio(out.Bytes())
+		return parseFio(out)
 	}
 }
 

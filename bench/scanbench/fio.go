@@ -44,13 +44,11 @@ func fioArgs(files []string, o DeviceOptions) []string {
 // fioExec runs fio once as a trial.
 func fioExec(path string, files []string, o DeviceOptions) func() (bench.Trial, error) {
 	return func() (bench.Trial, error) {
-		cmd := exec.Command(path, fioArgs(files, o)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return bench.Trial{}, fmt.Errorf("fio: %v: %s", err, bytes.TrimSpace(errb.Bytes()))
+		out, err := bench.RunFio(path, fioArgs(files, o))
+		if err != nil {
+			return bench.Trial{}, err
 		}
-		return parseFio(out.Bytes())
+		return parseFio(out)
 	}
 }
 
