@@ -645,13 +645,6 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	path := filepath.Join(l.dir, segmentName(base))
 	size := l.opts.SegmentSize
 	f := l.takeSpare()
-	if f == nil && l.opts.ZeroFillSegments && l.spares.cond == nil {
-		// The first segment, made by Open before the spare goroutine
-		// starts: zero-filled like every later one.
-		if spare, err := l.makeSpare(); err == nil {
-			f = spare
-		}
-	}
 	var tmp string
 	if f != nil {
 		tmp = f.Name()

@@ -51,7 +51,7 @@ type Options struct {
 	// trailers and the sequence of segments are always checked at Open.
 	LazyVerify bool
 	// ZeroFillSegments writes each new segment full of zeros (O_DIRECT,
-	// ahead of need; the first one at Open) before entries go in, so that group flushes overwrite
+	// ahead of need, the first one too) before entries go in, so that group flushes overwrite
 	// written blocks instead of converting the unwritten extents fallocate
 	// leaves (see spare.go for what it measured). Off by default: on the
 	// reference VM it halved the cost of one 32 KiB flush but made no
