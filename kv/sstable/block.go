@@ -1,0 +1,283 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+)
+
+const (
+	// Alignment is the offset and length granularity of data blocks: every
+	// block starts at a multiple of it and is padded to a multiple of it, so
+	// an O_DIRECT read of a block handle is exact.
+	Alignment = 4096
+	// restartInterval is the number of entries between restart points.
+	restartInterval = 16
+	// blockTrailerLen is the used length and CRC at the end of a padded
+	// data block.
+	blockTrailerLen = 8
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func alignUp(n int) int { return (n + Alignment - 1) &^ (Alignment - 1) }
+
+// blockCRC is the checksum of a data block: CRC32C over its used bytes and
+// then the used length as a little-endian uint32.
+func blockCRC(used []byte) uint32 {
+	var l [4]byte
+	binary.LittleEndian.PutUint32(l[:], uint32(len(used)))
+	return crc32.Update(crc32.Checksum(used, castagnoli), castagnoli, l[:])
+}
+
+// blockBuilder encodes the entries of one data block.
+type blockBuilder struct {
+	buf      []byte   // entries so far
+	restarts []uint32 // offsets of restart entries
+	lastKey  []byte   // encoded key of the last entry
+	count    int
+}
+
+func (b *blockBuilder) reset() {
+	b.buf = b.buf[:0]
+	b.restarts = b.restarts[:0]
+	b.lastKey = b.lastKey[:0]
+	b.count = 0
+}
+
+func (b *blockBuilder) empty() bool { return b.count == 0 }
+
+// usedLen is the used length the block would have if finished now.
+func (b *blockBuilder) usedLen() int { return len(b.buf) + 4*len(b.restarts) + 4 }
+
+// entryLen is an upper bound of what adding key and value would grow the
+// used length by.
+func entryLen(key []byte, valueLen int) int {
+	return 3*binary.MaxVarintLen32 + len(key) + valueLen + 4
+}
+
+func (b *blockBuilder) add(key, value []byte) {
+	shared := 0
+	if b.count%restartInterval == 0 {
+		b.restarts = append(b.restarts, uint32(len(b.buf)))
+	} else {
+		n := min(len(key), len(b.lastKey))
+		for shared < n && key[shared] == b.lastKey[shared] {
+			shared++
+		}
+	}
+	b.buf = binary.AppendUvarint(b.buf, uint64(shared))
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(key)-shared))
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(value)))
+	b.buf = append(b.buf, key[shared:]...)
+	b.buf = append(b.buf, value...)
+	b.lastKey = append(b.lastKey[:0], key...)
+	b.count++
+}
+
+// finish appends the padded block to dst and returns it with the used
+// length.
+func (b *blockBuilder) finish(dst []byte) ([]byte, int) {
+	start := len(dst)
+	dst = append(dst, b.buf...)
+	for _, r := range b.restarts {
+		dst = binary.LittleEndian.AppendUint32(dst, r)
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.restarts)))
+	used := len(dst) - start
+	padded := alignUp(used + blockTrailerLen)
+	dst = append(dst, make([]byte, padded-used-blockTrailerLen)...)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(used))
+	dst = binary.LittleEndian.AppendUint32(dst, blockCRC(dst[start:start+used]))
+	return dst, used
+}
+
+// Block is one decoded data block. It aliases the buffer it was decoded
+// from: keys and values it returns are valid only while that buffer is
+// unchanged. A Block is immutable and safe for concurrent use.
+type Block struct {
+	data       []byte   // the entries region
+	restarts   []uint32 // offsets of restart entries, validated
+	numEntries int
+	used       int         // used length from the trailer
+	first      InternalKey // first and last keys; own their memory
+	last       InternalKey
+}
+
+// decodeBlock checks a padded data block (trailer, CRC, padding, every
+// entry and restart point) and returns it. s names the block's file and
+// offset for errors.
+func decodeBlock(buf []byte, s site) (Block, error) {
+	if len(buf) < Alignment || len(buf)%Alignment != 0 {
+		return Block{}, s.corrupt(0, "data block length %d is not a positive multiple of %d", len(buf), Alignment)
+	}
+	t := len(buf) - blockTrailerLen
+	used := int(binary.LittleEndian.Uint32(buf[t:]))
+	sum := binary.LittleEndian.Uint32(buf[t+4:])
+	if used < 4 || used > t || alignUp(used+blockTrailerLen) != len(buf) {
+		return Block{}, s.corrupt(t, "data block used length %d does not fit its %d-byte block", used, len(buf))
+	}
+	if got := blockCRC(buf[:used]); got != sum {
+		return Block{}, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
+	}
+	for i := used; i < t; i++ {
+		if buf[i] != 0 {
+			return Block{}, s.corrupt(i, "data block padding byte is %#02x, not zero", buf[i])
+		}
+	}
+	nr := int(binary.LittleEndian.Uint32(buf[used-4:]))
+	if nr == 0 || nr > (used-4)/4 {
+		return Block{}, s.corrupt(used-4, "data block restart count %d does not fit %d used bytes", nr, used)
+	}
+	dataEnd := used - 4 - 4*nr
+	b := Block{data: buf[:dataEnd], restarts: make([]uint32, nr), used: used}
+	for i := range b.restarts {
+		b.restarts[i] = binary.LittleEndian.Uint32(buf[dataEnd+4*i:])
+	}
+	// Walk every entry once so that Get and Iter can trust the block.
+	var prev, key []byte
+	off := 0
+	for off < dataEnd {
+		e, err := readEntry(b.data, off, key)
+		if err != "" {
+			return Block{}, s.corrupt(off, "data block entry %d: %s", b.numEntries, err)
+		}
+		if b.numEntries%restartInterval == 0 {
+			r := b.numEntries / restartInterval
+			if r >= nr || int(b.restarts[r]) != off {
+				return Block{}, s.corrupt(dataEnd+4*min(r, nr-1), "data block restart %d does not point at entry %d (offset %d)", r, b.numEntries, off)
+			}
+			if e.shared != 0 {
+				return Block{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", b.numEntries, e.shared)
+			}
+		}
+		ik, ok := parseKey(e.key)
+		if !ok {
+			return Block{}, s.corrupt(off, "data block entry %d: bad internal key %x", b.numEntries, e.key)
+		}
+		if prev != nil {
+			pk, _ := parseKey(prev)
+			if Compare(pk, ik) >= 0 {
+				return Block{}, s.corrupt(off, "data block entry %d: key %s does not sort after %s", b.numEntries, ik, pk)
+			}
+		}
+		if b.numEntries == 0 {
+			b.first = ik
+		}
+		b.last = ik
+		prev = append(prev[:0], e.key...)
+		key = e.key
+		off = e.next
+		b.numEntries++
+	}
+	if want := (b.numEntries + restartInterval - 1) / restartInterval; want != nr || b.numEntries == 0 {
+		return Block{}, s.corrupt(used-4, "data block has %d restarts for %d entries", nr, b.numEntries)
+	}
+	return b, nil
+}
+
+type entry struct {
+	shared int
+	key    []byte // the whole encoded key, in the scratch buffer passed in
+	value  []byte // aliases the block
+	next   int    // offset of the next entry
+}
+
+// readEntry decodes the entry at off, rebuilding its key into a fresh
+// slice from prevKey's shared prefix (prevKey is never written). It
+// returns a reason on damage.
+func readEntry(data []byte, off int, prevKey []byte) (entry, string) {
+	var v [3]uint64
+	p := off
+	for i := range v {
+		x, n := binary.Uvarint(data[p:])
+		if n <= 0 {
+			return entry{}, "bad varint in entry header"
+		}
+		v[i] = x
+		p += n
+	}
+	shared, unshared, vlen := v[0], v[1], v[2]
+	if shared > uint64(len(prevKey)) {
+		return entry{}, "shares more key bytes than the previous key has"
+	}
+	rest := uint64(len(data) - p)
+	if unshared > rest || vlen > rest-unshared {
+		return entry{}, "key or value runs past the end of the entries"
+	}
+	key := make([]byte, 0, int(shared+unshared))
+	key = append(key, prevKey[:shared]...)
+	key = append(key, data[p:p+int(unshared)]...)
+	p += int(unshared)
+	return entry{shared: int(shared), key: key, value: data[p : p+int(vlen) : p+int(vlen)], next: p + int(vlen)}, ""
+}
+
+// Len returns the number of entries in the block.
+func (b Block) Len() int { return b.numEntries }
+
+// Get returns the newest version of userKey in the block: its value
+// (aliasing the block's buffer; empty for a delete), kind and seq. found
+// is false when the block holds no version of userKey.
+func (b Block) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found bool) {
+	// Find the last restart whose user key sorts before userKey; the
+	// newest version of userKey, if any, is at or after it.
+	lo, hi := 0, len(b.restarts) // answer in [lo, hi)
+	for hi-lo > 1 {
+		mid := int(uint(lo+hi) >> 1)
+		e, _ := readEntry(b.data, int(b.restarts[mid]), nil)
+		ik, _ := parseKey(e.key)
+		if bytes.Compare(ik.UserKey, userKey) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	it := b.iterAt(lo)
+	for it.Next() {
+		switch c := bytes.Compare(it.key.UserKey, userKey); {
+		case c == 0:
+			return it.Value(), it.key.Kind, it.key.Seq, true
+		case c > 0:
+			return nil, 0, 0, false
+		}
+	}
+	return nil, 0, 0, false
+}
+
+// Iter returns an iterator over the block's entries in order.
+func (b Block) Iter() *BlockIter { return b.iterAt(0) }
+
+func (b Block) iterAt(restart int) *BlockIter {
+	return &BlockIter{b: b, off: int(b.restarts[restart])}
+}
+
+// BlockIter walks a Block's entries in order. Keys and values alias the
+// block's buffer and the iterator's key buffer: they are valid until the
+// next call to Next. A BlockIter is owned by one goroutine.
+type BlockIter struct {
+	b     Block
+	off   int
+	raw   []byte
+	key   InternalKey
+	value []byte
+}
+
+// Next moves to the next entry and reports whether there is one.
+func (it *BlockIter) Next() bool {
+	if it.off >= len(it.b.data) {
+		return false
+	}
+	// decodeBlock walked every entry, so none of this can fail.
+	e, _ := readEntry(it.b.data, it.off, it.raw)
+	it.raw = e.key
+	it.key, _ = parseKey(e.key)
+	it.value = e.value
+	it.off = e.next
+	return true
+}
+
+// Key returns the current entry's key.
+func (it *BlockIter) Key() InternalKey { return it.key }
+
+// Value returns the current entry's value.
+func (it *BlockIter) Value() []byte { return it.value }

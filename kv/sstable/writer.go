@@ -1,0 +1,200 @@
+package sstable
+
+import (
+	"fmt"
+	"io"
+)
+
+const (
+	// DefaultBlockSize is the default target of a data block's used bytes.
+	DefaultBlockSize = Alignment
+	// DefaultBloomBitsPerKey gives about a 1% false-positive rate.
+	DefaultBloomBitsPerKey = 10
+	// MaxBlockSize bounds Options.BlockSize.
+	MaxBlockSize = 1 << 24
+	// MaxBloomBitsPerKey bounds Options.BloomBitsPerKey.
+	MaxBloomBitsPerKey = 40
+	// MaxKeyLen bounds a user key.
+	MaxKeyLen = 1 << 16
+	// MaxValueLen bounds a value.
+	MaxValueLen = 1 << 28
+)
+
+// Options configure a Writer. The zero value is valid: every zero field
+// takes its default (filled in by withDefaults only).
+type Options struct {
+	// BlockSize is the target of a data block's used bytes (entries,
+	// restart array and trailer): a block is cut before the entry that
+	// would take it past BlockSize. Blocks are padded to a multiple of
+	// Alignment on disk, so values that are not multiples of 4096 waste
+	// the rest of the last page. An entry larger than BlockSize gets a
+	// block of its own. 0 means DefaultBlockSize; at most MaxBlockSize.
+	BlockSize int
+	// BloomBitsPerKey sizes the bloom filter. 0 means
+	// DefaultBloomBitsPerKey; at most MaxBloomBitsPerKey.
+	BloomBitsPerKey int
+}
+
+func (o Options) String() string {
+	return fmt.Sprintf("sstable.Options{BlockSize: %d, BloomBitsPerKey: %d}", o.BlockSize, o.BloomBitsPerKey)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.BlockSize == 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.BloomBitsPerKey == 0 {
+		o.BloomBitsPerKey = DefaultBloomBitsPerKey
+	}
+	if o.BlockSize < 0 || o.BlockSize > MaxBlockSize {
+		return o, fmt.Errorf("%w: BlockSize %d is not in [1, %d]", ErrBadOptions, o.BlockSize, MaxBlockSize)
+	}
+	if o.BloomBitsPerKey < 0 || o.BloomBitsPerKey > MaxBloomBitsPerKey {
+		return o, fmt.Errorf("%w: BloomBitsPerKey %d is not in [1, %d]", ErrBadOptions, o.BloomBitsPerKey, MaxBloomBitsPerKey)
+	}
+	return o, nil
+}
+
+// Meta describes a finished SST file.
+type Meta struct {
+	Properties
+	Size uint64 // bytes written, footer included
+}
+
+// Writer writes one SST file, sequentially, to an io.Writer. The file
+// starts at the writer's position when NewWriter is called; offsets in the
+// file are relative to it, and Open expects the file to start at offset 0.
+// A Writer is owned by one goroutine.
+//
+// The Writer never syncs: after Finish the caller must fsync the file
+// (and the directory, for a new file) before relying on it surviving a
+// crash.
+type Writer struct {
+	w    io.Writer
+	opts Options
+
+	block  blockBuilder
+	buf    []byte       // a finished block or the metadata, reused
+	index  []indexEntry // one per written data block
+	hashes []uint64     // bloomHash of each distinct user key, for the filter
+	props  Properties
+	last   InternalKey // previous key added; owns its memory
+	off    uint64      // bytes written so far
+	err    error       // sticky: ErrFinished or the first write error
+}
+
+// NewWriter returns a Writer that writes to w.
+func NewWriter(w io.Writer, opts Options) (*Writer, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{w: w, opts: o}, nil
+}
+
+// Add appends an entry. Keys must be strictly increasing in internal-key
+// order (Compare); value must be empty for KindDelete. key and value are
+// copied.
+func (w *Writer) Add(key InternalKey, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	switch {
+	case !key.Kind.valid():
+		return fmt.Errorf("sstable: key %s has an unknown kind", key)
+	case key.Seq > MaxSeq:
+		return fmt.Errorf("sstable: key %q has seq %d over the maximum %d", key.UserKey, key.Seq, uint64(MaxSeq))
+	case len(key.UserKey) > MaxKeyLen:
+		return fmt.Errorf("%w: user key of %d bytes (maximum %d)", ErrTooLarge, len(key.UserKey), MaxKeyLen)
+	case len(value) > MaxValueLen:
+		return fmt.Errorf("%w: value of %d bytes for key %s (maximum %d)", ErrTooLarge, len(value), key, MaxValueLen)
+	case key.Kind == KindDelete && len(value) != 0:
+		return fmt.Errorf("sstable: delete %s carries a %d-byte value", key, len(value))
+	}
+	if w.props.Entries > 0 && Compare(w.last, key) >= 0 {
+		return fmt.Errorf("%w: %s added after %s", ErrOutOfOrder, key, w.last)
+	}
+	enc := appendKey(nil, key)
+	if !w.block.empty() && w.block.usedLen()+entryLen(enc, len(value)) > w.opts.BlockSize-blockTrailerLen {
+		if err := w.flushBlock(); err != nil {
+			return err
+		}
+	}
+	w.block.add(enc, value)
+	if w.props.Entries == 0 || string(w.last.UserKey) != string(key.UserKey) {
+		w.hashes = append(w.hashes, bloomHash(key.UserKey))
+	}
+	if w.props.Entries == 0 {
+		w.props.Smallest = cloneKey(key)
+	}
+	w.last = InternalKey{UserKey: append(w.last.UserKey[:0], key.UserKey...), Seq: key.Seq, Kind: key.Kind}
+	w.props.Entries++
+	if key.Kind == KindDelete {
+		w.props.Deletes++
+	}
+	w.props.MaxSeq = max(w.props.MaxSeq, key.Seq)
+	return nil
+}
+
+func (w *Writer) flushBlock() error {
+	var used int
+	w.buf, used = w.block.finish(w.buf[:0])
+	last, _ := parseKey(w.block.lastKey)
+	w.index = append(w.index, indexEntry{
+		lastKey: cloneKey(last),
+		handle:  BlockHandle{Offset: w.off, Len: uint64(len(w.buf))},
+		used:    uint32(used),
+	})
+	w.block.reset()
+	return w.write(w.buf)
+}
+
+func (w *Writer) write(b []byte) error {
+	n, err := w.w.Write(b)
+	w.off += uint64(n)
+	if err == nil && n != len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("sstable: writing at offset %d: %w", w.off, err)
+	}
+	return w.err
+}
+
+// Finish writes the last data block, the index, filter, properties and
+// footer, and returns what the file holds. It does not sync (see Writer).
+// After Finish the Writer accepts nothing more.
+func (w *Writer) Finish() (Meta, error) {
+	if w.err != nil {
+		return Meta{}, w.err
+	}
+	if !w.block.empty() {
+		if err := w.flushBlock(); err != nil {
+			return Meta{}, err
+		}
+	}
+	w.props.DataBlocks = uint64(len(w.index))
+	if w.props.Entries > 0 {
+		w.props.Largest = cloneKey(w.last)
+	}
+	filter := newBloomFilter(len(w.hashes), w.opts.BloomBitsPerKey)
+	for _, h := range w.hashes {
+		filter.addHash(h)
+	}
+	var f footer
+	f.version = Version
+	meta := encodeIndex(w.buf[:0], w.index)
+	f.index = section{w.off, uint64(len(meta))}
+	meta = encodeFilter(meta, filter)
+	f.filter = section{f.index.off + f.index.len, uint64(len(meta)) - f.index.len}
+	n := len(meta)
+	meta = encodeProps(meta, w.props)
+	f.props = section{f.filter.off + f.filter.len, uint64(len(meta) - n)}
+	meta = encodeFooter(meta, f)
+	w.buf = meta
+	if err := w.write(meta); err != nil {
+		return Meta{}, err
+	}
+	w.err = ErrFinished
+	return Meta{Properties: w.props, Size: w.off}, nil
+}
