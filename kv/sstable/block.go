@@ -219,6 +219,9 @@ func (b Block) Len() int { return b.numEntries }
 // (aliasing the block's buffer; empty for a delete), kind and seq. found
 // is false when the block holds no version of userKey.
 func (b Block) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found bool) {
+	if len(b.restarts) == 0 { // the zero Block
+		return nil, 0, 0, false
+	}
 	// Find the last restart whose user key sorts before userKey; the
 	// newest version of userKey, if any, is at or after it.
 	lo, hi := 0, len(b.restarts) // answer in [lo, hi)
@@ -248,6 +251,9 @@ func (b Block) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found b
 func (b Block) Iter() *BlockIter { return b.iterAt(0) }
 
 func (b Block) iterAt(restart int) *BlockIter {
+	if len(b.restarts) == 0 { // the zero Block
+		return &BlockIter{b: b}
+	}
 	return &BlockIter{b: b, off: int(b.restarts[restart])}
 }
 
@@ -276,7 +282,8 @@ func (it *BlockIter) Next() bool {
 	return true
 }
 
-// Key returns the current entry's key.
+// Key returns the current entry's key (the zero key before the first
+// Next).
 func (it *BlockIter) Key() InternalKey { return it.key }
 
 // Value returns the current entry's value.

@@ -116,8 +116,9 @@
 // Writer.Finish writes the whole file but never syncs: the caller must
 // fsync the file, and for a new file its directory, before the file may
 // be relied on after a crash (or named in a manifest). A file torn by a
-// crash before that fails Open with a *CorruptError (its footer is the
-// last thing written).
+// crash before that (any of its pages lost or stale) fails Open or the
+// read of the damaged block with a *CorruptError, as every section and
+// block carries a checksum; no damage is skipped silently.
 //
 // # O_DIRECT
 //

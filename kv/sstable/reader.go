@@ -144,7 +144,8 @@ func (r *Reader) Properties() Properties { return r.props }
 // NumBlocks returns the number of data blocks.
 func (r *Reader) NumBlocks() int { return len(r.index) }
 
-// Block returns the handle of data block i, in file order.
+// Block returns the handle of data block i, in file order, for
+// 0 <= i < NumBlocks().
 func (r *Reader) Block(i int) BlockHandle { return r.index[i].handle }
 
 // MayContain reports whether the file may hold some version of userKey:
@@ -267,11 +268,21 @@ func (it *Iterator) Next() bool {
 	return false
 }
 
-// Key returns the current key.
-func (it *Iterator) Key() InternalKey { return it.block.Key() }
+// Key returns the current key (the zero key before the first Next).
+func (it *Iterator) Key() InternalKey {
+	if it.block == nil {
+		return InternalKey{}
+	}
+	return it.block.Key()
+}
 
 // Value returns the current value.
-func (it *Iterator) Value() []byte { return it.block.Value() }
+func (it *Iterator) Value() []byte {
+	if it.block == nil {
+		return nil
+	}
+	return it.block.Value()
+}
 
 // Err returns the error that stopped the iterator, if any.
 func (it *Iterator) Err() error { return it.err }

@@ -158,6 +158,18 @@ func testRoundTrip(t *testing.T, opts Options) {
 	if large == 0 {
 		t.Fatal("no block larger than 4096 bytes: large values were not exercised")
 	}
+	// With 4 KiB blocks, a block larger than 4 KiB holds one entry only.
+	if opts.BlockSize == 0 {
+		for i := range r.NumBlocks() {
+			b, _, err := r.readBlock(i, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := r.Block(i); h.Len > Alignment && b.Len() != 1 {
+				t.Fatalf("block %d of %d bytes holds %d entries; want a large entry alone", i, h.Len, b.Len())
+			}
+		}
+	}
 
 	f, err := os.Open(path)
 	if err != nil {
@@ -406,6 +418,17 @@ func TestDecodeBlockBadHandle(t *testing.T) {
 		if _, err := r.DecodeBlock(b, buf); !errors.As(err, &ce) || ce.Offset < int64(b.Offset) || ce.Offset >= int64(b.Offset+b.Len) {
 			t.Errorf("block 0 decoded as block 2: %v", err)
 		}
+	}
+}
+
+func TestZeroValues(t *testing.T) {
+	var b Block
+	if _, _, _, found := b.Get([]byte("a")); found || b.Iter().Next() || b.Len() != 0 {
+		t.Fatal("the zero Block is not empty")
+	}
+	var it Iterator
+	if it.Key().UserKey != nil || it.Value() != nil {
+		t.Fatal("the zero Iterator has a key")
 	}
 }
 
