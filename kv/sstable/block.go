@@ -135,10 +135,10 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 		b.restarts[i] = binary.LittleEndian.Uint32(buf[dataEnd+4*i:])
 	}
 	// Walk every entry once so that Get and Iter can trust the block.
-	var prev, key []byte
+	var prev, key, scratch []byte
 	off := 0
 	for off < dataEnd {
-		e, err := readEntry(b.data, off, key)
+		e, err := readEntry(b.data, off, key, scratch)
 		if err != "" {
 			return Block{}, s.corrupt(off, "data block entry %d: %s", b.numEntries, err)
 		}
@@ -162,31 +162,34 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 			}
 		}
 		if b.numEntries == 0 {
-			b.first = ik
+			b.first = cloneKey(ik)
 		}
-		b.last = ik
 		prev = append(prev[:0], e.key...)
-		key = e.key
+		key, scratch = e.key, e.scratch
 		off = e.next
 		b.numEntries++
 	}
 	if want := (b.numEntries + restartInterval - 1) / restartInterval; want != nr || b.numEntries == 0 {
 		return Block{}, s.corrupt(used-4, "data block has %d restarts for %d entries", nr, b.numEntries)
 	}
+	b.last, _ = parseKey(prev)
 	return b, nil
 }
 
 type entry struct {
-	shared int
-	key    []byte // the whole encoded key, in the scratch buffer passed in
-	value  []byte // aliases the block
-	next   int    // offset of the next entry
+	shared  int
+	key     []byte // the whole encoded key (see readEntry for its memory)
+	scratch []byte // the caller's scratch buffer, maybe grown
+	value   []byte // aliases the block
+	next    int    // offset of the next entry
 }
 
-// readEntry decodes the entry at off, rebuilding its key into a fresh
-// slice from prevKey's shared prefix (prevKey is never written). It
-// returns a reason on damage.
-func readEntry(data []byte, off int, prevKey []byte) (entry, string) {
+// readEntry decodes the entry at off. prevKey is the previous entry's
+// key. A key that shares nothing aliases data; one that shares a prefix is
+// rebuilt in scratch (which may hold prevKey: the copy is overlap-safe),
+// returned grown as entry.scratch. data is never written. It returns a
+// reason on damage.
+func readEntry(data []byte, off int, prevKey, scratch []byte) (entry, string) {
 	var v [3]uint64
 	p := off
 	for i := range v {
@@ -205,11 +208,17 @@ func readEntry(data []byte, off int, prevKey []byte) (entry, string) {
 	if unshared > rest || vlen > rest-unshared {
 		return entry{}, "key or value runs past the end of the entries"
 	}
-	key := make([]byte, 0, int(shared+unshared))
-	key = append(key, prevKey[:shared]...)
-	key = append(key, data[p:p+int(unshared)]...)
-	p += int(unshared)
-	return entry{shared: int(shared), key: key, value: data[p : p+int(vlen) : p+int(vlen)], next: p + int(vlen)}, ""
+	u := int(unshared)
+	var key []byte
+	if shared == 0 {
+		key = data[p : p+u : p+u]
+	} else {
+		scratch = append(scratch[:0], prevKey[:shared]...)
+		scratch = append(scratch, data[p:p+u]...)
+		key = scratch
+	}
+	p += u
+	return entry{shared: int(shared), key: key, scratch: scratch, value: data[p : p+int(vlen) : p+int(vlen)], next: p + int(vlen)}, ""
 }
 
 // Len returns the number of entries in the block.
@@ -227,7 +236,7 @@ func (b Block) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found b
 	lo, hi := 0, len(b.restarts) // answer in [lo, hi)
 	for hi-lo > 1 {
 		mid := int(uint(lo+hi) >> 1)
-		e, _ := readEntry(b.data, int(b.restarts[mid]), nil)
+		e, _ := readEntry(b.data, int(b.restarts[mid]), nil, nil)
 		ik, _ := parseKey(e.key)
 		if bytes.Compare(ik.UserKey, userKey) < 0 {
 			lo = mid
@@ -248,24 +257,28 @@ func (b Block) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found b
 }
 
 // Iter returns an iterator over the block's entries in order.
-func (b Block) Iter() *BlockIter { return b.iterAt(0) }
+func (b Block) Iter() *BlockIter {
+	it := b.iterAt(0)
+	return &it
+}
 
-func (b Block) iterAt(restart int) *BlockIter {
+func (b Block) iterAt(restart int) BlockIter {
 	if len(b.restarts) == 0 { // the zero Block
-		return &BlockIter{b: b}
+		return BlockIter{b: b}
 	}
-	return &BlockIter{b: b, off: int(b.restarts[restart])}
+	return BlockIter{b: b, off: int(b.restarts[restart])}
 }
 
 // BlockIter walks a Block's entries in order. Keys and values alias the
 // block's buffer and the iterator's key buffer: they are valid until the
 // next call to Next. A BlockIter is owned by one goroutine.
 type BlockIter struct {
-	b     Block
-	off   int
-	raw   []byte
-	key   InternalKey
-	value []byte
+	b       Block
+	off     int
+	raw     []byte // the current encoded key
+	scratch []byte // where keys that share a prefix are rebuilt
+	key     InternalKey
+	value   []byte
 }
 
 // Next moves to the next entry and reports whether there is one.
@@ -274,8 +287,8 @@ func (it *BlockIter) Next() bool {
 		return false
 	}
 	// decodeBlock walked every entry, so none of this can fail.
-	e, _ := readEntry(it.b.data, it.off, it.raw)
-	it.raw = e.key
+	e, _ := readEntry(it.b.data, it.off, it.raw, it.scratch)
+	it.raw, it.scratch = e.key, e.scratch
 	it.key, _ = parseKey(e.key)
 	it.value = e.value
 	it.off = e.next

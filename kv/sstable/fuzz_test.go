@@ -69,6 +69,12 @@ func FuzzDecodeBlock(f *testing.F) {
 			return
 		}
 		for _, buf := range [][]byte{used, sealBlock(used)} {
+			orig := bytes.Clone(buf)
+			defer func() {
+				if !bytes.Equal(orig, buf) {
+					t.Fatal("decoding or reading the block wrote into its buffer")
+				}
+			}()
 			b, err := decodeBlock(buf, site{"fuzz", fuzzBase})
 			if err != nil {
 				checkCorrupt(t, err, len(buf))

@@ -1,0 +1,109 @@
+package sstable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// benchFile writes n entries with 200-byte values and 4 KiB blocks.
+func benchFile(b *testing.B, n int) (string, []kv) {
+	b.Helper()
+	es := make([]kv, n)
+	v := bytes.Repeat([]byte("v"), 200)
+	for i := range es {
+		es[i] = kv{InternalKey{UserKey: fmt.Appendf(nil, "user/%010d", i), Seq: uint64(i + 1), Kind: KindSet}, v}
+	}
+	path := filepath.Join(b.TempDir(), "bench.sst")
+	writeFile(b, path, es, Options{})
+	return path, es
+}
+
+func BenchmarkWriter(b *testing.B) {
+	es := make([]kv, 10000)
+	v := bytes.Repeat([]byte("v"), 200)
+	size := 0
+	for i := range es {
+		es[i] = kv{InternalKey{UserKey: fmt.Appendf(nil, "user/%010d", i), Seq: uint64(i + 1), Kind: KindSet}, v}
+		size += len(es[i].key.UserKey) + len(v)
+	}
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		w, _ := NewWriter(discard{}, Options{})
+		for _, e := range es {
+			if err := w.Add(e.key, e.value); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := w.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func BenchmarkBlock(b *testing.B) {
+	path, es := benchFile(b, 20000)
+	r, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := r.Block(r.NumBlocks() / 2)
+	buf := data[h.Offset : h.Offset+h.Len]
+	blk, err := r.DecodeBlock(h, buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var keys [][]byte
+	for it := blk.Iter(); it.Next(); {
+		keys = append(keys, append([]byte{}, it.Key().UserKey...))
+	}
+	b.Run("op=DecodeBlock", func(b *testing.B) {
+		b.SetBytes(int64(h.Len))
+		for b.Loop() {
+			if _, err := r.DecodeBlock(h, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("op=BlockGet", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, _, _, found := blk.Get(keys[i%len(keys)]); !found {
+				b.Fatal("not found")
+			}
+			i++
+		}
+	})
+	rng := rand.New(rand.NewPCG(1, 1))
+	b.Run("op=BlockFor", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := r.BlockFor(es[rng.IntN(len(es))].key.UserKey); !ok {
+				b.Fatal("no block")
+			}
+		}
+	})
+	b.Run("op=MayContain", func(b *testing.B) {
+		for b.Loop() {
+			r.MayContain(es[rng.IntN(len(es))].key.UserKey)
+		}
+	})
+	b.Run("op=ReaderGet", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, _, found, err := r.Get(es[rng.IntN(len(es))].key.UserKey); !found || err != nil {
+				b.Fatal(found, err)
+			}
+		}
+	})
+}
