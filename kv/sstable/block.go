@@ -155,6 +155,9 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 		if !ok {
 			return Block{}, s.corrupt(off, "data block entry %d: bad internal key %x", b.numEntries, e.key)
 		}
+		if ik.Kind == KindDelete && len(e.value) != 0 {
+			return Block{}, s.corrupt(off, "data block entry %d: delete %s carries a %d-byte value", b.numEntries, ik, len(e.value))
+		}
 		if prev != nil {
 			pk, _ := parseKey(prev)
 			if Compare(pk, ik) >= 0 {
@@ -225,8 +228,10 @@ func readEntry(data []byte, off int, prevKey, scratch []byte) (entry, string) {
 func (b Block) Len() int { return b.numEntries }
 
 // Get returns the newest version of userKey in the block: its value
-// (aliasing the block's buffer; empty for a delete), kind and seq. found
-// is false when the block holds no version of userKey.
+// (aliasing the block's buffer; empty for a delete), kind and seq. A
+// tombstone is found too, with kind KindDelete: the key is deleted as of
+// seq, and older files must not be consulted. found is false when the
+// block holds no version of userKey.
 func (b Block) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found bool) {
 	if len(b.restarts) == 0 { // the zero Block
 		return nil, 0, 0, false

@@ -208,6 +208,7 @@ func TestDecodeBlockMalformed(t *testing.T) {
 		"short key":        {0, 3, 0, 'a', 'b', 'c', 0, 0, 0, 0, 1, 0, 0, 0},
 		"bad kind":         good(InternalKey{UserKey: []byte("a"), Seq: 1, Kind: 9}),
 		"restart misplace": append(append([]byte{}, ok[:len(ok)-8]...), 1, 0, 0, 0, 1, 0, 0, 0),
+		"delete w/ value":  good(InternalKey{UserKey: []byte("a"), Seq: 1, Kind: KindDelete}),
 		"value past end":   {0, 9, 200, 'a', 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0},
 	}
 	for name, used := range cases {

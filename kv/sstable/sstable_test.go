@@ -421,6 +421,29 @@ func TestDecodeBlockBadHandle(t *testing.T) {
 	}
 }
 
+func TestNotAnSST(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "random")
+	data := make([]byte, 100000)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(path)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != path || ce.Offset != int64(len(data)-8) || !strings.Contains(ce.What, "magic") {
+		t.Fatalf("Open of random bytes: %v; want a magic mismatch at offset %d", err, len(data)-8)
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Open of a missing file: %v", err)
+	}
+	if _, err := NewReader(bytes.NewReader(nil), -1, "neg"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("NewReader with size -1: %v", err)
+	}
+}
+
 func TestZeroValues(t *testing.T) {
 	var b Block
 	if _, _, _, found := b.Get([]byte("a")); found || b.Iter().Next() || b.Len() != 0 {
