@@ -157,8 +157,8 @@ func TestBatchedDirectRead(t *testing.T) {
 				}
 				after := e.Stats()
 				if batch == 0 {
-					t.Logf("%s: %d keys, %d block reads in one ReadBatch: %d enters, %d SQEs, %d syscalls",
-						mode, len(keys), reads, after.Enters-before.Enters, after.SQEs-before.SQEs, after.Syscalls-before.Syscalls)
+					t.Logf("%s: %d keys, %d block reads in one ReadBatch: %d enters, %d SQEs, %d resubmits, %d syscalls",
+						mode, len(keys), reads, after.Enters-before.Enters, after.SQEs-before.SQEs, after.Resubmits-before.Resubmits, after.Syscalls-before.Syscalls)
 				}
 			}
 		})

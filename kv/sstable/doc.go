@@ -97,7 +97,7 @@
 // index, and that properties and index agree. DecodeBlock checks the
 // block's checksum, used length, padding, every entry's bounds, the
 // restart array, the order of its keys, and that its first and last keys
-// agree with the index. Damage anywhere is a *CorruptError naming the
+// agree with the index (and, for the first block, the properties). Damage anywhere is a *CorruptError naming the
 // file, the offset and what was wrong (errors.Is(err, ErrCorrupt)); a
 // file that ends early is damage too. No input makes the package panic.
 //

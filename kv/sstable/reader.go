@@ -194,6 +194,9 @@ func (r *Reader) DecodeBlock(h BlockHandle, buf []byte) (Block, error) {
 	if Compare(b.last, ie.lastKey) != 0 {
 		return Block{}, s.corrupt(0, "data block ends with key %s, the index says %s", b.last, ie.lastKey)
 	}
+	if i == 0 && Compare(b.first, r.props.Smallest) != 0 {
+		return Block{}, s.corrupt(0, "data block starts with key %s, the properties' smallest key is %s", b.first, r.props.Smallest)
+	}
 	if i > 0 && Compare(r.index[i-1].lastKey, b.first) >= 0 {
 		return Block{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", b.first, r.index[i-1].lastKey)
 	}
