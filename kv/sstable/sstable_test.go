@@ -482,3 +482,50 @@ func TestCompare(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentReads shares one Reader among goroutines doing Get,
+// BlockFor+DecodeBlock and full iterations (run with -race).
+func TestConcurrentReads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	es := genEntries(rng, 500)
+	path := filepath.Join(t.TempDir(), "c.sst")
+	writeFile(t, path, es, Options{})
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	want := newest(es)
+	errc := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			errc <- func() error {
+				if g == 0 {
+					it := r.NewIterator()
+					n := 0
+					for it.Next() {
+						n++
+					}
+					if it.Err() != nil || n != len(es) {
+						return fmt.Errorf("iterator: %d of %d entries, %v", n, len(es), it.Err())
+					}
+					return nil
+				}
+				for i := g; i < len(es); i += 3 {
+					k := es[i].key.UserKey
+					v, kind, seq, found, err := r.Get(k)
+					w := want[string(k)]
+					if err != nil || !found || kind != w.key.Kind || seq != w.key.Seq || !bytes.Equal(v, w.value) {
+						return fmt.Errorf("Get(%q) = %v %s %d %v", k, found, kind, seq, err)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+}
