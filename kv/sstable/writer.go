@@ -61,7 +61,8 @@ type Meta struct {
 	Size uint64 // bytes written, footer included
 }
 
-// Writer writes one SST file, sequentially, to an io.Writer. The file
+// Writer writes one SST file, sequentially, to an io.Writer, in writes
+// of about 256 KiB of data blocks (and one for the metadata). The file
 // starts at the writer's position when NewWriter is called; offsets in the
 // file are relative to it, and Open expects the file to start at offset 0.
 // A Writer is owned by one goroutine.
@@ -73,14 +74,15 @@ type Writer struct {
 	w    io.Writer
 	opts Options
 
-	block  blockBuilder
-	buf    []byte       // a finished block or the metadata, reused
-	index  []indexEntry // one per written data block
-	hashes []uint64     // bloomHash of each distinct user key, for the filter
-	props  Properties
-	last   InternalKey // previous key added; owns its memory
-	off    uint64      // bytes written so far
-	err    error       // sticky: ErrFinished or the first write error
+	block   blockBuilder
+	buf     []byte       // a finished block or the metadata, reused
+	index   []indexEntry // one per written data block
+	hashes  []uint64     // bloomHash of each distinct user key, for the filter
+	props   Properties
+	last    InternalKey // previous key added; owns its memory
+	off     uint64      // bytes of the file produced so far (in buf or written)
+	written uint64      // bytes handed to w.w
+	err     error       // sticky: ErrFinished or the first write error
 }
 
 // NewWriter returns a Writer that writes to w.
@@ -136,29 +138,43 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 	return nil
 }
 
+// writeBufferSize is how many bytes of finished blocks the Writer gathers
+// before one Write: one write per 4 KiB block would cost a system call
+// each.
+const writeBufferSize = 256 << 10
+
 func (w *Writer) flushBlock() error {
+	start := len(w.buf)
 	var used int
-	w.buf, used = w.block.finish(w.buf[:0])
+	w.buf, used = w.block.finish(w.buf)
+	n := uint64(len(w.buf) - start)
 	last, _ := parseKey(w.block.lastKey)
 	w.index = append(w.index, indexEntry{
 		lastKey: cloneKey(last),
-		handle:  BlockHandle{Offset: w.off, Len: uint64(len(w.buf))},
+		handle:  BlockHandle{Offset: w.off, Len: n},
 		used:    uint32(used),
 	})
+	w.off += n
 	w.block.reset()
-	return w.write(w.buf)
+	if len(w.buf) >= writeBufferSize {
+		return w.writeBuf()
+	}
+	return nil
 }
 
-func (w *Writer) write(b []byte) error {
-	n, err := w.w.Write(b)
-	w.off += uint64(n)
-	if err == nil && n != len(b) {
+// writeBuf writes what buf holds and empties it.
+func (w *Writer) writeBuf() error {
+	n, err := w.w.Write(w.buf)
+	w.written += uint64(n)
+	if err == nil && n != len(w.buf) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		w.err = fmt.Errorf("sstable: writing at offset %d: %w", w.off, err)
+		w.err = fmt.Errorf("sstable: writing at offset %d: %w", w.written, err)
+		return w.err
 	}
-	return w.err
+	w.buf = w.buf[:0]
+	return nil
 }
 
 // Finish writes the last data block, the index, filter, properties and
@@ -183,18 +199,20 @@ func (w *Writer) Finish() (Meta, error) {
 	}
 	var f footer
 	f.version = Version
-	meta := encodeIndex(w.buf[:0], w.index)
-	f.index = section{w.off, uint64(len(meta))}
-	meta = encodeFilter(meta, filter)
-	f.filter = section{f.index.off + f.index.len, uint64(len(meta)) - f.index.len}
-	n := len(meta)
-	meta = encodeProps(meta, w.props)
-	f.props = section{f.filter.off + f.filter.len, uint64(len(meta) - n)}
-	meta = encodeFooter(meta, f)
-	w.buf = meta
-	if err := w.write(meta); err != nil {
+	n := len(w.buf)
+	w.buf = encodeIndex(w.buf, w.index)
+	f.index = section{w.off, uint64(len(w.buf) - n)}
+	n = len(w.buf)
+	w.buf = encodeFilter(w.buf, filter)
+	f.filter = section{f.index.off + f.index.len, uint64(len(w.buf) - n)}
+	n = len(w.buf)
+	w.buf = encodeProps(w.buf, w.props)
+	f.props = section{f.filter.off + f.filter.len, uint64(len(w.buf) - n)}
+	n = len(w.buf)
+	w.buf = encodeFooter(w.buf, f)
+	if err := w.writeBuf(); err != nil {
 		return Meta{}, err
 	}
 	w.err = ErrFinished
-	return Meta{Properties: w.props, Size: w.off}, nil
+	return Meta{Properties: w.props, Size: w.written}, nil
 }
