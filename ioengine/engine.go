@@ -157,7 +157,7 @@ type Stats struct {
 	Requests        uint64 // requests finished (successfully or not)
 	Bytes           uint64 // bytes read and written
 	Enters          uint64 // io_uring_enter calls
-	SQEs            uint64 // SQEs handed to the kernel
+	SQEs            uint64 // SQEs handed to the kernel, the ring goroutine's eventfd wake reads included
 	Completions     uint64 // CQEs consumed
 	Resubmits       uint64 // requests submitted again after a short transfer or -EAGAIN
 	Syscalls        uint64 // pread/pwrite/fsync calls (syscall backend)
