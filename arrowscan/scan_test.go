@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/internal/testengine"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -20,19 +21,11 @@ type testMode struct {
 	opts func(t testing.TB) Options
 }
 
-// newEngine returns an engine on the asked-for backend, skipping the test
-// where the kernel refuses io_uring (the syscall variants still run).
+// newEngine returns an engine on the asked-for backend, closed at cleanup
+// (testengine.New: skips only where io_uring is refused outright).
 func newEngine(t testing.TB, mode ioengine.IOMode) *ioengine.Engine {
 	t.Helper()
-	e, err := ioengine.New(ioengine.Options{Mode: mode, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if mode == ioengine.URing && e.Backend() != ioengine.BackendURing {
-		t.Skipf("io_uring not available here: %s", e.FallbackReason())
-	}
-	return e
+	return testengine.New(t, mode, ioengine.Options{})
 }
 
 func newPool(t testing.TB, mode ioengine.IOMode, frame int, budget int64) *bufpool.Pool {

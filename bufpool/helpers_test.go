@@ -1,7 +1,6 @@
 package bufpool
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/internal/testengine"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -36,34 +34,10 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, mode ioengine.IOMode)) {
 }
 
 // newEngine returns an engine on mode (with faults, if any), closed at
-// cleanup. It skips only when the kernel refuses io_uring outright (EPERM,
-// ENOSYS) or io_uring is not compiled in; any other fallback fails.
+// cleanup (testengine.New: skips only where io_uring is refused outright).
 func newEngine(t testing.TB, mode ioengine.IOMode, faults *ioengine.FaultPlan) *ioengine.Engine {
 	t.Helper()
-	e, err := ioengine.New(ioengine.Options{Mode: mode, Faults: faults, Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("ioengine.New(%s): %v", mode, err)
-	}
-	want := ioengine.BackendSyscall
-	if mode == ioengine.URing {
-		want = ioengine.BackendURing
-	}
-	if got := e.Backend(); got != want {
-		reason := e.FallbackReason()
-		e.Close()
-		for _, s := range []string{unix.EPERM.Error(), unix.ENOSYS.Error(), errors.ErrUnsupported.Error()} {
-			if strings.Contains(reason, s) {
-				t.Skipf("io_uring refused here: %s", reason)
-			}
-		}
-		t.Fatalf("engine for %s runs on %s: %s", mode, got, reason)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("engine Close: %v", err)
-		}
-	})
-	return e
+	return testengine.New(t, mode, ioengine.Options{Faults: faults})
 }
 
 // newPool makes a pool on eng (opts.Engine is set to it) and, at cleanup,

@@ -7,45 +7,19 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/internal/testengine"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
-// newEngine returns an engine on mode, closed at cleanup. It skips only
-// when the kernel refuses io_uring outright (EPERM, ENOSYS) or io_uring is
-// compiled out; any other fallback fails.
+// newEngine returns an engine on mode, closed at cleanup (testengine.New:
+// skips only where io_uring is refused outright).
 func newEngine(t *testing.T, mode ioengine.IOMode) *ioengine.Engine {
 	t.Helper()
-	e, err := ioengine.New(ioengine.Options{Mode: mode, Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("ioengine.New(%s): %v", mode, err)
-	}
-	want := ioengine.BackendSyscall
-	if mode == ioengine.URing {
-		want = ioengine.BackendURing
-	}
-	if got := e.Backend(); got != want {
-		reason := e.FallbackReason()
-		e.Close()
-		for _, s := range []string{unix.EPERM.Error(), unix.ENOSYS.Error(), errors.ErrUnsupported.Error()} {
-			if strings.Contains(reason, s) {
-				t.Skipf("io_uring refused here: %s", reason)
-			}
-		}
-		t.Fatalf("engine for %s runs on %s: %s", mode, got, reason)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Errorf("engine Close: %v", err)
-		}
-	})
-	return e
+	return testengine.New(t, mode, ioengine.Options{})
 }
 
 // readPlanned plans the block reads of keys with MayContain and BlockFor
