@@ -373,3 +373,26 @@ func BenchmarkGet(b *testing.B) {
 		})
 	}
 }
+
+// TestPrefixKeys orders keys whose zero-padded 8-byte prefixes are equal
+// or differ only past a short key's end.
+func TestPrefixKeys(t *testing.T) {
+	keys := []string{"", "\x00", "\x00\x00", "a", "a\x00", "a\x00\x00\x00\x00\x00\x00\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00",
+		"a\x01", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefg\xff", "\xff\xff\xff\xff\xff\xff\xff\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\xff"}
+	r := rand.New(rand.NewPCG(9, 9))
+	m := New()
+	var mod model
+	for i, j := range r.Perm(len(keys) * 3) {
+		k := []byte(keys[j%len(keys)])
+		m.Add(uint64(i+1), sstable.KindSet, k, k)
+		mod.add(uint64(i+1), sstable.KindSet, k, k)
+	}
+	it := m.NewIterator()
+	checkFrom(t, it, it.First(), mod)
+	for _, k := range keys {
+		checkFrom(t, it, it.SeekGE([]byte(k)), mod[mod.seekGE([]byte(k)):])
+		if v, _, ok := m.Get([]byte(k), sstable.MaxSeq); !ok || string(v) != k {
+			t.Fatalf("Get(%q) = %q, %v", k, v, ok)
+		}
+	}
+}
