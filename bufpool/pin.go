@@ -312,3 +312,52 @@ func (p *Pool) Prefetch(spans []Span) {
 	}
 	p.wakeWorkersLocked(queued)
 }
+
+// PinResident pins the frames covering the spans only if every one of them
+// is resident, and returns them appended to dst as Pin does, with true. If any
+// frame is missing or still loading it pins nothing, starts no load and
+// returns dst unchanged with false: the caller reads the data itself without
+// filling the pool (kv's NoFillCache reads). Frames it pins count as hits;
+// a false result counts nothing. Bad spans fail as in Pin.
+func (p *Pool) PinResident(spans []Span, dst []*Frame) ([]*Frame, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return dst, false, ErrClosed
+	}
+	if _, err := p.checkSpansLocked(spans); err != nil {
+		return dst, false, err
+	}
+	for _, s := range spans {
+		if s.Len == 0 {
+			continue
+		}
+		first, last := p.frameRange(s)
+		for k := first; k <= last; k++ {
+			if f := p.table[frameKey{s.File, k}]; f == nil || f.state != stateResident {
+				return dst, false, nil
+			}
+		}
+	}
+	start := len(dst)
+	dst, _ = p.tryPinLocked(spans, dst, 0)
+	p.calls++
+	call := p.calls
+	for _, f := range dst[start:] {
+		if f.mark == call {
+			continue
+		}
+		f.mark = call
+		p.stats.Hits++
+		if f.prefetch {
+			p.stats.PrefetchHits++
+			f.prefetch = false
+		} else {
+			referenceLocked(f)
+		}
+	}
+	if invariantsOn {
+		p.mustCheckInvariantsLocked()
+	}
+	return dst, true, nil
+}

@@ -1,0 +1,559 @@
+package kv
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ringstore/ringstore/kv/manifest"
+	"github.com/ringstore/ringstore/kv/sstable"
+)
+
+// background is the one goroutine that flushes memtables and compacts. It
+// alone changes the current version, so version changes never race; a
+// flush always goes before a compaction.
+func (db *DB) background() {
+	defer close(db.bgDone)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for {
+		var c *compaction
+		for {
+			if db.closed || db.bgErr != nil {
+				db.bgIdle = true
+				db.cond.Broadcast()
+				return
+			}
+			if len(db.imm) > 0 {
+				break
+			}
+			if c = db.pickCompactionLocked(); c != nil {
+				break
+			}
+			db.bgIdle = true
+			db.cond.Broadcast()
+			db.cond.Wait()
+		}
+		db.bgIdle = false
+		var err error
+		if c == nil {
+			err = db.flushLocked()
+		} else {
+			err = db.compactLocked(c)
+		}
+		if err != nil && !db.closed {
+			db.bgErr = err
+			db.opts.Logf("kv: background work failed, the store is read-only: %v", err)
+		}
+		db.cond.Broadcast()
+	}
+}
+
+// flushLocked writes the oldest immutable memtable to an L0 table, installs
+// it and truncates the log. Called with mu held; it is released for the I/O.
+func (db *DB) flushLocked() error {
+	mt := db.imm[0]
+	num := db.nextFileNum
+	db.nextFileNum++
+	db.mu.Unlock()
+	start := time.Now()
+	var metas []manifest.FileMeta
+	var err error
+	if mt.Len() > 0 {
+		metas, err = db.writeTables(&memIter{it: mt.NewIterator()}, []uint64{num}, 0, nil)
+	}
+	var ts []*table
+	for _, m := range metas {
+		var t *table
+		if t, err = db.openTable(m); err != nil {
+			break
+		}
+		ts = append(ts, t)
+	}
+	db.mu.Lock()
+	if err != nil {
+		return fmt.Errorf("kv: flush: %w", err)
+	}
+	var levels [numLevels][]*table
+	levels = db.current.levels
+	levels[0] = append(append([]*table(nil), ts...), db.current.levels[0]...)
+	if err := db.installLocked(levels, max(db.current.flushedSeq, mt.lastSeq)); err != nil {
+		return fmt.Errorf("kv: flush: %w", err)
+	}
+	db.imm = db.imm[1:]
+	db.stats.flushes.Add(1)
+	for _, m := range metas {
+		db.stats.flushedBytes.Add(m.Size)
+	}
+	db.cond.Broadcast()
+	if mt.walLast > 0 {
+		db.mu.Unlock()
+		err = db.log.TruncateFront(mt.walLast + 1)
+		db.mu.Lock()
+		if err != nil {
+			return fmt.Errorf("kv: flush: truncating the log: %w", err)
+		}
+	}
+	db.stats.flushNanos.Add(uint64(time.Since(start)))
+	return nil
+}
+
+// installLocked makes levels the current version: the manifest is written
+// (and flushed) first, with mu released, then the version swapped. Called
+// with mu held by the background goroutine only.
+func (db *DB) installLocked(levels [numLevels][]*table, flushedSeq uint64) error {
+	v := newVersion(levels, flushedSeq)
+	mv := v.manifest(db.nextFileNum)
+	dirDirty := db.dirDirty
+	db.dirDirty = false
+	db.mu.Unlock()
+	err := manifest.Write(db.dir, mv)
+	if err == nil && dirDirty {
+		err = syncDir(db.dir)
+	}
+	db.mu.Lock()
+	if err != nil {
+		db.dirDirty = db.dirDirty || dirDirty
+		for _, lvl := range v.levels {
+			for _, t := range lvl {
+				t.refs--
+			}
+		}
+		return err
+	}
+	inNew := map[*table]bool{}
+	for _, lvl := range v.levels {
+		for _, t := range lvl {
+			inNew[t] = true
+		}
+	}
+	for _, lvl := range db.current.levels {
+		for _, t := range lvl {
+			if !inNew[t] {
+				t.gone = true
+			}
+		}
+	}
+	old := db.current
+	v.ref()
+	db.current = v
+	db.unrefVersionLocked(old)
+	return nil
+}
+
+// compaction is a picked compaction: the input tables of level and level+1.
+type compaction struct {
+	level   int
+	inputs  [2][]*table
+	lo, hi  []byte
+	trivial bool // move the inputs down without rewriting them
+}
+
+// levelTarget is the target size of level l >= 1.
+func (db *DB) levelTarget(l int) int64 {
+	t := db.opts.BaseLevelSize
+	for i := 1; i < l; i++ {
+		t *= int64(db.opts.LevelMultiplier)
+	}
+	return t
+}
+
+// pickCompactionLocked returns the compaction to run next, or nil: L0 when it
+// has L0CompactionTrigger tables, else the level furthest over its target.
+func (db *DB) pickCompactionLocked() *compaction {
+	if db.opts.DisableAutoCompaction && db.compactReq == 0 {
+		return nil
+	}
+	v := db.current
+	trigger := db.opts.L0CompactionTrigger
+	if db.compactReq > 0 {
+		trigger = 1
+	}
+	if len(v.levels[0]) >= trigger {
+		c := &compaction{level: 0, inputs: [2][]*table{append([]*table(nil), v.levels[0]...)}}
+		c.lo, c.hi = keyRange(c.inputs[0])
+		c.inputs[1] = overlapping(v.levels[1], c.lo, c.hi)
+		c.trivial = len(c.inputs[1]) == 0 && disjoint(c.inputs[0])
+		return c
+	}
+	best, bestScore := -1, 1.0
+	for l := 1; l < numLevels-1; l++ {
+		score := float64(v.levelBytes(l)) / float64(db.levelTarget(l))
+		if score > bestScore {
+			best, bestScore = l, score
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	lvl := v.levels[best]
+	pick := lvl[0]
+	for _, t := range lvl {
+		if bytes.Compare(t.smallestUser, db.compactPtr[best]) > 0 {
+			pick = t
+			break
+		}
+	}
+	db.compactPtr[best] = append(db.compactPtr[best][:0], pick.largestUser...)
+	c := &compaction{level: best, inputs: [2][]*table{{pick}}, lo: pick.smallestUser, hi: pick.largestUser}
+	c.inputs[1] = overlapping(v.levels[best+1], c.lo, c.hi)
+	c.trivial = len(c.inputs[1]) == 0
+	return c
+}
+
+func keyRange(ts []*table) (lo, hi []byte) {
+	for i, t := range ts {
+		if i == 0 || bytes.Compare(t.smallestUser, lo) < 0 {
+			lo = t.smallestUser
+		}
+		if i == 0 || bytes.Compare(t.largestUser, hi) > 0 {
+			hi = t.largestUser
+		}
+	}
+	return lo, hi
+}
+
+func overlapping(lvl []*table, lo, hi []byte) []*table {
+	var out []*table
+	for _, t := range lvl {
+		if t.overlaps(lo, hi) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// disjoint reports whether no two tables' user key ranges meet.
+func disjoint(ts []*table) bool {
+	s := append([]*table(nil), ts...)
+	sortLevel(s)
+	for i := 1; i < len(s); i++ {
+		if bytes.Compare(s[i-1].largestUser, s[i].smallestUser) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// compactLocked runs c and installs its result. Called with mu held; it is
+// released for the I/O.
+func (db *DB) compactLocked(c *compaction) error {
+	v := db.current
+	out := c.level + 1
+	var levels [numLevels][]*table
+	levels = v.levels
+	drop := map[*table]bool{}
+	for _, in := range c.inputs {
+		for _, t := range in {
+			drop[t] = true
+		}
+	}
+	keep := func(lvl []*table) []*table {
+		var r []*table
+		for _, t := range lvl {
+			if !drop[t] {
+				r = append(r, t)
+			}
+		}
+		return r
+	}
+	if c.trivial {
+		levels[c.level] = keep(v.levels[c.level])
+		levels[out] = append(keep(v.levels[out]), c.inputs[0]...)
+		sortLevel(levels[out])
+		if err := db.installLocked(levels, v.flushedSeq); err != nil {
+			return fmt.Errorf("kv: compaction (move L%d to L%d): %w", c.level, out, err)
+		}
+		db.stats.trivialMoves.Add(1)
+		return nil
+	}
+	// Versions older than the oldest snapshot are needed by nobody once a
+	// newer one (itself at or below it) exists.
+	smallestSnap := db.visible.Load()
+	if s := db.snapshots.oldest(); s != 0 && s < smallestSnap {
+		smallestSnap = s
+	}
+	bottom := true
+	for l := out + 1; l < numLevels; l++ {
+		if len(overlapping(v.levels[l], c.lo, c.hi)) > 0 {
+			bottom = false
+		}
+	}
+	var inBytes uint64
+	var nums []uint64
+	for _, in := range c.inputs {
+		for _, t := range in {
+			inBytes += t.meta.Size
+		}
+	}
+	// Enough file numbers for the outputs at TargetFileSize, with room.
+	for i := uint64(0); i < inBytes/uint64(db.opts.TargetFileSize)+2; i++ {
+		nums = append(nums, db.nextFileNum)
+		db.nextFileNum++
+	}
+	v.ref()
+	db.mu.Unlock()
+	start := time.Now()
+	m := &mergingIter{}
+	var readers []*sstable.Reader
+	for _, in := range c.inputs {
+		for _, t := range in {
+			r, err := sstable.Open(t.path) // sequential buffered reads for the merge
+			if err != nil {
+				db.mu.Lock()
+				db.unrefVersionLocked(v)
+				return fmt.Errorf("kv: compaction: %w", err)
+			}
+			readers = append(readers, r)
+			m.all = append(m.all, &sstIter{it: r.NewIterator()})
+		}
+	}
+	f := &compactionFilter{in: m, smallestSnap: smallestSnap, bottom: bottom}
+	metas, err := db.writeTables(f, nums, out, func() bool {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return db.closed
+	})
+	for _, r := range readers {
+		r.Close()
+	}
+	var ts []*table
+	for _, meta := range metas {
+		if err != nil {
+			break
+		}
+		var t *table
+		if t, err = db.openTable(meta); err == nil {
+			ts = append(ts, t)
+		}
+	}
+	db.mu.Lock()
+	db.unrefVersionLocked(v)
+	if err != nil {
+		for _, t := range ts {
+			t.close(db)
+		}
+		if err == errCompactionAborted {
+			return nil
+		}
+		return fmt.Errorf("kv: compaction L%d→L%d: %w", c.level, out, err)
+	}
+	if db.current != v {
+		panic("kv: version changed during a compaction")
+	}
+	levels[c.level] = keep(v.levels[c.level])
+	levels[out] = append(keep(v.levels[out]), ts...)
+	sortLevel(levels[out])
+	if err := db.installLocked(levels, v.flushedSeq); err != nil {
+		return fmt.Errorf("kv: compaction L%d→L%d: %w", c.level, out, err)
+	}
+	db.stats.compactions.Add(1)
+	db.stats.compactedIn.Add(inBytes)
+	for _, meta := range metas {
+		db.stats.compactedOut.Add(meta.Size)
+	}
+	db.stats.compactNanos.Add(uint64(time.Since(start)))
+	return nil
+}
+
+var errCompactionAborted = fmt.Errorf("compaction aborted by Close")
+
+// sstIter adapts an sstable.Iterator (compaction inputs, read sequentially
+// through the page cache).
+type sstIter struct {
+	it *sstable.Iterator
+}
+
+func (s *sstIter) seekGE(key []byte) bool {
+	if key != nil {
+		panic("kv: sstIter supports only a walk from the start")
+	}
+	return s.it.Next()
+}
+func (s *sstIter) next() bool               { return s.it.Next() }
+func (s *sstIter) key() sstable.InternalKey { return s.it.Key() }
+func (s *sstIter) value() []byte            { return s.it.Value() }
+func (s *sstIter) err() error               { return s.it.Err() }
+
+// compactionFilter drops what no reader can see: a version shadowed by a
+// newer one at or below the oldest snapshot, and, at the bottom of the tree,
+// a tombstone at or below it.
+type compactionFilter struct {
+	in           internalIter
+	smallestSnap uint64
+	bottom       bool
+	started      bool
+	lastUser     []byte
+	haveLast     bool
+	lastSeq      uint64 // seq of the previous version of lastUser
+}
+
+func (f *compactionFilter) seekGE(key []byte) bool {
+	f.started = true
+	if !f.in.seekGE(key) {
+		return false
+	}
+	return f.settle()
+}
+
+func (f *compactionFilter) next() bool {
+	if !f.in.next() {
+		return false
+	}
+	return f.settle()
+}
+
+// settle advances past dropped entries.
+func (f *compactionFilter) settle() bool {
+	for {
+		k := f.in.key()
+		if !f.haveLast || !bytes.Equal(k.UserKey, f.lastUser) {
+			f.lastUser = append(f.lastUser[:0], k.UserKey...)
+			f.haveLast = true
+			f.lastSeq = sstable.MaxSeq + 1
+		}
+		shadowed := f.lastSeq <= f.smallestSnap
+		f.lastSeq = k.Seq
+		dropTomb := k.Kind == sstable.KindDelete && k.Seq <= f.smallestSnap && f.bottom
+		if !shadowed && !dropTomb {
+			return true
+		}
+		if !f.in.next() {
+			return false
+		}
+	}
+}
+
+func (f *compactionFilter) key() sstable.InternalKey { return f.in.key() }
+func (f *compactionFilter) value() []byte            { return f.in.value() }
+func (f *compactionFilter) err() error               { return f.in.err() }
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// writeTables writes the entries of it into new tables numbered from nums,
+// cutting a new table at TargetFileSize (between user keys, so no user key
+// spans two tables of a level), fsyncs them and the directory, and returns
+// their metadata. level is recorded in the metadata. aborted, if set, is
+// polled between tables.
+func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted func() bool) ([]manifest.FileMeta, error) {
+	var metas []manifest.FileMeta
+	var created []string
+	fail := func(err error) ([]manifest.FileMeta, error) {
+		for _, p := range created {
+			os.Remove(p)
+		}
+		return nil, err
+	}
+	ok := it.seekGE(nil)
+	for ok {
+		if len(metas) == len(nums) {
+			return fail(fmt.Errorf("kv: more output tables than the %d numbers reserved", len(nums)))
+		}
+		if aborted != nil && aborted() {
+			return fail(errCompactionAborted)
+		}
+		num := nums[len(metas)]
+		path := filepath.Join(db.dir, tableName(num))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fail(fmt.Errorf("kv: %w", err))
+		}
+		created = append(created, path)
+		cw := &countingWriter{w: f}
+		w, err := sstable.NewWriter(cw, sstable.Options{BlockSize: db.opts.BlockSize, BloomBitsPerKey: db.opts.BloomBitsPerKey})
+		if err != nil {
+			f.Close()
+			return fail(err)
+		}
+		var prev []byte
+		for ok {
+			k := it.key()
+			if level > 0 && cw.n >= db.opts.TargetFileSize && !bytes.Equal(k.UserKey, prev) {
+				break
+			}
+			if err := w.Add(k, it.value()); err != nil {
+				f.Close()
+				return fail(fmt.Errorf("kv: writing %s: %w", path, err))
+			}
+			prev = append(prev[:0], k.UserKey...)
+			ok = it.next()
+		}
+		if err := it.err(); err != nil {
+			f.Close()
+			return fail(err)
+		}
+		meta, err := w.Finish()
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail(fmt.Errorf("kv: writing %s: %w", path, err))
+		}
+		metas = append(metas, manifest.FileMeta{Num: num, Size: meta.Size, Smallest: meta.Smallest, Largest: meta.Largest,
+			MaxSeq: meta.MaxSeq, Entries: meta.Entries})
+	}
+	if err := it.err(); err != nil {
+		return fail(err)
+	}
+	if len(metas) > 0 {
+		if err := syncDir(db.dir); err != nil {
+			return fail(err)
+		}
+	}
+	return metas, nil
+}
+
+// Compact runs compactions until none is needed (every level within its
+// target, L0 empty) and waits for them, even with DisableAutoCompaction.
+func (db *DB) Compact() error {
+	if err := db.Flush(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.compactReq++
+	defer func() { db.compactReq-- }()
+	db.cond.Broadcast()
+	for {
+		switch {
+		case db.bgErr != nil:
+			return db.bgErr
+		case db.closed:
+			return ErrClosed
+		}
+		if db.bgIdle && len(db.imm) == 0 && db.pickCompactionPeekLocked() {
+			return nil
+		}
+		db.cond.Wait()
+	}
+}
+
+// pickCompactionPeekLocked reports whether nothing is left to compact for a
+// Compact call (without changing the round-robin pointers).
+func (db *DB) pickCompactionPeekLocked() bool {
+	if len(db.current.levels[0]) > 0 {
+		return false
+	}
+	for l := 1; l < numLevels-1; l++ {
+		if db.current.levelBytes(l) > db.levelTarget(l) {
+			return false
+		}
+	}
+	return true
+}

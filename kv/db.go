@@ -1,0 +1,357 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringstore/ringstore/bufpool"
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/kv/manifest"
+	"github.com/ringstore/ringstore/kv/memtable"
+	"github.com/ringstore/ringstore/kv/sstable"
+	"github.com/ringstore/ringstore/wal"
+)
+
+var (
+	// ErrNotFound is returned by Get for a key with no value.
+	ErrNotFound = errors.New("kv: not found")
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("kv: closed")
+	// ErrLocked is returned by Open when another DB has the directory open.
+	ErrLocked = errors.New("kv: directory locked")
+	// ErrOpenIterators is returned by Close while iterators or snapshots are
+	// still open.
+	ErrOpenIterators = errors.New("kv: iterators or snapshots still open")
+)
+
+const (
+	lockName = "LOCK"
+	walDir   = "wal"
+)
+
+// memTable is a memtable with the sequence numbers and the last wal entry of
+// the writes in it. Its fields are written by the write leader before the
+// memtable becomes immutable and only read after.
+type memTable struct {
+	*memtable.Memtable
+	lastSeq uint64 // largest seq applied (0: none)
+	walLast uint64 // last wal entry holding its writes (0: none)
+}
+
+// DB is an LSM key-value store in one directory. All methods are safe for
+// concurrent use; see the package documentation.
+type DB struct {
+	dir     string
+	opts    Options
+	lock    *os.File
+	eng     *ioengine.Engine
+	ownEng  bool
+	pool    *bufpool.Pool // nil without a block cache
+	log     *wal.Log
+	visible atomic.Uint64 // reads see writes with seq <= visible
+
+	// The write queue: the writer at the front is the leader; it commits
+	// every queued batch in one wal append. lastSeq is the leader's.
+	wmu     sync.Mutex
+	wcond   *sync.Cond
+	writers []*writer
+	lastSeq uint64
+
+	mu          sync.Mutex
+	cond        *sync.Cond // broadcast on every change of mem/imm/current/bgErr/closed
+	mem         *memTable
+	imm         []*memTable // full memtables waiting for their flush, oldest first
+	current     *version
+	nextFileNum uint64
+	snapshots   snapshotList
+	iterators   int
+	bgErr       error // the first background failure; writes fail with it after
+	closed      bool
+	compactReq  int // Compact calls waiting
+	bgIdle      bool
+	dirDirty    bool // a file was removed since the directory was last flushed
+	compactPtr  [numLevels][]byte
+	bgDone      chan struct{}
+
+	stats statCounters
+}
+
+// Open opens the store in dir, creating it if needed, and recovers: it loads
+// the manifest, opens every table it names (removing files of an unfinished
+// flush or compaction), and replays the log's writes that are not in a table.
+func Open(dir string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	db := &DB{dir: dir, opts: opts, bgDone: make(chan struct{})}
+	db.wcond = sync.NewCond(&db.wmu)
+	db.cond = sync.NewCond(&db.mu)
+	ok := false
+	defer func() {
+		if !ok {
+			db.closeResources()
+		}
+	}()
+	var err error
+	if db.lock, err = lockFile(filepath.Join(dir, lockName)); err != nil {
+		return nil, err
+	}
+	if opts.Engine != nil {
+		db.eng = opts.Engine
+	} else {
+		if db.eng, err = ioengine.New(ioengine.Options{Mode: opts.IOMode, Logf: opts.Logf}); err != nil {
+			return nil, fmt.Errorf("kv: %w", err)
+		}
+		db.ownEng = true
+	}
+	if !opts.NoBlockCache && !opts.BufferedIO {
+		workers := 2
+		if db.eng.Backend() == ioengine.BackendSyscall {
+			workers = 1 // the syscall mode is serial pread
+		}
+		if db.pool, err = bufpool.New(bufpool.Options{FrameSize: directio.BlockSize, Budget: opts.CacheSize,
+			Engine: db.eng, IOWorkers: workers, MaxBatch: 256, Logf: opts.Logf}); err != nil {
+			return nil, fmt.Errorf("kv: block cache: %w", err)
+		}
+	}
+	mv, err := manifest.Load(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		mv = &manifest.Version{NextFileNum: 1}
+	case err != nil:
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	if err := db.removeStrays(mv); err != nil {
+		return nil, err
+	}
+	var levels [numLevels][]*table
+	for l, metas := range mv.Levels {
+		for _, m := range metas {
+			t, err := db.openTable(m)
+			if err != nil {
+				for _, lvl := range levels {
+					for _, t := range lvl {
+						t.close(db)
+					}
+				}
+				return nil, err
+			}
+			levels[l] = append(levels[l], t)
+		}
+	}
+	db.current = newVersion(levels, mv.FlushedSeq)
+	db.current.ref()
+	db.nextFileNum = mv.NextFileNum
+	db.lastSeq = mv.FlushedSeq
+	for _, lvl := range levels {
+		for _, t := range lvl {
+			db.lastSeq = max(db.lastSeq, t.meta.MaxSeq)
+		}
+	}
+	db.mem = &memTable{Memtable: memtable.New()}
+
+	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize)}
+	walOpts.Unsafe.NoSync = opts.NoSync
+	if db.log, err = wal.Open(filepath.Join(dir, walDir), walOpts); err != nil {
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	if err := db.replay(mv.FlushedSeq); err != nil {
+		return nil, err
+	}
+	db.visible.Store(db.lastSeq)
+	go db.background()
+	ok = true
+	return db, nil
+}
+
+// walSegmentSize sizes log segments to the memtable: about four per memtable,
+// between 1 and 64 MiB, so that a flushed memtable frees whole segments.
+func walSegmentSize(memtableSize int64) int64 {
+	s := memtableSize / 4
+	s = max(1<<20, min(64<<20, s))
+	return s &^ 4095
+}
+
+// replay applies the log's batches with seqs above flushedSeq to the
+// memtable, in log order.
+func (db *DB) replay(flushedSeq uint64) error {
+	it := db.log.Iterator(db.log.FirstSeq())
+	for it.Next() {
+		walSeq, payload := it.Seq(), it.Payload()
+		applied := false
+		_, err := decodeBatch(payload, func(seq uint64, kind sstable.Kind, key, value []byte) error {
+			if seq <= flushedSeq {
+				return nil
+			}
+			db.mem.Add(seq, kind, key, value)
+			db.mem.lastSeq = max(db.mem.lastSeq, seq)
+			db.lastSeq = max(db.lastSeq, seq)
+			applied = true
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("kv: log entry %d in %s: %w", walSeq, filepath.Join(db.dir, walDir), err)
+		}
+		if applied {
+			db.mem.walLast = walSeq
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("kv: replaying the log: %w", err)
+	}
+	if db.mem.walLast == 0 && db.log.LastSeq() >= db.log.FirstSeq() {
+		// Every entry is in a table already (a crash after the flush's
+		// manifest, before the log was truncated).
+		if err := db.log.TruncateFront(db.log.LastSeq() + 1); err != nil {
+			return fmt.Errorf("kv: %w", err)
+		}
+	}
+	return nil
+}
+
+// removeStrays deletes SST files the manifest does not name (outputs of a
+// flush or compaction a crash interrupted) and temporary files.
+func (db *DB) removeStrays(mv *manifest.Version) error {
+	live := map[uint64]bool{}
+	for _, lvl := range mv.Levels {
+		for _, m := range lvl {
+			live[m.Num] = true
+		}
+	}
+	ents, err := os.ReadDir(db.dir)
+	if err != nil {
+		return fmt.Errorf("kv: %w", err)
+	}
+	removed := false
+	for _, e := range ents {
+		name := e.Name()
+		stray := strings.HasSuffix(name, ".tmp")
+		if base, ok := strings.CutSuffix(name, ".sst"); ok {
+			num, err := strconv.ParseUint(base, 10, 64)
+			stray = err == nil && !live[num]
+			if err == nil && num >= mv.NextFileNum && live[num] {
+				return fmt.Errorf("kv: %s: table number %d not below the manifest's next file number %d", filepath.Join(db.dir, name), num, mv.NextFileNum)
+			}
+		}
+		if stray {
+			if err := os.Remove(filepath.Join(db.dir, name)); err != nil {
+				return fmt.Errorf("kv: removing stray %s: %w", name, err)
+			}
+			db.opts.Logf("kv: removed %s, left by an interrupted flush or compaction", filepath.Join(db.dir, name))
+			removed = true
+		}
+	}
+	if removed {
+		return syncDir(db.dir)
+	}
+	return nil
+}
+
+// Close waits for the background flush or compaction in progress, then
+// closes the log, the tables, the block cache and the engine. Writes not yet
+// flushed stay in the log and are replayed by the next Open. Close fails with
+// ErrOpenIterators, changing nothing, while iterators or snapshots are open.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	if db.iterators > 0 || !db.snapshots.empty() {
+		db.mu.Unlock()
+		return fmt.Errorf("%w: %d iterators, %d snapshots", ErrOpenIterators, db.iterators, db.snapshots.len())
+	}
+	db.closed = true
+	db.cond.Broadcast()
+	db.mu.Unlock()
+	<-db.bgDone
+	// Wait for the write in progress: the leader checks closed before it
+	// commits, so once the queue is empty nobody writes.
+	db.wmu.Lock()
+	for len(db.writers) > 0 {
+		db.wcond.Wait()
+	}
+	db.wmu.Unlock()
+	return db.closeResources()
+}
+
+// closeResources releases whatever Open set up.
+func (db *DB) closeResources() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if db.log != nil {
+		keep(db.log.Close())
+	}
+	if db.current != nil {
+		db.mu.Lock()
+		db.unrefVersionLocked(db.current)
+		db.current = nil
+		db.mu.Unlock()
+	}
+	if db.pool != nil {
+		keep(db.pool.Close())
+	}
+	if db.ownEng && db.eng != nil {
+		keep(db.eng.Close())
+	}
+	if db.lock != nil {
+		keep(db.lock.Close())
+	}
+	if first != nil {
+		return fmt.Errorf("kv: close: %w", first)
+	}
+	return nil
+}
+
+// Dir returns the store's directory.
+func (db *DB) Dir() string { return db.dir }
+
+// Options returns the options in effect, defaults filled in.
+func (db *DB) Options() Options { return db.opts }
+
+// lockFile takes an exclusive flock on path.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if err == unix.EWOULDBLOCK {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return nil, &os.PathError{Op: "flock", Path: path, Err: err}
+	}
+	return f, nil
+}
+
+// syncDir flushes a directory's entries.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("kv: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("kv: fsync %s: %w", dir, err)
+	}
+	return nil
+}

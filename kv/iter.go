@@ -1,0 +1,402 @@
+package kv
+
+import (
+	"bytes"
+	"container/heap"
+	"fmt"
+	"sort"
+
+	"github.com/ringstore/ringstore/bufpool"
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/kv/memtable"
+	"github.com/ringstore/ringstore/kv/sstable"
+)
+
+// internalIter walks internal keys in order. Keys and values are valid until
+// the next call to next or seek.
+type internalIter interface {
+	// seekGE positions at the first entry whose user key is >= key (nil:
+	// the first entry) and reports whether there is one.
+	seekGE(key []byte) bool
+	next() bool
+	key() sstable.InternalKey
+	value() []byte
+	err() error
+}
+
+// memIter adapts a memtable iterator.
+type memIter struct{ it *memtable.Iterator }
+
+func (m *memIter) seekGE(key []byte) bool {
+	if key == nil {
+		return m.it.First()
+	}
+	return m.it.SeekGE(key)
+}
+func (m *memIter) next() bool               { return m.it.Next() }
+func (m *memIter) key() sstable.InternalKey { return m.it.Key() }
+func (m *memIter) value() []byte            { return m.it.Value() }
+func (m *memIter) err() error               { return nil }
+
+// tableIter walks one table block by block, each block copied into the
+// iterator's own aligned buffer (through the block cache when there is one,
+// else with a direct read), so no cache frame stays pinned between calls.
+type tableIter struct {
+	db     *DB
+	t      *table
+	noFill bool
+	blk    int // index of the loaded block (-1: none)
+	buf    []byte
+	it     *sstable.BlockIter
+	e      error
+}
+
+func newTableIter(db *DB, t *table, noFill bool) *tableIter {
+	return &tableIter{db: db, t: t, noFill: noFill, blk: -1}
+}
+
+func (ti *tableIter) load(i int) bool {
+	ti.it = nil
+	if i >= ti.t.r.NumBlocks() {
+		return false
+	}
+	h := ti.t.r.Block(i)
+	if cap(ti.buf) < int(h.Len) {
+		ti.buf = alignedBuf(int(h.Len))
+	}
+	buf := ti.buf[:h.Len]
+	if err := ti.db.readBlockInto(ti.t, h, buf, ti.noFill); err != nil {
+		ti.e = err
+		return false
+	}
+	b, err := ti.t.r.DecodeBlock(h, buf)
+	if err != nil {
+		ti.e = fmt.Errorf("kv: %w", err)
+		return false
+	}
+	ti.blk = i
+	ti.it = b.Iter()
+	return true
+}
+
+func (ti *tableIter) seekGE(key []byte) bool {
+	ti.e = nil
+	i := 0
+	if key != nil {
+		h, ok := ti.t.r.BlockFor(key)
+		if !ok {
+			ti.it = nil
+			return false
+		}
+		n := ti.t.r.NumBlocks()
+		i = sort.Search(n, func(j int) bool { return ti.t.r.Block(j).Offset >= h.Offset })
+	}
+	if !ti.load(i) {
+		return false
+	}
+	for ti.next() {
+		if key == nil || bytes.Compare(ti.it.Key().UserKey, key) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (ti *tableIter) next() bool {
+	for {
+		if ti.it == nil {
+			return false
+		}
+		if ti.it.Next() {
+			return true
+		}
+		if !ti.load(ti.blk + 1) {
+			return false
+		}
+	}
+}
+
+func (ti *tableIter) key() sstable.InternalKey { return ti.it.Key() }
+func (ti *tableIter) value() []byte            { return ti.it.Value() }
+func (ti *tableIter) err() error               { return ti.e }
+
+// readBlockInto reads one data block of t into buf (aligned, h.Len bytes).
+func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill bool) error {
+	if db.pool != nil {
+		s := []bufpool.Span{{File: t.fid, Off: int64(h.Offset), Len: int64(h.Len)}}
+		var frames []*bufpool.Frame
+		var err error
+		ok := true
+		if noFill {
+			frames, ok, err = db.pool.PinResident(s, nil)
+		} else {
+			before := db.pool.Stats().BytesRead
+			frames, err = db.pool.Pin(s, nil)
+			db.stats.blockReads.Add((db.pool.Stats().BytesRead - before) / directio.BlockSize)
+		}
+		if err != nil {
+			return fmt.Errorf("kv: reading a block of %s at offset %d: %w", t.path, h.Offset, err)
+		}
+		if ok {
+			err = bufpool.CopyOut(buf, frames, int64(h.Offset))
+			for _, f := range frames {
+				f.Unpin()
+			}
+			if err != nil {
+				return fmt.Errorf("kv: block of %s at offset %d: %w", t.path, h.Offset, err)
+			}
+			return nil
+		}
+	}
+	n, err := db.eng.ReadAt(t.fd, buf, int64(h.Offset))
+	db.stats.blockReads.Add(uint64(len(buf)) / directio.BlockSize)
+	db.stats.directCalls.Add(1)
+	if err != nil || n != len(buf) {
+		return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %v", t.path, h.Offset, len(buf), n, err)
+	}
+	return nil
+}
+
+// levelIter concatenates the tables of one sorted level, opening a table
+// iterator only when the walk reaches it.
+type levelIter struct {
+	db     *DB
+	ts     []*table
+	noFill bool
+	i      int
+	cur    *tableIter
+	e      error
+}
+
+func (li *levelIter) seekGE(key []byte) bool {
+	li.i = 0
+	if key != nil {
+		li.i = sort.Search(len(li.ts), func(j int) bool { return bytes.Compare(li.ts[j].largestUser, key) >= 0 })
+	}
+	for ; li.i < len(li.ts); li.i++ {
+		li.cur = newTableIter(li.db, li.ts[li.i], li.noFill)
+		if li.cur.seekGE(key) {
+			return true
+		}
+		if li.e = li.cur.err(); li.e != nil {
+			return false
+		}
+		key = nil
+	}
+	li.cur = nil
+	return false
+}
+
+func (li *levelIter) next() bool {
+	if li.cur == nil {
+		return false
+	}
+	if li.cur.next() {
+		return true
+	}
+	if li.e = li.cur.err(); li.e != nil {
+		return false
+	}
+	for li.i++; li.i < len(li.ts); li.i++ {
+		li.cur = newTableIter(li.db, li.ts[li.i], li.noFill)
+		if li.cur.seekGE(nil) {
+			return true
+		}
+		if li.e = li.cur.err(); li.e != nil {
+			return false
+		}
+	}
+	li.cur = nil
+	return false
+}
+
+func (li *levelIter) key() sstable.InternalKey { return li.cur.key() }
+func (li *levelIter) value() []byte            { return li.cur.value() }
+func (li *levelIter) err() error               { return li.e }
+
+// mergingIter merges internal iterators into one internal-key order.
+type mergingIter struct {
+	all []internalIter
+	h   iterHeap
+	e   error
+}
+
+type iterHeap []internalIter
+
+func (h iterHeap) Len() int           { return len(h) }
+func (h iterHeap) Less(i, j int) bool { return sstable.Compare(h[i].key(), h[j].key()) < 0 }
+func (h iterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *iterHeap) Push(x any)        { *h = append(*h, x.(internalIter)) }
+func (h *iterHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (m *mergingIter) seekGE(key []byte) bool {
+	m.h = m.h[:0]
+	m.e = nil
+	for _, it := range m.all {
+		if it.seekGE(key) {
+			m.h = append(m.h, it)
+		} else if err := it.err(); err != nil {
+			m.e = err
+			return false
+		}
+	}
+	heap.Init(&m.h)
+	return len(m.h) > 0
+}
+
+func (m *mergingIter) next() bool {
+	if len(m.h) == 0 {
+		return false
+	}
+	top := m.h[0]
+	if top.next() {
+		heap.Fix(&m.h, 0)
+	} else {
+		if err := top.err(); err != nil {
+			m.e = err
+			return false
+		}
+		heap.Pop(&m.h)
+	}
+	return len(m.h) > 0
+}
+
+func (m *mergingIter) key() sstable.InternalKey { return m.h[0].key() }
+func (m *mergingIter) value() []byte            { return m.h[0].value() }
+func (m *mergingIter) err() error               { return m.e }
+
+// Iterator walks the user keys of a range in order as of one snapshot.
+//
+//	it := db.NewIterator(lower, upper)
+//	for it.Next() {
+//		use(it.Key(), it.Value())
+//	}
+//	err := it.Close() // the first error, if any
+//
+// Key and Value are valid until the next call to Next. An Iterator is owned by
+// one goroutine and must be closed; it keeps the tables it reads from alive.
+type Iterator struct {
+	db           *DB
+	rs           *readState
+	m            *mergingIter
+	lower, upper []byte
+	started      bool
+	pos          bool // m stands on an entry Next has not consumed
+	done         bool
+	k, v         []byte
+	e            error
+	closed       bool
+}
+
+// NewIterator returns an iterator over the keys in [lower, upper) (nil:
+// unbounded) as of now.
+func (db *DB) NewIterator(lower, upper []byte) *Iterator {
+	return db.NewIteratorWith(ReadOptions{}, lower, upper)
+}
+
+// NewIteratorWith is NewIterator with read options.
+func (db *DB) NewIteratorWith(ro ReadOptions, lower, upper []byte) *Iterator {
+	it := &Iterator{db: db, lower: append([]byte(nil), lower...), upper: append([]byte(nil), upper...)}
+	if lower == nil {
+		it.lower = nil
+	}
+	if upper == nil {
+		it.upper = nil
+	}
+	rs, err := db.acquire(ro)
+	if err != nil {
+		it.e, it.done, it.closed = err, true, true
+		return it
+	}
+	db.mu.Lock()
+	db.iterators++
+	db.mu.Unlock()
+	it.rs = rs
+	it.m = db.newMerging(rs.mems, rs.v, ro.NoFillCache)
+	return it
+}
+
+// newMerging merges the memtables and every table of v.
+func (db *DB) newMerging(mems []*memTable, v *version, noFill bool) *mergingIter {
+	m := &mergingIter{}
+	for _, mt := range mems {
+		m.all = append(m.all, &memIter{it: mt.NewIterator()})
+	}
+	for _, t := range v.levels[0] {
+		m.all = append(m.all, newTableIter(db, t, noFill))
+	}
+	for l := 1; l < numLevels; l++ {
+		if len(v.levels[l]) > 0 {
+			m.all = append(m.all, &levelIter{db: db, ts: v.levels[l], noFill: noFill})
+		}
+	}
+	return m
+}
+
+// Next moves to the next key with a value and reports whether there is one.
+func (it *Iterator) Next() bool {
+	if it.done {
+		return false
+	}
+	var ok bool
+	if !it.started {
+		it.started = true
+		ok = it.m.seekGE(it.lower)
+	} else {
+		ok = it.pos
+	}
+	for ok {
+		k := it.m.key()
+		if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
+			break
+		}
+		if k.Seq > it.rs.seq {
+			ok = it.m.next()
+			continue
+		}
+		// The newest visible version of this user key decides.
+		it.k = append(it.k[:0], k.UserKey...)
+		kind := k.Kind
+		if kind == sstable.KindSet {
+			it.v = append(it.v[:0], it.m.value()...)
+		}
+		for ok = it.m.next(); ok && bytes.Equal(it.m.key().UserKey, it.k); ok = it.m.next() {
+		}
+		if kind == sstable.KindSet {
+			it.pos = ok
+			return true
+		}
+	}
+	if err := it.m.err(); err != nil {
+		it.e = err
+	}
+	it.done = true
+	return false
+}
+
+// Key returns the current key.
+func (it *Iterator) Key() []byte { return it.k }
+
+// Value returns the current value.
+func (it *Iterator) Value() []byte { return it.v }
+
+// Err returns the error that ended the iteration, if any.
+func (it *Iterator) Err() error { return it.e }
+
+// Close releases the iterator's tables and returns Err.
+func (it *Iterator) Close() error {
+	if it.closed {
+		return it.e
+	}
+	it.closed, it.done = true, true
+	it.db.release(it.rs)
+	it.db.mu.Lock()
+	it.db.iterators--
+	it.db.mu.Unlock()
+	return it.e
+}

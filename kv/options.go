@@ -1,0 +1,165 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/kv/sstable"
+)
+
+// ErrBadOptions is wrapped by errors about Options fields.
+var ErrBadOptions = errors.New("kv: bad options")
+
+// Defaults of Options.
+const (
+	DefaultMemtableSize        = 64 << 20
+	DefaultCacheSize           = 64 << 20
+	DefaultL0CompactionTrigger = 4
+	DefaultL0StopWritesTrigger = 12
+	DefaultBaseLevelSize       = 64 << 20
+	DefaultLevelMultiplier     = 10
+	DefaultTargetFileSize      = 8 << 20
+	// maxImmutable is how many full memtables may wait for their flush
+	// before writes stall.
+	maxImmutable = 2
+)
+
+// Options configure a DB. The zero value is a durable store on io_uring
+// (unless RINGSTORE_IO_URING says otherwise) with O_DIRECT reads and a 64 MiB
+// block cache.
+type Options struct {
+	// MemtableSize is the bytes a memtable holds before it is flushed to
+	// an L0 file. Default 64 MiB; at least 64 KiB.
+	MemtableSize int64
+	// BlockSize is the target size of an SST data block (sstable
+	// Options.BlockSize). Default 4096.
+	BlockSize int
+	// BloomBitsPerKey sizes each SST's bloom filter. Default 10 (about 1%
+	// false positives).
+	BloomBitsPerKey int
+	// CacheSize is the block cache's budget in bytes: a bufpool of 4 KiB
+	// frames, off the Go heap. Default 64 MiB; at least 32 KiB.
+	CacheSize int64
+	// NoBlockCache disables the block cache: every data block read goes to
+	// the device (into a buffer of the read's own).
+	NoBlockCache bool
+	// IOMode is the backend of the store's engine: Auto follows
+	// RINGSTORE_IO_URING; ioengine.Syscall reads the blocks of a batch
+	// with one pread after another.
+	IOMode ioengine.IOMode
+	// Engine, when set, runs all block reads and is not closed by Close.
+	Engine *ioengine.Engine
+	// BufferedIO reads data blocks through the page cache instead of
+	// O_DIRECT, for file systems that refuse O_DIRECT.
+	BufferedIO bool
+	// L0CompactionTrigger is the number of L0 files that starts an L0
+	// compaction. Default 4.
+	L0CompactionTrigger int
+	// L0StopWritesTrigger is the number of L0 files at which writes wait
+	// for compactions. Default 12.
+	L0StopWritesTrigger int
+	// BaseLevelSize is L1's target size; each lower level's is
+	// LevelMultiplier times the one above. Default 64 MiB.
+	BaseLevelSize int64
+	// LevelMultiplier is the size ratio of adjacent levels. Default 10.
+	LevelMultiplier int
+	// TargetFileSize is the size at which a compaction starts a new output
+	// file. Default 8 MiB.
+	TargetFileSize int64
+	// DisableAutoCompaction stops background compactions; Compact still
+	// runs them. Flushes still happen.
+	DisableAutoCompaction bool
+	// NoSync skips the fdatasync of each write's log entry. THIS IS UNSAFE:
+	// acknowledged writes may be lost in a crash. For bulk loads only.
+	NoSync bool
+	// Logf receives notices (recovery, the engine's fallback reason,
+	// background errors). Default: the standard logger.
+	Logf func(format string, args ...any)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MemtableSize == 0 {
+		o.MemtableSize = DefaultMemtableSize
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = sstable.DefaultBlockSize
+	}
+	if o.BloomBitsPerKey == 0 {
+		o.BloomBitsPerKey = sstable.DefaultBloomBitsPerKey
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.L0CompactionTrigger == 0 {
+		o.L0CompactionTrigger = DefaultL0CompactionTrigger
+	}
+	if o.L0StopWritesTrigger == 0 {
+		o.L0StopWritesTrigger = DefaultL0StopWritesTrigger
+	}
+	if o.BaseLevelSize == 0 {
+		o.BaseLevelSize = DefaultBaseLevelSize
+	}
+	if o.LevelMultiplier == 0 {
+		o.LevelMultiplier = DefaultLevelMultiplier
+	}
+	if o.TargetFileSize == 0 {
+		o.TargetFileSize = DefaultTargetFileSize
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("%w: %s = %v: %s", ErrBadOptions, field, v, why)
+	}
+	switch {
+	case o.MemtableSize < 64<<10:
+		return bad("MemtableSize", o.MemtableSize, "must be at least 64 KiB")
+	case o.BlockSize < 0 || o.BlockSize > sstable.MaxBlockSize:
+		return bad("BlockSize", o.BlockSize, fmt.Sprintf("must be 1 to %d", sstable.MaxBlockSize))
+	case o.BloomBitsPerKey < 0 || o.BloomBitsPerKey > sstable.MaxBloomBitsPerKey:
+		return bad("BloomBitsPerKey", o.BloomBitsPerKey, fmt.Sprintf("must be 1 to %d", sstable.MaxBloomBitsPerKey))
+	case !o.NoBlockCache && o.CacheSize < 32<<10:
+		return bad("CacheSize", o.CacheSize, "must be at least 32 KiB (or set NoBlockCache)")
+	case o.L0CompactionTrigger < 1:
+		return bad("L0CompactionTrigger", o.L0CompactionTrigger, "must be at least 1")
+	case o.L0StopWritesTrigger <= o.L0CompactionTrigger:
+		return bad("L0StopWritesTrigger", o.L0StopWritesTrigger, "must be above L0CompactionTrigger")
+	case o.BaseLevelSize < 64<<10:
+		return bad("BaseLevelSize", o.BaseLevelSize, "must be at least 64 KiB")
+	case o.LevelMultiplier < 2 || o.LevelMultiplier > 100:
+		return bad("LevelMultiplier", o.LevelMultiplier, "must be 2 to 100")
+	case o.TargetFileSize < 64<<10:
+		return bad("TargetFileSize", o.TargetFileSize, "must be at least 64 KiB")
+	}
+	return nil
+}
+
+// String returns the options as the DB uses them, one per line.
+func (o Options) String() string {
+	cache := fmt.Sprintf("%d", o.CacheSize)
+	if o.NoBlockCache {
+		cache = "off"
+	}
+	return fmt.Sprintf("memtable_size=%d block_size=%d bloom_bits_per_key=%d cache=%s io_mode=%s buffered_io=%v "+
+		"l0_compaction_trigger=%d l0_stop_writes_trigger=%d base_level_size=%d level_multiplier=%d "+
+		"target_file_size=%d auto_compaction=%v sync=%v",
+		o.MemtableSize, o.BlockSize, o.BloomBitsPerKey, cache, o.IOMode, o.BufferedIO,
+		o.L0CompactionTrigger, o.L0StopWritesTrigger, o.BaseLevelSize, o.LevelMultiplier,
+		o.TargetFileSize, !o.DisableAutoCompaction, !o.NoSync)
+}
+
+// ReadOptions configure one read.
+type ReadOptions struct {
+	// Snapshot reads as of the snapshot; nil reads the latest writes.
+	Snapshot *Snapshot
+	// NoFillCache reads blocks that miss the cache without keeping them in
+	// it (a one-off scan that should not displace the working set). Blocks
+	// already cached are still used.
+	NoFillCache bool
+}

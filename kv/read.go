@@ -1,0 +1,433 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ringstore/ringstore/bufpool"
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/kv/sstable"
+)
+
+// readState is what one read looks at: the memtables newest first, a
+// referenced version and the snapshot seq.
+type readState struct {
+	mems []*memTable
+	v    *version
+	seq  uint64
+}
+
+// acquire takes a consistent read state for ro; release it with release.
+func (db *DB) acquire(ro ReadOptions) (*readState, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	rs := &readState{v: db.current, seq: db.visible.Load()}
+	if ro.Snapshot != nil {
+		if ro.Snapshot.db != db || ro.Snapshot.closed {
+			return nil, errors.New("kv: read with a snapshot that is closed or of another DB")
+		}
+		rs.seq = ro.Snapshot.seq
+	}
+	rs.v.ref()
+	rs.mems = append(rs.mems, db.mem)
+	for i := len(db.imm) - 1; i >= 0; i-- {
+		rs.mems = append(rs.mems, db.imm[i])
+	}
+	return rs, nil
+}
+
+func (db *DB) release(rs *readState) {
+	db.mu.Lock()
+	db.unrefVersionLocked(rs.v)
+	db.mu.Unlock()
+}
+
+// Get returns the value of key, or ErrNotFound. The value is the caller's.
+func (db *DB) Get(key []byte) ([]byte, error) { return db.GetWith(ReadOptions{}, key) }
+
+// GetWith is Get with read options.
+func (db *DB) GetWith(ro ReadOptions, key []byte) ([]byte, error) {
+	vals, found, err := db.multiGet(ro, [][]byte{key}, false)
+	if err != nil {
+		return nil, err
+	}
+	db.stats.gets.Add(1)
+	if !found[0] {
+		return nil, ErrNotFound
+	}
+	return vals[0], nil
+}
+
+// MultiGet looks up every key in one consistent snapshot. values[i] is the
+// value of keys[i] when found[i] (the caller's memory). The data block reads
+// the batch needs, in all tables of all levels, go to the engine together:
+// each round reads, for every key not yet resolved, the block of the next
+// table that may hold it (newest first, after the bloom filter), all in one
+// submission. A key is resolved by the first table that has a version of it,
+// so a second round happens only for bloom false positives.
+func (db *DB) MultiGet(keys [][]byte) (values [][]byte, found []bool, err error) {
+	return db.MultiGetWith(ReadOptions{}, keys)
+}
+
+// MultiGetWith is MultiGet with read options.
+func (db *DB) MultiGetWith(ro ReadOptions, keys [][]byte) ([][]byte, []bool, error) {
+	db.stats.multiGets.Add(1)
+	db.stats.multiGetKeys.Add(uint64(len(keys)))
+	return db.multiGet(ro, keys, ro.NoFillCache)
+}
+
+// lookup is one key's progress through a multiGet.
+type lookup struct {
+	key   []byte
+	cands []*table // tables that may hold key, newest first
+	next  int      // index of the next candidate to read
+	done  bool
+	spill bool // the snapshot's version may be in a later block of cands[next]
+}
+
+func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []bool, error) {
+	rs, err := db.acquire(ro)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.release(rs)
+	values := make([][]byte, len(keys))
+	found := make([]bool, len(keys))
+	var pending []*lookup
+	idx := map[*lookup]int{}
+	for i, k := range keys {
+		if len(k) > sstable.MaxKeyLen {
+			return nil, nil, fmt.Errorf("kv: key %d of %d bytes is over the limit %d", i, len(k), sstable.MaxKeyLen)
+		}
+		if v, kind, ok := memGet(rs.mems, k, rs.seq); ok {
+			if kind == sstable.KindSet {
+				values[i], found[i] = append([]byte{}, v...), true
+			}
+			continue
+		}
+		lk := &lookup{key: k, cands: candidates(rs.v, k)}
+		if len(lk.cands) > 0 {
+			pending = append(pending, lk)
+			idx[lk] = i
+		}
+	}
+	for len(pending) > 0 {
+		reads := make([]blockRead, 0, len(pending))
+		for _, lk := range pending {
+			t := lk.cands[lk.next]
+			h, ok := t.r.BlockFor(lk.key)
+			if !ok {
+				reads = append(reads, blockRead{t: t, skip: true})
+				continue
+			}
+			reads = append(reads, blockRead{t: t, h: h})
+		}
+		db.stats.rounds.Add(1)
+		err := db.readBlocks(reads, noFill, func(i int, b sstable.Block) {
+			lk := pending[i]
+			v, kind, seq, ok := b.Get(lk.key)
+			// A version newer than the snapshot may exist in this table
+			// only if it was written after the snapshot; older tables
+			// then hold what the snapshot sees. Block.Get returns the
+			// newest version, so fall back to a scan for older ones.
+			if ok && seq > rs.seq {
+				var spills bool
+				v, kind, ok, spills = blockGetAt(b, lk.key, rs.seq)
+				if !ok && spills {
+					lk.spill = true // older versions go on in the next block
+					return
+				}
+			}
+			if ok {
+				lk.done = true
+				if kind == sstable.KindSet {
+					values[idx[lk]], found[idx[lk]] = append([]byte{}, v...), true
+				}
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		next := pending[:0]
+		for _, lk := range pending {
+			if lk.spill {
+				lk.spill = false
+				v, kind, ok, err := db.tableGetAt(lk.cands[lk.next], lk.key, rs.seq, noFill)
+				if err != nil {
+					return nil, nil, err
+				}
+				if ok {
+					lk.done = true
+					if kind == sstable.KindSet {
+						values[idx[lk]], found[idx[lk]] = append([]byte{}, v...), true
+					}
+				}
+			}
+			lk.next++
+			if !lk.done && lk.next < len(lk.cands) {
+				next = append(next, lk)
+			}
+		}
+		pending = next
+	}
+	return values, found, nil
+}
+
+// memGet looks key up in the memtables, newest first.
+func memGet(mems []*memTable, key []byte, seq uint64) ([]byte, sstable.Kind, bool) {
+	for _, m := range mems {
+		if v, kind, ok := m.Get(key, seq); ok {
+			return v, kind, true
+		}
+	}
+	return nil, 0, false
+}
+
+// candidates returns the tables of v that may hold key, newest first: L0's
+// that cover it, then at most one per lower level, each past its bloom
+// filter. No I/O.
+func candidates(v *version, key []byte) []*table {
+	var out []*table
+	for _, t := range v.levels[0] {
+		if t.containsUser(key) && t.r.MayContain(key) {
+			out = append(out, t)
+		}
+	}
+	for l := 1; l < numLevels; l++ {
+		if t := findTable(v.levels[l], key); t != nil && t.r.MayContain(key) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// blockGetAt returns the newest version of key in b with seq <= snap. When
+// there is none, spills reports that the block ends with a version of key, so
+// older ones may follow in the next block.
+func blockGetAt(b sstable.Block, key []byte, snap uint64) (v []byte, kind sstable.Kind, ok, spills bool) {
+	it := b.Iter()
+	for it.Next() {
+		k := it.Key()
+		c := bytes.Compare(k.UserKey, key)
+		if c > 0 {
+			return nil, 0, false, false
+		}
+		if c == 0 && k.Seq <= snap {
+			return it.Value(), k.Kind, true, false
+		}
+		spills = c == 0
+	}
+	return nil, 0, false, spills
+}
+
+// tableGetAt returns the newest version of key in t with seq <= snap, walking
+// the table's blocks from the first that holds key (the rare path of a
+// snapshot read whose version is not in that first block).
+func (db *DB) tableGetAt(t *table, key []byte, snap uint64, noFill bool) ([]byte, sstable.Kind, bool, error) {
+	it := newTableIter(db, t, noFill)
+	for ok := it.seekGE(key); ok; ok = it.next() {
+		k := it.key()
+		if !bytes.Equal(k.UserKey, key) {
+			break
+		}
+		if k.Seq <= snap {
+			return it.value(), k.Kind, true, nil
+		}
+	}
+	return nil, 0, false, it.err()
+}
+
+// blockRead is one data block a read needs.
+type blockRead struct {
+	t    *table
+	h    sstable.BlockHandle
+	skip bool // the key sorts after the table: nothing to read
+}
+
+// readBlocks fetches the blocks of reads and calls fn(i, block) for each
+// (not for skipped ones), all in one go: through the block cache in one Pin
+// (its misses go to the engine together), or, without a cache, in one engine
+// call of reads into buffers of this call's own, adjacent blocks of a file
+// read as one. A block is valid only during fn.
+func (db *DB) readBlocks(reads []blockRead, noFill bool, fn func(i int, b sstable.Block)) error {
+	if db.pool != nil {
+		return db.readBlocksCached(reads, noFill, fn)
+	}
+	return db.readBlocksDirect(reads, fn)
+}
+
+func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, b sstable.Block)) error {
+	var spans []bufpool.Span
+	var which []int
+	var direct []int
+	var frames []*bufpool.Frame
+	for i, r := range reads {
+		if r.skip {
+			continue
+		}
+		s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
+		if noFill {
+			var ok bool
+			var err error
+			frames, ok, err = db.pool.PinResident([]bufpool.Span{s}, frames)
+			if err != nil {
+				return fmt.Errorf("kv: block cache: %w", err)
+			}
+			if !ok {
+				direct = append(direct, i)
+				continue
+			}
+			which = append(which, i)
+			spans = append(spans, s)
+			continue
+		}
+		which = append(which, i)
+		spans = append(spans, s)
+	}
+	before := db.pool.Stats().BytesRead
+	var err error
+	if !noFill {
+		frames, err = db.pool.Pin(spans, frames[:0])
+		if err != nil {
+			return fmt.Errorf("kv: reading blocks: %w", err)
+		}
+	}
+	defer func() {
+		for _, f := range frames {
+			f.Unpin()
+		}
+	}()
+	db.stats.blockReads.Add((db.pool.Stats().BytesRead - before) / directio.BlockSize)
+	var scratch []byte
+	fi := 0
+	for j, i := range which {
+		r := reads[i]
+		n := int((r.h.Len + directio.BlockSize - 1) / directio.BlockSize)
+		fs := frames[fi : fi+n]
+		fi += n
+		var buf []byte
+		if n == 1 {
+			buf = fs[0].Bytes()[:r.h.Len]
+		} else {
+			if cap(scratch) < int(r.h.Len) {
+				scratch = make([]byte, r.h.Len)
+			}
+			buf = scratch[:r.h.Len]
+			if err := bufpool.CopyOut(buf, fs, int64(r.h.Offset)); err != nil {
+				return fmt.Errorf("kv: block of %s at offset %d: %w", r.t.path, r.h.Offset, err)
+			}
+		}
+		b, err := r.t.r.DecodeBlock(r.h, buf)
+		if err != nil {
+			return fmt.Errorf("kv: %w", err)
+		}
+		fn(i, b)
+		_ = spans[j]
+	}
+	if len(direct) > 0 {
+		sub := make([]blockRead, len(reads))
+		for i := range sub {
+			sub[i] = blockRead{skip: true}
+		}
+		for _, i := range direct {
+			sub[i] = reads[i]
+		}
+		return db.readBlocksDirect(sub, fn)
+	}
+	return nil
+}
+
+// run is a contiguous byte range of one table read with one request.
+type run struct {
+	t        *table
+	off, end uint64
+	members  []int // indexes into reads, by offset
+}
+
+// maxRunBytes bounds a coalesced read.
+const maxRunBytes = 256 << 10
+
+func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, b sstable.Block)) error {
+	order := make([]int, 0, len(reads))
+	for i, r := range reads {
+		if !r.skip {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ra, rb := reads[order[a]], reads[order[b]]
+		if ra.t != rb.t {
+			return ra.t.meta.Num < rb.t.meta.Num
+		}
+		return ra.h.Offset < rb.h.Offset
+	})
+	var runs []*run
+	for _, i := range order {
+		r := reads[i]
+		if n := len(runs); n > 0 {
+			last := runs[n-1]
+			if last.t == r.t && r.h.Offset <= last.end && r.h.Offset+r.h.Len-last.off <= maxRunBytes {
+				last.end = max(last.end, r.h.Offset+r.h.Len)
+				last.members = append(last.members, i)
+				continue
+			}
+		}
+		runs = append(runs, &run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: []int{i}})
+	}
+	var total uint64
+	for _, r := range runs {
+		total += r.end - r.off
+	}
+	mem := alignedBuf(int(total))
+	reqs := make([]ioengine.Request, len(runs))
+	var pos uint64
+	bufs := make([][]byte, len(runs))
+	for k, r := range runs {
+		bufs[k] = mem[pos : pos+r.end-r.off]
+		pos += r.end - r.off
+		reqs[k] = ioengine.Request{Op: ioengine.OpRead, Fd: r.t.fd, Off: int64(r.off), Buf: bufs[k]}
+	}
+	err := db.eng.Do(reqs)
+	db.stats.blockReads.Add(total / directio.BlockSize)
+	db.stats.directCalls.Add(1)
+	for k, r := range runs {
+		req := &reqs[k]
+		if req.Err != nil || req.N != len(bufs[k]) {
+			cause := req.Err
+			if cause == nil {
+				cause = err
+			}
+			return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %v", r.t.path, r.off, r.end-r.off, req.N, cause)
+		}
+		for _, i := range r.members {
+			br := reads[i]
+			start := br.h.Offset - r.off
+			b, derr := br.t.r.DecodeBlock(br.h, bufs[k][start:start+br.h.Len])
+			if derr != nil {
+				return fmt.Errorf("kv: %w", derr)
+			}
+			fn(i, b)
+		}
+	}
+	return nil
+}
+
+// alignedBuf returns n bytes of Go memory aligned to directio.BlockSize (the
+// engine pins it for the read).
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+directio.BlockSize)
+	off := 0
+	if r := int(uintptr(unsafePointer(b)) % directio.BlockSize); r != 0 {
+		off = directio.BlockSize - r
+	}
+	return b[off : off+n : off+n]
+}

@@ -1,0 +1,197 @@
+package kv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/ringstore/ringstore/bufpool"
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/kv/manifest"
+	"github.com/ringstore/ringstore/kv/sstable"
+)
+
+// numLevels is the number of LSM levels, L0 to L6.
+const numLevels = manifest.NumLevels
+
+// table is one open SST file: its metadata Reader (a descriptor without
+// O_DIRECT, read once at open), a second descriptor for data block reads
+// (O_DIRECT unless Options.BufferedIO) and its FileID in the block cache.
+// refs counts the versions that list it (guarded by DB.mu); the last unref
+// of an obsolete table closes and removes it.
+type table struct {
+	meta  manifest.FileMeta
+	path  string
+	r     *sstable.Reader
+	data  *os.File
+	fd    int
+	fid   bufpool.FileID // 0 without a block cache
+	refs  int            // guarded by DB.mu
+	gone  bool           // guarded by DB.mu: no longer in the current version; removed at refs 0
+	smallestUser, largestUser []byte
+}
+
+func tableName(num uint64) string { return fmt.Sprintf("%06d.sst", num) }
+
+// openTable opens the SST of meta in the DB's directory and checks that it is
+// the file the manifest describes.
+func (db *DB) openTable(meta manifest.FileMeta) (*table, error) {
+	path := filepath.Join(db.dir, tableName(meta.Num))
+	r, err := sstable.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kv: table %s: %w", path, err)
+	}
+	p := r.Properties()
+	if st, err := os.Stat(path); err != nil || uint64(st.Size()) != meta.Size || p.Entries != meta.Entries || p.MaxSeq != meta.MaxSeq {
+		r.Close()
+		size := int64(-1)
+		if st != nil {
+			size = st.Size()
+		}
+		return nil, fmt.Errorf("kv: table %s is not the file the manifest describes (size %d, entries %d, max seq %d; manifest says %d, %d, %d)",
+			path, size, p.Entries, p.MaxSeq, meta.Size, meta.Entries, meta.MaxSeq)
+	}
+	var data *os.File
+	if db.opts.BufferedIO {
+		data, err = os.Open(path)
+	} else {
+		data, err = directio.OpenFile(path, os.O_RDONLY, 0)
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("kv: table %s: %w", path, err)
+	}
+	t := &table{meta: meta, path: path, r: r, data: data, fd: int(data.Fd()),
+		smallestUser: meta.Smallest.UserKey, largestUser: meta.Largest.UserKey}
+	if db.pool != nil && !db.opts.BufferedIO {
+		if t.fid, err = db.pool.Register(t.fd, int64(meta.Size), path); err != nil {
+			data.Close()
+			r.Close()
+			return nil, fmt.Errorf("kv: table %s: %w", path, err)
+		}
+	}
+	return t, nil
+}
+
+// close releases the table's descriptors and cache registration.
+func (t *table) close(db *DB) error {
+	var first error
+	if t.fid != 0 {
+		if err := db.pool.Unregister(t.fid); err != nil {
+			first = err
+		}
+	}
+	if err := t.data.Close(); err != nil && first == nil {
+		first = err
+	}
+	if err := t.r.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// containsUser reports whether key lies in the table's user key range.
+func (t *table) containsUser(key []byte) bool {
+	return bytes.Compare(key, t.smallestUser) >= 0 && bytes.Compare(key, t.largestUser) <= 0
+}
+
+// overlaps reports whether the table's user key range meets [lo, hi].
+func (t *table) overlaps(lo, hi []byte) bool {
+	return bytes.Compare(t.largestUser, lo) >= 0 && bytes.Compare(t.smallestUser, hi) <= 0
+}
+
+// version is one immutable state of the LSM tree: the tables of every level.
+// L0 is newest first (its tables may overlap); each lower level is sorted by
+// key with no two tables overlapping. refs (guarded by DB.mu) counts the DB's
+// current pointer and the readers using it.
+type version struct {
+	levels     [numLevels][]*table
+	flushedSeq uint64
+	refs       int
+}
+
+// ref and unref are called with DB.mu held.
+func (v *version) ref() { v.refs++ }
+
+func (db *DB) unrefVersionLocked(v *version) {
+	v.refs--
+	if v.refs > 0 {
+		return
+	}
+	if v.refs < 0 {
+		panic("kv: version unreferenced more than referenced")
+	}
+	for _, lvl := range v.levels {
+		for _, t := range lvl {
+			t.refs--
+			if t.refs == 0 {
+				db.dropTableLocked(t)
+			}
+		}
+	}
+}
+
+// dropTableLocked closes a table no version lists any more and, if it left
+// the current version (it was compacted away), removes its file.
+func (db *DB) dropTableLocked(t *table) {
+	if err := t.close(db); err != nil {
+		db.opts.Logf("kv: closing %s: %v", t.path, err)
+	}
+	if t.gone {
+		if err := os.Remove(t.path); err != nil {
+			db.opts.Logf("kv: removing obsolete %s: %v", t.path, err)
+		}
+		db.dirDirty = true
+	}
+}
+
+// newVersion returns a version with the tables of levels, taking a ref on
+// each.
+func newVersion(levels [numLevels][]*table, flushedSeq uint64) *version {
+	v := &version{levels: levels, flushedSeq: flushedSeq}
+	for _, lvl := range v.levels {
+		for _, t := range lvl {
+			t.refs++
+		}
+	}
+	return v
+}
+
+// manifest returns the manifest form of v.
+func (v *version) manifest(nextFileNum uint64) *manifest.Version {
+	m := &manifest.Version{NextFileNum: nextFileNum, FlushedSeq: v.flushedSeq}
+	for l, lvl := range v.levels {
+		for _, t := range lvl {
+			m.Levels[l] = append(m.Levels[l], t.meta)
+		}
+	}
+	return m
+}
+
+// levelBytes returns the bytes of level l's tables.
+func (v *version) levelBytes(l int) int64 {
+	var n int64
+	for _, t := range v.levels[l] {
+		n += int64(t.meta.Size)
+	}
+	return n
+}
+
+// sortLevel orders a level below L0 by smallest key.
+func sortLevel(ts []*table) {
+	sort.Slice(ts, func(i, j int) bool {
+		return sstable.Compare(ts[i].meta.Smallest, ts[j].meta.Smallest) < 0
+	})
+}
+
+// findTable returns the table of a sorted level (L1 and below) whose range may
+// hold key, or nil.
+func findTable(lvl []*table, key []byte) *table {
+	i := sort.Search(len(lvl), func(i int) bool { return bytes.Compare(lvl[i].largestUser, key) >= 0 })
+	if i == len(lvl) || bytes.Compare(key, lvl[i].smallestUser) < 0 {
+		return nil
+	}
+	return lvl[i]
+}
