@@ -36,24 +36,24 @@ type Stats struct {
 	Gets          uint64
 	MultiGets     uint64
 	MultiGetKeys  uint64
-	ReadRounds    uint64 // block-read rounds of Get and MultiGet (one submission each)
-	BlockReads    uint64 // 4 KiB blocks read from the device (cache misses and uncached reads)
-	DirectReads   uint64 // engine calls for uncached reads
+	ReadRounds    uint64         // block-read rounds of Get and MultiGet (one submission each)
+	BlockReads    uint64         // 4 KiB blocks read from the device (cache misses and uncached reads)
+	DirectReads   uint64         // engine calls for uncached reads
 	Cache         *bufpool.Stats // nil without a block cache
 	Engine        ioengine.Stats
 	Backend       ioengine.Backend
 	FallbackCause string
 
-	Flushes, FlushedBytes       uint64
-	FlushTime                   time.Duration
-	Compactions, TrivialMoves   uint64
-	CompactedIn, CompactedOut   uint64
-	CompactionTime              time.Duration
-	Memtables                   int   // the mutable one plus those waiting for a flush
-	MemtableBytes               int64 // their approximate size
-	Levels                      [numLevels]LevelStats
-	Snapshots, Iterators        int
-	LastSeq                     uint64
+	Flushes, FlushedBytes     uint64
+	FlushTime                 time.Duration
+	Compactions, TrivialMoves uint64
+	CompactedIn, CompactedOut uint64
+	CompactionTime            time.Duration
+	Memtables                 int   // the mutable one plus those waiting for a flush
+	MemtableBytes             int64 // their approximate size
+	Levels                    [numLevels]LevelStats
+	Snapshots, Iterators      int
+	LastSeq                   uint64
 }
 
 // Stats returns the counters and the current shape of the tree.
@@ -67,7 +67,7 @@ func (db *DB) Stats() Stats {
 		Compactions: c.compactions.Load(), TrivialMoves: c.trivialMoves.Load(),
 		CompactedIn: c.compactedIn.Load(), CompactedOut: c.compactedOut.Load(),
 		CompactionTime: time.Duration(c.compactNanos.Load()),
-		Engine: db.eng.Stats(), Backend: db.eng.Backend(), FallbackCause: db.eng.FallbackReason(),
+		Engine:         db.eng.Stats(), Backend: db.eng.Backend(), FallbackCause: db.eng.FallbackReason(),
 		LastSeq: db.visible.Load(),
 	}
 	if db.pool != nil {

@@ -22,14 +22,14 @@ const numLevels = manifest.NumLevels
 // refs counts the versions that list it (guarded by DB.mu); the last unref
 // of an obsolete table closes and removes it.
 type table struct {
-	meta  manifest.FileMeta
-	path  string
-	r     *sstable.Reader
-	data  *os.File
-	fd    int
-	fid   bufpool.FileID // 0 without a block cache
-	refs  int            // guarded by DB.mu
-	gone  bool           // guarded by DB.mu: no longer in the current version; removed at refs 0
+	meta                      manifest.FileMeta
+	path                      string
+	r                         *sstable.Reader
+	data                      *os.File
+	fd                        int
+	fid                       bufpool.FileID // 0 without a block cache
+	refs                      int            // guarded by DB.mu
+	gone                      bool           // guarded by DB.mu: no longer in the current version; removed at refs 0
 	smallestUser, largestUser []byte
 }
 
