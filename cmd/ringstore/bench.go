@@ -9,16 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringstore/ringstore/bench/kvbench"
 	"github.com/ringstore/ringstore/bench/readbench"
 	"github.com/ringstore/ringstore/bench/scanbench"
 	"github.com/ringstore/ringstore/bench/walbench"
 )
 
-const benchUsage = `usage: ringstore bench [read|wal|scan] [flags]
+const benchUsage = `usage: ringstore bench [read|wal|scan|kv] [flags]
 
-Without a workload name every benchmark runs with its defaults, read, wal and
-then scan, taking the flags of all; --json OUT then writes OUT-read.json,
-OUT-wal.json and OUT-scan.json (OUT without its .json).
+Without a workload name every benchmark runs with its defaults, read, wal,
+scan and then kv, taking the flags of all; --json OUT then writes
+OUT-read.json, OUT-wal.json, OUT-scan.json and OUT-kv.json (OUT without its
+.json).
 Workloads:
   read    4 KiB O_DIRECT random reads: serial pread, goroutine-parallel pread,
           io_uring batches 1/8/64/256, SQPOLL, and fio (when installed)
@@ -30,6 +32,11 @@ Workloads:
           limit: mmap, pread, direct (O_DIRECT) and pool (O_DIRECT + bufpool),
           each child under a memory cgroup, beside the device's sequential
           O_DIRECT bandwidth
+  kv      cold point reads of 16–32-byte keys and 200–400-byte values in
+          batches, data several times the block cache: ringstore MultiGet on
+          io_uring and on the syscall backend, a Get loop on as many
+          goroutines as the batch, the device's QD64 IOPS, and Pebble (built
+          from bench/peers when go is on PATH) under a memory cgroup
 `
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -38,7 +45,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		workload, args = args[0], args[1:]
 	}
 	switch workload {
-	case "all", "read", "wal", "scan":
+	case "all", "read", "wal", "scan", "kv":
 		return benchRun(workload, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, benchUsage)
@@ -56,11 +63,12 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		name += " " + workload
 	}
 	read, wal, scan := workload == "all" || workload == "read", workload == "all" || workload == "wal", workload == "all" || workload == "scan"
+	kvb := workload == "all" || workload == "kv"
 	fs := newFlags(name, stderr)
-	dir := fs.String("dir", os.TempDir(), "directory for the benchmark's files (read, scan: must support O_DIRECT; wal: put it on a disk, not tmpfs)")
+	dir := fs.String("dir", os.TempDir(), "directory for the benchmark's files (read, scan, kv: must support O_DIRECT; wal: put it on a disk, not tmpfs)")
 	dur := new(time.Duration)
-	if read || wal {
-		dur = fs.Duration("duration", 2*time.Second, "read, wal: measured time per mode and trial")
+	if read || wal || kvb {
+		dur = fs.Duration("duration", 2*time.Second, "read, wal, kv: measured time per mode and trial")
 	}
 	trials := fs.Int("trials", 3, "trials per mode (at least 3 for ratios you can trust)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
@@ -73,8 +81,20 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if read || scan {
 		noFio = fs.Bool("no-fio", false, "read, scan: skip the fio comparison even when fio is installed")
 	}
-	if wal {
-		noPeers = fs.Bool("no-peers", false, "wal: skip the peers (hashicorp/raft-wal, tidwall/wal, etcd's wal)")
+	if wal || kvb {
+		noPeers = fs.Bool("no-peers", false, "wal, kv: skip the peers (wal: hashicorp/raft-wal, tidwall/wal, etcd's wal; kv: Pebble)")
+	}
+	var kvKeys *uint64
+	var kvCache *string
+	var kvBatch, kvCallers, kvMemMB *int
+	var kvDist *string
+	if kvb {
+		kvKeys = fs.Uint64("keys", kvbench.DefaultKeys, "kv: keys loaded into every store")
+		kvCache = fs.String("cache", "64MiB", "kv: block cache of every store (K, M, G, KiB, MiB, GiB suffixes)")
+		kvBatch = fs.Int("batch", kvbench.DefaultBatch, "kv: keys per batch (one MultiGet, or as many Gets)")
+		kvCallers = fs.Int("callers", kvbench.DefaultCallers, "kv: concurrent callers, each with its own batches")
+		kvDist = fs.String("dist", kvbench.Uniform, "kv: key distribution: uniform or zipfian")
+		kvMemMB = fs.Int("kv-mem-limit-mb", 0, "kv: memory cgroup limit of every read child in MiB, page cache included (default: the cache + 96); -1 for none")
 	}
 	var dataMB, memMB, poolMB, frameKB, queries, rounds *int
 	var devTime *time.Duration
@@ -94,7 +114,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	if (read || wal) && *dur <= 0 {
+	if (read || wal || kvb) && *dur <= 0 {
 		return usagef("%s: --duration must be positive, got %s", name, *dur)
 	}
 	if *trials < 1 {
@@ -132,17 +152,33 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --compression must be none, lz4 or zstd, got %q", name, *compression)
 		}
 	}
-	if wal || scan {
+	var kvCacheBytes int64
+	if kvb {
+		var err error
+		if kvCacheBytes, err = parseSize(*kvCache); err != nil {
+			return usagef("%s: --cache: %v", name, err)
+		}
+		if *kvKeys < 1 || *kvBatch < 1 || *kvCallers < 1 {
+			return usagef("%s: --keys, --batch and --callers must be at least 1", name)
+		}
+		if *kvDist != kvbench.Uniform && *kvDist != kvbench.Zipfian {
+			return usagef("%s: --dist must be uniform or zipfian, got %q", name, *kvDist)
+		}
+		if *kvMemMB < -1 {
+			return usagef("%s: --kv-mem-limit-mb must be -1, 0 or a size in MiB, got %d", name, *kvMemMB)
+		}
+	}
+	if wal || scan || kvb {
 		if st, err := os.Stat(*dir); err != nil {
 			return usagef("%s: --dir: %v", name, err)
 		} else if !st.IsDir() {
 			return usagef("%s: --dir: %s is not a directory", name, *dir)
 		}
 	}
-	readJSON, walJSON, scanJSON := *jsonOut, *jsonOut, *jsonOut
+	readJSON, walJSON, scanJSON, kvJSON := *jsonOut, *jsonOut, *jsonOut, *jsonOut
 	if workload == "all" && *jsonOut != "" {
 		base := strings.TrimSuffix(*jsonOut, ".json")
-		readJSON, walJSON, scanJSON = base+"-read.json", base+"-wal.json", base+"-scan.json"
+		readJSON, walJSON, scanJSON, kvJSON = base+"-read.json", base+"-wal.json", base+"-scan.json", base+"-kv.json"
 	}
 	var errs []error
 	if read {
@@ -157,6 +193,11 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, scanbench.Run(scanbench.Options{Dir: *dir, DataBytes: int64(*dataMB) << 20, MemLimit: int64(*memMB) << 20, NoMemLimit: *memMB == 0,
 			PoolBytes: int64(*poolMB) << 20, FrameSize: *frameKB << 10, Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
 			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, Out: stdout, Progress: stderr}))
+	}
+	if kvb {
+		errs = append(errs, kvbench.Run(kvbench.Options{Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
+			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: int64(max(0, *kvMemMB)) << 20, NoMemLimit: *kvMemMB == -1,
+			Peers: !*noPeers, JSON: kvJSON, Out: stdout, Progress: stderr}))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,487 @@
+package kvbench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// Defaults of Options: a data set of about 5× the block cache, and a whole
+// run of about two minutes on a 2-vCPU VM (loading both stores included).
+const (
+	DefaultKeys         = 1_000_000
+	DefaultCacheSize    = 64 << 20
+	DefaultBatch        = 64
+	DefaultCallers      = 4
+	DefaultTrials       = 3
+	DefaultDuration     = 2 * time.Second
+	DefaultMemHeadroom  = 96 << 20 // the memory limit is the cache plus this
+	DefaultChildTimeout = 5 * time.Minute
+)
+
+// Options configure a run. The zero value of a field takes its default.
+type Options struct {
+	Dir       string // where the run makes its directory (removed afterwards)
+	Keys      uint64
+	CacheSize int64 // block cache of every system, bytes
+	Batch     int   // keys per batch
+	Callers   int   // concurrent callers, each with its own batches
+	Trials    int
+	Duration  time.Duration // measured time per mode and trial
+	Dist      string        // uniform (default) or zipfian
+	// MemLimit is the memory cgroup limit of every read child, page cache
+	// included; default CacheSize + DefaultMemHeadroom. NoMemLimit runs
+	// them without one.
+	MemLimit     int64
+	NoMemLimit   bool
+	Peers        bool   // build and run Pebble from bench/peers
+	PeersSrc     string // bench/peers; empty: found from the working directory
+	ChildTimeout time.Duration
+	JSON         string
+	Out          io.Writer // report
+	Progress     io.Writer
+
+	// detectCgroups replaces bench.DetectMemCgroups in tests.
+	detectCgroups func() (*bench.MemCgroups, error)
+	// dropSystem replaces dropSystemCache in tests.
+	dropSystem func() error
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Keys == 0 {
+		o.Keys = DefaultKeys
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.Batch == 0 {
+		o.Batch = DefaultBatch
+	}
+	if o.Callers == 0 {
+		o.Callers = DefaultCallers
+	}
+	if o.Trials == 0 {
+		o.Trials = DefaultTrials
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Dist == "" {
+		o.Dist = Uniform
+	}
+	if o.MemLimit == 0 {
+		o.MemLimit = o.CacheSize + DefaultMemHeadroom
+	}
+	if o.ChildTimeout == 0 {
+		o.ChildTimeout = DefaultChildTimeout
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.detectCgroups == nil {
+		o.detectCgroups = bench.DetectMemCgroups
+	}
+	if o.dropSystem == nil {
+		o.dropSystem = dropSystemCache
+	}
+	bad := func(format string, args ...any) (Options, error) {
+		return o, fmt.Errorf("bench kv: "+format, args...)
+	}
+	switch {
+	case o.Dir == "":
+		return bad("no directory")
+	case o.Keys < uint64(o.Batch) || o.Keys > MaxKeys:
+		return bad("--keys %d must be between the batch (%d) and 2^48", o.Keys, o.Batch)
+	case o.CacheSize < 1<<20:
+		return bad("--cache %d bytes is too small: at least 1 MiB", o.CacheSize)
+	case o.Batch < 1 || o.Batch > 4096:
+		return bad("--batch %d must be 1 to 4096", o.Batch)
+	case o.Callers < 1 || o.Callers > 1024:
+		return bad("--callers %d must be 1 to 1024", o.Callers)
+	case o.Trials < 1:
+		return bad("--trials %d must be at least 1", o.Trials)
+	case o.Duration <= 0:
+		return bad("--duration %s must be positive", o.Duration)
+	case !o.NoMemLimit && o.MemLimit <= o.CacheSize:
+		return bad("memory limit %d MiB must be above the cache (%d MiB)", o.MemLimit>>20, o.CacheSize>>20)
+	}
+	if _, err := NewChooser(o.Dist, 1, 0); err != nil {
+		return bad("%v", err)
+	}
+	return o, nil
+}
+
+// Result is one row of the JSON report.
+type Result struct {
+	System    string `json:"system"`
+	Mode      string `json:"mode"` // the mode's name in this report
+	Label     string `json:"label"`
+	Access    string `json:"access"` // multiget, get-serial, get-parallel, qd64
+	IOBackend string `json:"io_backend,omitempty"`
+	Batch     int    `json:"batch"`
+	Callers   int    `json:"callers"`
+	// KeysPerS is keys read per second (reads per second for the device),
+	// median of trials.
+	KeysPerS     float64 `json:"keys_per_s"`
+	KeysPerSBest float64 `json:"keys_per_s_best"`
+	KeysPerSMin  float64 `json:"keys_per_s_min"`
+	KeysPerSMax  float64 `json:"keys_per_s_max"`
+	// P50us and P99us are of one batch, in the median trial.
+	P50us float64 `json:"p50_us"`
+	P99us float64 `json:"p99_us"`
+	// BlockReadsPerS is 4 KiB blocks read from the device per second by
+	// the store's own count (ringstore); BlocksPerKey the same per key.
+	BlockReadsPerS float64 `json:"block_reads_per_s,omitempty"`
+	// KVBlockReadsPerS is kv Stats.BlockReads per second, for comparison.
+	KVBlockReadsPerS float64 `json:"kv_stats_block_reads_per_s,omitempty"`
+	BlocksPerKey     float64 `json:"blocks_per_key,omitempty"`
+	CacheHitRate     float64 `json:"cache_hit_rate,omitempty"`
+	// DeviceMBps is /proc/self/io read_bytes of the child over the measured
+	// part per second, in 10^6 bytes: what every system fetched from the
+	// device, whatever the path.
+	DeviceMBps    float64   `json:"device_read_mb_per_s"`
+	CPUusPerKey   float64   `json:"cpu_us_per_key"`
+	MaxRSS        float64   `json:"max_rss_bytes,omitempty"`
+	CgroupPeak    float64   `json:"cgroup_peak_bytes,omitempty"`
+	ResidentStart float64   `json:"resident_before_bytes"`
+	TrialKeysPerS []float64 `json:"trial_keys_per_s"`
+	TrialP99us    []float64 `json:"trial_p99_us"`
+	Version       string    `json:"version,omitempty"` // a peer's module version
+}
+
+// Device is the device's QD64 IOPS measured in the run.
+type Device struct {
+	IOPS        float64   `json:"iops"` // median of trials
+	IOPSBest    float64   `json:"iops_best"`
+	TrialIOPS   []float64 `json:"trial_iops"`
+	P50us       float64   `json:"p50_us"` // per batch of 64
+	P99us       float64   `json:"p99_us"`
+	Measurement string    `json:"measurement"`
+}
+
+// Bar is one of the issue's targets, checked against this run's figures.
+type Bar struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"` // Value must be at least Limit
+	Met   bool    `json:"met"`
+	// Valid is false when the run could not test the bar as stated (a
+	// mode missing, cold not achieved for a peer).
+	Valid bool   `json:"valid"`
+	Why   string `json:"why,omitempty"`
+}
+
+// MemoryLimit says whether the read children ran under a memory limit.
+type MemoryLimit struct {
+	Applied    bool   `json:"applied"`
+	Cgroup     string `json:"cgroup,omitempty"` // "v1" or "v2"
+	Parent     string `json:"parent,omitempty"`
+	LimitBytes int64  `json:"limit_bytes,omitempty"`
+	Reason     string `json:"reason,omitempty"` // why none was applied
+}
+
+// Cold says how every trial was made cold.
+type Cold struct {
+	Ringstore     string      `json:"ringstore"`
+	Pebble        string      `json:"pebble"`
+	CacheDrop     string      `json:"page_cache_drop"`
+	CacheDropNote string      `json:"page_cache_drop_note,omitempty"`
+	ResidentMax   int64       `json:"resident_after_drop_max_bytes"`
+	MemoryLimit   MemoryLimit `json:"memory_limit"`
+	Achieved      bool        `json:"achieved"` // for every system: page cache dropped and a memory limit applied
+	Why           string      `json:"why,omitempty"`
+}
+
+// Load is how a store was loaded.
+type Load struct {
+	System    string             `json:"system"`
+	Seconds   float64            `json:"seconds"`
+	Keys      uint64             `json:"keys"`
+	DiskBytes float64            `json:"disk_bytes"`
+	Shape     map[string]float64 `json:"shape,omitempty"`
+}
+
+type report struct {
+	bench.Report
+	DataBytes    int64             `json:"data_bytes"` // keys + values as loaded
+	CacheBytes   int64             `json:"cache_bytes"`
+	DataVsCache  float64           `json:"data_vs_cache"`
+	Device       *Device           `json:"device,omitempty"`
+	Bars         []Bar             `json:"bars"`
+	Cold         Cold              `json:"cold"`
+	Loads        []Load            `json:"loads"`
+	PeerVersions map[string]string `json:"peer_versions,omitempty"`
+}
+
+// mode is a bench.Mode with what the report needs to know of it.
+type mode struct {
+	bench.Mode
+	system, access, backend, dbDir, version string
+	peer                                    bool
+}
+
+// Mode names.
+const (
+	nameMultiGetURing   = "ringstore-multiget-uring"
+	nameMultiGetSyscall = "ringstore-multiget-syscall"
+	nameGet64URing      = "ringstore-get-parallel-uring"
+	nameDevice          = "device-qd64"
+	namePebbleSerial    = "pebble-get-serial"
+	namePebbleParallel  = "pebble-get-parallel"
+)
+
+// Run runs the benchmark and writes the report.
+func Run(opts Options) (err error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(o.Dir); err != nil {
+		return fmt.Errorf("bench kv: %w", err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("bench kv: %s is not a directory", o.Dir)
+	}
+	if _, err := directio.Check(o.Dir); err != nil {
+		return fmt.Errorf("bench kv: %w", err)
+	}
+	runDir, err := os.MkdirTemp(o.Dir, "ringstore-bench-kv-")
+	if err != nil {
+		return fmt.Errorf("bench kv: %w", err)
+	}
+	defer func() {
+		if rerr := os.RemoveAll(runDir); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("bench kv: remove %s: %w", runDir, rerr))
+		}
+	}()
+	ringDir, pebbleDir := filepath.Join(runDir, "ringstore"), filepath.Join(runDir, "pebble")
+	var notes []string
+
+	kp := ioengine.ProbeKernel()
+	uringOK := kp.Compiled && kp.Available && kp.SelfTestError == nil
+	if !uringOK {
+		why := kp.NotCompiled
+		if kp.SetupError != nil {
+			why = kp.SetupError.Error()
+		} else if kp.SelfTestError != nil {
+			why = "self-test failed: " + kp.SelfTestError.Error()
+		}
+		notes = append(notes, "io_uring unavailable ("+why+"): the io_uring modes and the device's QD64 measurement were skipped, and the bars cannot be tested")
+	}
+
+	// Cold: the page cache drop, and the memory limit.
+	cold := Cold{
+		Ringstore: fmt.Sprintf("O_DIRECT reads; the store reopened in a fresh process for every trial, so its %d MiB block cache starts empty; its files also dropped from the page cache before each trial", o.CacheSize>>20),
+		Pebble:    fmt.Sprintf("reads through the page cache: the page cache dropped before every trial, the store reopened in a fresh process (its %d MiB block cache empty), under the memory limit below", o.CacheSize>>20),
+	}
+	systemDrop := false
+	if derr := o.dropSystem(); derr == nil {
+		systemDrop = true
+		cold.CacheDrop = dropCacheSystem + ", then " + dropCacheFiles + " (checked with mincore)"
+	} else {
+		cold.CacheDrop = dropCacheFiles + ", checked with mincore"
+		cold.CacheDropNote = "the machine's page cache could not be dropped (" + derr.Error() + "); only the database's files were"
+	}
+	ml := MemoryLimit{}
+	var cgroups *bench.MemCgroups
+	if o.NoMemLimit {
+		ml.Reason = "no memory limit asked for"
+	} else if cg, derr := o.detectCgroups(); derr != nil {
+		ml.Reason = derr.Error()
+	} else if c, derr := cg.New(o.MemLimit); derr != nil {
+		ml.Reason = derr.Error()
+	} else if derr := c.Remove(); derr != nil {
+		ml.Reason = derr.Error()
+	} else {
+		cgroups = cg
+		ml = MemoryLimit{Applied: true, Cgroup: fmt.Sprintf("v%d", cg.Version), Parent: cg.Parent, LimitBytes: o.MemLimit}
+		if stale, err := cg.RemoveStale(); len(stale) > 0 || err != nil {
+			fmt.Fprintf(o.Progress, "removed cgroups an earlier run left behind: %v %v\n", stale, err)
+		}
+	}
+	cold.MemoryLimit = ml
+	if ml.Applied {
+		fmt.Fprintf(o.Progress, "memory limit: %d MiB per read child, page cache included (cgroup %s under %s)\n", o.MemLimit>>20, ml.Cgroup, ml.Parent)
+	} else {
+		fmt.Fprintf(o.Progress, "memory limit: NONE — %s\n", ml.Reason)
+	}
+
+	base := ChildConfig{Keys: o.Keys, Batch: o.Batch, Callers: o.Callers, CacheSize: o.CacheSize, Dist: o.Dist,
+		Duration: o.Duration, TimeoutSeconds: o.ChildTimeout.Seconds()}
+	dataBytes := DataBytes(o.Keys)
+
+	// Load ringstore.
+	var loads []Load
+	fmt.Fprintf(o.Progress, "loading %d keys (%.0f MiB of keys and values) into ringstore...\n", o.Keys, float64(dataBytes)/(1<<20))
+	lc := base
+	lc.System, lc.Mode, lc.Dir = SystemRingstore, ModeLoad, ringDir
+	lt, err := bench.ChildExec(Workload, lc)()
+	if err != nil {
+		return fmt.Errorf("bench kv: load ringstore: %w", err)
+	}
+	loads = append(loads, loadOf(SystemRingstore, lt))
+	fmt.Fprintf(o.Progress, "  ringstore: %.1f s, %.0f MiB on disk\n", lt.Seconds, lt.Extra[XDiskBytes]/(1<<20))
+
+	// Build and load the peer.
+	var peerBin string
+	var versions map[string]string
+	if o.Peers {
+		tmp, err := os.MkdirTemp("", "ringstore-kvpeers-")
+		if err != nil {
+			return fmt.Errorf("bench kv: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		bin, v, perr := buildPeers(o, tmp)
+		if perr == nil {
+			fmt.Fprintf(o.Progress, "loading the same keys into Pebble...\n")
+			pc := base
+			pc.System, pc.Mode, pc.Dir = SystemPebble, ModeLoad, pebbleDir
+			var pt bench.Trial
+			if pt, perr = bench.BinaryExec(bin, PeerWorkload, pc)(); perr == nil {
+				loads = append(loads, loadOf(SystemPebble, pt))
+				fmt.Fprintf(o.Progress, "  pebble: %.1f s, %.0f MiB on disk\n", pt.Seconds, pt.Extra[XDiskBytes]/(1<<20))
+				peerBin, versions = bin, v
+			}
+		}
+		if perr != nil {
+			notes = append(notes, "Pebble skipped: "+perr.Error())
+			fmt.Fprintf(o.Progress, "Pebble skipped: %v\n", perr)
+		}
+	} else {
+		notes = append(notes, "Pebble skipped: --no-peers")
+	}
+
+	// The modes.
+	var residentMax int64
+	exec := func(m *mode, cfg ChildConfig) func() (bench.Trial, error) {
+		return func() (bench.Trial, error) {
+			if systemDrop {
+				if err := o.dropSystem(); err != nil {
+					return bench.Trial{}, fmt.Errorf("cold start: %w", err)
+				}
+			}
+			resident, err := dropFiles(m.dbDir)
+			if err != nil {
+				return bench.Trial{}, fmt.Errorf("cold start: %w", err)
+			}
+			residentMax = max(residentMax, resident)
+			var cg *bench.MemCgroup
+			if cgroups != nil {
+				if cg, err = cgroups.New(o.MemLimit); err != nil {
+					return bench.Trial{}, err
+				}
+				cfg.Cgroup = cg.Path
+			}
+			cfg.Seed = uint64(time.Now().UnixNano())
+			var tr bench.Trial
+			if m.peer {
+				tr, err = bench.BinaryExec(peerBin, PeerWorkload, cfg)()
+			} else {
+				tr, err = bench.ChildExec(Workload, cfg)()
+			}
+			if tr.Extra == nil {
+				tr.Extra = map[string]float64{}
+			}
+			tr.Extra[XResident] = float64(resident)
+			if cg != nil {
+				u, uerr := cg.Usage()
+				if uerr == nil {
+					tr.Extra[XCgroupPeak], tr.Extra[XCgroupHits], tr.Extra[XCgroupOOM] = float64(u.PeakBytes), float64(u.LimitHits), float64(u.OOMKills)
+					if err != nil && u.OOMKills > 0 {
+						err = fmt.Errorf("killed for want of memory under the %d MiB limit (%d OOM kills, peak %d MiB): %w", o.MemLimit>>20, u.OOMKills, u.PeakBytes>>20, err)
+					}
+				}
+				err = errors.Join(err, uerr, cg.Remove())
+			}
+			return tr, err
+		}
+	}
+	var modes []*mode
+	add := func(name, label, system, access, backend, dir string, peer bool) {
+		m := &mode{Mode: bench.Mode{Name: name, Label: label, Batch: o.Batch}, system: system, access: access, backend: backend, dbDir: dir, peer: peer}
+		cfg := base
+		cfg.System, cfg.Mode, cfg.IOMode, cfg.Dir = system, access, backend, dir
+		if peer {
+			m.version = versions[PebbleModule]
+		}
+		m.Exec = exec(m, cfg)
+		modes = append(modes, m)
+	}
+	if uringOK {
+		add(nameMultiGetURing, "ringstore MultiGet, io_uring", SystemRingstore, ModeMultiGet, "uring", ringDir, false)
+	}
+	add(nameMultiGetSyscall, "ringstore MultiGet, syscall (serial pread)", SystemRingstore, ModeMultiGet, "syscall", ringDir, false)
+	if uringOK {
+		add(nameGet64URing, fmt.Sprintf("ringstore Get × %d goroutines, io_uring", o.Batch), SystemRingstore, ModeGetParallel, "uring", ringDir, false)
+		add(nameDevice, "device: 4 KiB O_DIRECT reads, io_uring batch 64", SystemDevice, ModeDeviceQD64, "uring", ringDir, false)
+		modes[len(modes)-1].Mode.Batch = 64
+	}
+	if peerBin != "" {
+		add(namePebbleSerial, "Pebble Get loop, serial", SystemPebble, ModeGetSerial, "", pebbleDir, true)
+		add(namePebbleParallel, fmt.Sprintf("Pebble Get × %d goroutines", o.Batch), SystemPebble, ModeGetParallel, "", pebbleDir, true)
+	}
+	// The device mode reads one caller's batches of 64 whatever the
+	// benchmark's batch and callers.
+	for _, m := range modes {
+		if m.Name == nameDevice {
+			cfg := base
+			cfg.System, cfg.Mode, cfg.IOMode, cfg.Dir, cfg.Batch, cfg.Callers = SystemDevice, ModeDeviceQD64, "uring", ringDir, 64, 1
+			m.Exec = exec(m, cfg)
+		}
+	}
+
+	machine := bench.DescribeMachine(o.Dir)
+	bench.WriteMachine(o.Progress, machine)
+	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process after a page cache drop, modes interleaved; %d callers × batches of %d keys, %s keys\n",
+		len(modes), o.Trials, o.Duration, o.Callers, o.Batch, o.Dist)
+	bm := make([]bench.Mode, len(modes))
+	for i, m := range modes {
+		bm[i] = m.Mode
+	}
+	results, runErr := bench.Run(bm, o.Trials, o.Progress)
+
+	cold.ResidentMax = residentMax
+	cold.Achieved, cold.Why = true, ""
+	switch {
+	case !ml.Applied:
+		cold.Achieved, cold.Why = false, "no memory limit: "+ml.Reason+"; Pebble could keep what it read in the machine's page cache between its reads (the drop before each trial still held at its start)"
+	case residentMax > 0:
+		cold.Why = fmt.Sprintf("up to %d KiB of a database's files stayed in the page cache after the drop", residentMax>>10)
+	}
+
+	rep := buildReport(o, modes, results, dataBytes, loads, cold, versions)
+	rep.Machine = machine
+	rep.Notes = append(notes, rep.Notes...)
+	writeText(o.Out, rep, modes, results)
+	if o.JSON != "" {
+		data, jerr := json.MarshalIndent(rep, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(o.JSON, append(data, '\n'), 0o644)
+		}
+		if jerr != nil {
+			return errors.Join(runErr, fmt.Errorf("bench kv: write report: %w", jerr))
+		}
+		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+	}
+	return runErr
+}
+
+func loadOf(system string, t bench.Trial) Load {
+	l := Load{System: system, Seconds: t.Seconds, Keys: uint64(t.Extra[XLoadKeys]), DiskBytes: t.Extra[XDiskBytes], Shape: map[string]float64{}}
+	for k, v := range t.Extra {
+		if k != XLoadKeys && k != XDiskBytes {
+			l.Shape[k] = v
+		}
+	}
+	return l
+}

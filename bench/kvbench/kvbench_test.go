@@ -1,0 +1,87 @@
+package kvbench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringstore/ringstore/bench"
+)
+
+// TestMain lets the test binary serve as the benchmark's child process.
+func TestMain(m *testing.M) {
+	bench.MaybeChild()
+	os.Exit(m.Run())
+}
+
+// TestRunTiny runs the whole benchmark, ringstore's modes and the device,
+// on a small data set, and checks the report.
+func TestRunTiny(t *testing.T) {
+	dir := t.TempDir()
+	var out, progress bytes.Buffer
+	jsonPath := filepath.Join(t.TempDir(), "kv.json")
+	err := Run(Options{Dir: dir, Keys: 20_000, CacheSize: 1 << 20, Batch: 16, Callers: 2, Trials: 2, Duration: 150 * time.Millisecond,
+		MemLimit: 256 << 20, JSON: jsonPath, Out: &out, Progress: &progress,
+		dropSystem: func() error { return errors.New("not in tests") }})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	t.Logf("\n%s", out.String())
+	var rep struct {
+		Results []Result `json:"results"`
+		Bars    []Bar    `json:"bars"`
+		Device  *Device  `json:"device"`
+		Cold    Cold     `json:"cold"`
+		Loads   []Load   `json:"loads"`
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	byMode := map[string]Result{}
+	for _, r := range rep.Results {
+		byMode[r.Mode] = r
+		if r.KeysPerS <= 0 || r.P99us < r.P50us || len(r.TrialKeysPerS) != 2 {
+			t.Errorf("implausible row %+v", r)
+		}
+	}
+	if _, ok := byMode[nameMultiGetSyscall]; !ok {
+		t.Fatalf("no syscall MultiGet row in %v", rep.Results)
+	}
+	if r, ok := byMode[nameMultiGetURing]; ok {
+		if r.BlockReadsPerS <= 0 {
+			t.Errorf("MultiGet on io_uring read no blocks: %+v", r)
+		}
+		if rep.Device == nil || rep.Device.IOPS <= 0 {
+			t.Errorf("no device figure beside io_uring modes")
+		}
+	}
+	if len(rep.Bars) != 3 {
+		t.Fatalf("%d bars, want 3", len(rep.Bars))
+	}
+	for _, b := range rep.Bars {
+		if b.Valid && b.Met != (b.Value >= b.Limit) {
+			t.Errorf("bar %q: met=%v for %.2f against %.2f", b.Name, b.Met, b.Value, b.Limit)
+		}
+	}
+	if rep.Bars[1].Valid {
+		t.Errorf("the Pebble bar is valid without Pebble: %+v", rep.Bars[1])
+	}
+	if rep.Cold.CacheDropNote == "" || !strings.Contains(rep.Cold.CacheDrop, "fadvise") {
+		t.Errorf("the fallback to fadvise is not reported: %+v", rep.Cold)
+	}
+	if len(rep.Loads) != 1 || rep.Loads[0].Keys != 20_000 || rep.Loads[0].DiskBytes <= 0 {
+		t.Errorf("load not reported: %+v", rep.Loads)
+	}
+	if !strings.Contains(out.String(), "bar:") {
+		t.Error("no bar section in the text report")
+	}
+}
