@@ -136,4 +136,3 @@ func TestMeasureAndFanout(t *testing.T) {
 		t.Errorf("got %v, want boom", err)
 	}
 }
-
