@@ -1,0 +1,111 @@
+// Package kv is ringstore's embedded LSM key-value store for keyed state (the
+// per-key state of a stream processor). Its MultiGet sends the data-block
+// reads of a whole batch of keys, across every table of every level, to the
+// kernel together: one io_uring submission per round, with O_DIRECT and a
+// block cache of its own (package bufpool).
+//
+//	db, err := kv.Open(dir, kv.Options{})
+//	err = db.Put(k, v)                 // durable when it returns
+//	var b kv.Batch; b.Put(k1, v1); b.Delete(k2)
+//	err = db.Write(&b)                 // atomic and durable
+//	v, err := db.Get(k)                // kv.ErrNotFound when absent
+//	vals, found, err := db.MultiGet(keys)
+//	it := db.NewIterator(lo, hi); for it.Next() { ... }; err = it.Close()
+//	snap := db.NewSnapshot(); ...; snap.Close()
+//	err = db.Checkpoint(otherDir)
+//
+// # Write path
+//
+//	Write ──▶ queue ──▶ leader: seqs, one wal AppendBatch (write + fdatasync)
+//	                         ──▶ memtable (skiplist) ──▶ visible seq advances
+//	full memtable ──▶ immutable ──▶ background: flush to an L0 table,
+//	                                 manifest, wal TruncateFront
+//
+// Writers queue; the writer at the front (the leader) takes every batch queued
+// behind it (up to 4 MiB), gives them consecutive sequence numbers, appends
+// them to the log (package wal) in one group, each batch one entry, applies
+// them to the memtable and publishes the new visible sequence number. A batch
+// is one wal entry, so after a crash it is there whole or not at all. The log
+// order is the sequence order. A failed log append turns the store read-only.
+//
+// When the memtable reaches MemtableSize it becomes immutable and the
+// background goroutine writes it to a new L0 table; writes stall while two
+// immutable memtables wait or L0 holds L0StopWritesTrigger tables.
+//
+// # Read path
+//
+// A read takes a read state under the mutex: the memtables, the current
+// version (referenced, so its tables stay open) and the sequence number it
+// reads at (a Snapshot's, or the latest visible). It looks in the memtables
+// newest first, then in the tables that may hold the key: L0's newest first,
+// then at most one table per lower level, each past its key range and its
+// bloom filter, with no I/O. MultiGet reads in rounds: each round takes, for
+// every key not yet resolved, the data block of its next candidate table, and
+// reads them all together, through the block cache in one Pin (whose misses go
+// to the engine in one call) or, without a cache, in one engine call of
+// O_DIRECT reads with adjacent blocks of a file coalesced (up to 256 KiB). A
+// key is resolved by the first table that holds any version of it, so a
+// second round happens only for bloom false positives (about 1%).
+//
+// On io_uring that engine call is one submission; on the syscall backend
+// (RINGSTORE_IO_URING off, or io_uring refused) the same reads are
+// preads one after another. The block cache is a bufpool of 4 KiB frames
+// keyed by (table, offset), off the Go heap, one load per block at a time,
+// scan resistant; ReadOptions.NoFillCache uses cached blocks but reads misses
+// without keeping them. Every block's CRC32C is checked on every read.
+//
+// # Files
+//
+//	dir/
+//	  LOCK              flock held while open
+//	  MANIFEST          the live tables per level (package manifest), replaced atomically
+//	  000007.sst ...    tables (package sstable), named by file number
+//	  wal/              the log of writes not yet in a table (package wal)
+//
+// A wal entry is one batch:
+//
+//	seq u64 | count u32 | count × { kind u8 | keyLen uvarint | key |
+//	                                 valueLen uvarint | value (sets only) }
+//
+// # Compaction
+//
+// Leveled: L0 tables may overlap; L1 to L6 are sorted runs of tables with
+// disjoint key ranges, each level LevelMultiplier times the one above, L1
+// BaseLevelSize. When L0 has L0CompactionTrigger tables they are merged with
+// the L1 tables they overlap; otherwise the level furthest over its target
+// gives one table (round robin through its keys) to be merged with the next
+// level's overlapping tables. A table with nothing to merge with moves down
+// without being rewritten. Outputs are cut at TargetFileSize between user
+// keys. A version older than the oldest snapshot is dropped once a newer one
+// (also at or below it) exists; a tombstone is dropped at the bottom of the
+// tree. One background goroutine does flushes and compactions, flushes first,
+// so versions change in one place.
+//
+// # Crash safety
+//
+// A table is written, fsynced and its directory fsynced before the manifest
+// names it; the manifest is written to a temporary file, fsynced and renamed
+// (then the directory fsynced); only then is the log truncated before the
+// flushed writes. Open loads the manifest, checks every table against it
+// (size, entries, max seq) and opens it, removes tables the manifest does not
+// name (outputs of an interrupted flush or compaction), and replays the log's
+// batches with sequence numbers above the manifest's FlushedSeq. Files of
+// compacted tables are removed once no reader uses them. Damage to a table, the
+// manifest or the log is an error naming the file and offset; nothing is
+// skipped silently.
+//
+// # Concurrency
+//
+// All methods of DB are safe for concurrent use. DB.mu guards the memtable
+// list, the current version, snapshots and reference counts; it is never held
+// across I/O, except that the leader's stall waits on it. Memtable reads take
+// no lock. Iterators and snapshots must be closed before Close (which fails
+// with ErrOpenIterators otherwise). An Iterator is owned by one goroutine.
+//
+// # Checkpoints
+//
+// Checkpoint flushes the memtable, then hard-links the current version's
+// tables into a new directory and writes a manifest there: a consistent
+// prefix of the commit order, taken while writes go on. Open opens it as a
+// store of its own.
+package kv
