@@ -130,9 +130,7 @@ func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill 
 		if noFill {
 			frames, ok, err = db.pool.PinResident(s, nil)
 		} else {
-			before := db.pool.Stats().BytesRead
 			frames, err = db.pool.Pin(s, nil)
-			db.stats.blockReads.Add((db.pool.Stats().BytesRead - before) / directio.BlockSize)
 		}
 		if err != nil {
 			return fmt.Errorf("kv: reading a block of %s at offset %d: %w", t.path, h.Offset, err)

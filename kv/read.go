@@ -290,7 +290,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, b 
 		which = append(which, i)
 		spans = append(spans, s)
 	}
-	before := db.pool.Stats().BytesRead
 	var err error
 	if !noFill {
 		frames, err = db.pool.Pin(spans, frames[:0])
@@ -303,7 +302,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, b 
 			f.Unpin()
 		}
 	}()
-	db.stats.blockReads.Add((db.pool.Stats().BytesRead - before) / directio.BlockSize)
 	var scratch []byte
 	fi := 0
 	for j, i := range which {

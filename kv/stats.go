@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringstore/ringstore/bufpool"
+	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -73,6 +74,7 @@ func (db *DB) Stats() Stats {
 	if db.pool != nil {
 		ps := db.pool.Stats()
 		s.Cache = &ps
+		s.BlockReads += ps.BytesRead / directio.BlockSize
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
