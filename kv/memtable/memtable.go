@@ -256,10 +256,12 @@ func (m *Memtable) Add(seq uint64, kind sstable.Kind, key, value []byte) {
 func (m *Memtable) seekGE(key []byte, trailer uint64) *node {
 	prefix := keyPrefix(key)
 	x := m.head
+	var found *node
 	for level := int(m.height.Load()) - 1; level >= 0; level-- {
 		for {
 			next := x.next[level].Load()
 			if next == nil {
+				found = nil
 				break
 			}
 			c := next.compare(key, prefix, trailer)
@@ -267,12 +269,16 @@ func (m *Memtable) seekGE(key []byte, trailer uint64) *node {
 				return next
 			}
 			if c > 0 {
+				found = next
 				break
 			}
 			x = next
 		}
 	}
-	return x.next[0].Load()
+	// The node that compared at or after the target on level 0, not a fresh
+	// load of x.next[0]: an Add meanwhile may have linked a node between x
+	// and it that sorts before the target (a newer version of the key).
+	return found
 }
 
 // Get returns the newest version of key with a seq at most seq: its value
