@@ -6,6 +6,7 @@
 //	ringstore wal verify|stat|dump|repair DIR [flags]
 //	ringstore gen events --rows N --dir D [flags]
 //	ringstore scan --mode M --query Q [flags] FILES...
+//	ringstore kv stat|get|put|delete|scan DIR [args] [flags]
 //
 // Run `ringstore help` for the flags.
 package main
@@ -42,6 +43,9 @@ usage:
   ringstore gen events --rows N --dir D  time-series events as Arrow IPC files (--files, --compression, --seed)
   ringstore scan --mode M --query Q F... run an events query over Arrow files: mmap|pread|direct|pool
                                          (--query list shows them)
+  ringstore kv stat|get|put|delete|scan DIR ...
+                                         the kv store in DIR: options and stats, get KEY, put KEY VALUE,
+                                         delete KEY, scan [--from K] [--to K] [--limit N]
   ringstore help                         this text
 
 Run 'ringstore <command> --help' for a command's flags.
@@ -89,6 +93,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdGen(args[1:], stdout, stderr)
 	case "scan":
 		return cmdScan(args[1:], stdout, stderr)
+	case "kv":
+		return cmdKV(args[1:], stdout, stderr)
 	}
 	return usagef("unknown command %q", args[0])
 }

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/kv"
+)
+
+// kvTableStore writes n keys to a new store through the kv package with a
+// small memtable, flushed into tables, and returns its directory.
+func kvTableStore(t *testing.T, n int) string {
+	t.Helper()
+	dir := filepath.Join(testdir.Direct(t), "store")
+	db, err := kv.Open(dir, kv.Options{MemtableSize: 64 << 10, IOMode: ioengine.Syscall, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b kv.Batch
+	for i := range n {
+		b.Put(fmt.Appendf(nil, "key%05d", i), fmt.Appendf(nil, "value %d", i))
+	}
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, stderr := runCLI(args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, stderr)
+	}
+	return out
+}
+
+// TestKVPutGetDeleteScan: a store made from the command line, read back on
+// every backend and read path.
+func TestKVPutGetDeleteScan(t *testing.T) {
+	dir := filepath.Join(testdir.Direct(t), "store")
+	mustCLI(t, "kv", "put", dir, "b", "two")
+	mustCLI(t, "kv", "put", dir, "a", "one")
+	mustCLI(t, "kv", "put", "--io-mode", "syscall", dir, "c", "three")
+	mustCLI(t, "kv", "put", dir, "bin\x00key", "\x01\xffvalue")
+	mustCLI(t, "kv", "put", dir, "k=v", `"quoted"`)
+	mustCLI(t, "kv", "put", dir, "d", "to be deleted")
+	mustCLI(t, "kv", "delete", dir, "d")
+	mustCLI(t, "kv", "delete", dir, "never-there") // deleting an absent key is no error
+	flags := [][]string{nil, {"--io-mode", "uring"}, {"--io-mode", "syscall", "--no-cache"}, {"--buffered"}, {"--no-cache"}}
+	for _, f := range flags {
+		if out := mustCLI(t, append([]string{"kv", "get", dir, "b"}, f...)...); out != "two\n" {
+			t.Errorf("get b %v: %q, want %q", f, out, "two\n")
+		}
+		if out := mustCLI(t, append([]string{"kv", "get", dir, "bin\x00key"}, f...)...); out != `"\x01\xffvalue"`+"\n" {
+			t.Errorf("get of a binary value %v: %q", f, out)
+		}
+		want := "a=one\nb=two\n\"bin\\x00key\"=\"\\x01\\xffvalue\"\nc=three\n\"k=v\"=\"\\\"quoted\\\"\"\n"
+		if out := mustCLI(t, append([]string{"kv", "scan", dir}, f...)...); out != want {
+			t.Errorf("scan %v:\n%s\nwant:\n%s", f, out, want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "b"}, "b=two\n\"bin\\x00key\"=\"\\x01\\xffvalue\"\nc=three\n\"k=v\"=\"\\\"quoted\\\"\"\n"},
+		{[]string{"--to", "b"}, "a=one\n"},
+		{[]string{"--from", "b", "--to", "c"}, "b=two\n\"bin\\x00key\"=\"\\x01\\xffvalue\"\n"},
+		{[]string{"--limit", "2"}, "a=one\nb=two\n"},
+		{[]string{"--from", "c", "--limit", "1"}, "c=three\n"},
+		{[]string{"--from", "x"}, ""},
+		{[]string{"--from", "b", "--to", "b"}, ""},
+	} {
+		if out := mustCLI(t, append([]string{"kv", "scan", dir}, c.args...)...); out != c.want {
+			t.Errorf("scan %v: %q, want %q", c.args, out, c.want)
+		}
+	}
+	code, out, stderr := runCLI("kv", "get", dir, "d")
+	if code != 1 || out != "" || !strings.Contains(stderr, `key d not found`) {
+		t.Errorf("get of a deleted key: exit %d, stdout %q, stderr %q; want exit 1 and not found", code, out, stderr)
+	}
+	out = mustCLI(t, "kv", "stat", dir)
+	for _, want := range []string{"store " + dir, "options: memtable_size=", "sync=true", "backend ", "last seq 8;", "L0 ", "writes 0 in 0 commits", "block cache:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stat does not print %q:\n%s", want, out)
+		}
+	}
+	if out := mustCLI(t, "kv", "stat", dir, "--no-cache", "--io-mode", "syscall"); !strings.Contains(out, "cache=off") || !strings.Contains(out, "backend syscall") || !strings.Contains(out, "block cache: off") {
+		t.Errorf("stat --no-cache --io-mode syscall:\n%s", out)
+	}
+}
+
+// TestKVTables: get and scan of a store whose keys are in tables, on every
+// backend and read path.
+func TestKVTables(t *testing.T) {
+	const n = 3000
+	dir := kvTableStore(t, n)
+	out := mustCLI(t, "kv", "stat", dir)
+	if strings.Contains(out, "\nL0          0 ") && strings.Contains(out, "\nL1          0 ") {
+		t.Fatalf("the store has no tables:\n%s", out)
+	}
+	for _, f := range [][]string{{"--io-mode", "uring"}, {"--io-mode", "syscall"}, {"--no-cache"}, {"--buffered"}} {
+		if out := mustCLI(t, append([]string{"kv", "get", dir, "key01234"}, f...)...); out != "value 1234\n" {
+			t.Errorf("get %v: %q", f, out)
+		}
+		out := mustCLI(t, append([]string{"kv", "scan", dir, "--from", "key00100", "--limit", "2000"}, f...)...)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 2000 || lines[0] != "key00100=value 100" || lines[1999] != "key02099=value 2099" {
+			t.Errorf("scan %v: %d lines, first %q, last %q", f, len(lines), lines[0], lines[len(lines)-1])
+		}
+		if code, _, stderr := runCLI(append([]string{"kv", "get", dir, "key99999"}, f...)...); code != 1 || !strings.Contains(stderr, "not found") {
+			t.Errorf("get of a missing key %v: exit %d, %s", f, code, stderr)
+		}
+	}
+}
+
+func TestKVHelp(t *testing.T) {
+	for _, args := range [][]string{{"kv", "help"}, {"kv", "--help"}} {
+		code, out, _ := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "ringstore kv <command> DIR") {
+			t.Errorf("%v: exit %d, %q", args, code, out)
+		}
+	}
+	if code, _, stderr := runCLI("kv", "scan", "--help"); code != 0 || !strings.Contains(stderr, "-limit") {
+		t.Errorf("kv scan --help: exit %d, %q", code, stderr)
+	}
+	if code, out, _ := runCLI("help"); code != 0 || !strings.Contains(out, "ringstore kv stat|get|put|delete|scan") {
+		t.Errorf("help does not list kv: %q", out)
+	}
+}
+
+func TestKVBadArguments(t *testing.T) {
+	store := kvTableStore(t, 10)
+	empty := t.TempDir()
+	notStore := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notStore, "data.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(empty, "missing")
+	file := filepath.Join(notStore, "data.txt")
+	runCLICases(t, []cliCase{
+		{"no command", []string{"kv"}, 2, "kv: no command given"},
+		{"unknown command", []string{"kv", "frob", store}, 2, `kv: unknown command "frob"`},
+		{"no dir", []string{"kv", "stat"}, 2, "kv stat: missing DIR"},
+		{"get no key", []string{"kv", "get", store}, 2, "kv get: missing KEY"},
+		{"put no value", []string{"kv", "put", store, "k"}, 2, "kv put: missing VALUE"},
+		{"put no key", []string{"kv", "put", store}, 2, "kv put: missing KEY"},
+		{"delete no key", []string{"kv", "delete", store}, 2, "kv delete: missing KEY"},
+		{"get extra", []string{"kv", "get", store, "k", "extra"}, 2, `kv get: unexpected argument "extra"`},
+		{"stat extra", []string{"kv", "stat", store, "extra"}, 2, `kv stat: unexpected argument "extra"`},
+		{"scan extra", []string{"kv", "scan", store, "k"}, 2, `kv scan: unexpected argument "k"`},
+		{"bad io mode", []string{"kv", "stat", store, "--io-mode", "turbo"}, 2, "kv stat: --io-mode:"},
+		{"unknown flag", []string{"kv", "get", store, "k", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"scan-only flag on get", []string{"kv", "get", store, "k", "--limit", "3"}, 2, "flag provided but not defined: -limit"},
+		{"negative limit", []string{"kv", "scan", store, "--limit", "-1"}, 2, "--limit must not be negative"},
+		{"bad limit", []string{"kv", "scan", store, "--limit", "many"}, 2, "invalid value"},
+		{"from after to", []string{"kv", "scan", store, "--from", "z", "--to", "a"}, 2, `--from "z" sorts after --to "a"`},
+		{"missing dir", []string{"kv", "get", missing, "k"}, 2, missing},
+		{"dir is a file", []string{"kv", "stat", file}, 2, "is not a directory"},
+		{"put into a file", []string{"kv", "put", file, "k", "v"}, 2, "is not a directory"},
+		{"empty dir", []string{"kv", "stat", empty}, 1, "holds no kv store"},
+		{"not a store", []string{"kv", "scan", notStore}, 1, "holds no kv store"},
+		{"put into a non-store", []string{"kv", "put", notStore, "k", "v"}, 1, "holds no kv store"},
+		{"absent key", []string{"kv", "get", store, "nope"}, 1, "key nope not found"},
+	})
+	// Nothing above created or changed a store.
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("a failed command wrote into %s: %v", empty, ents)
+	}
+	if _, err := os.Stat(filepath.Join(notStore, "LOCK")); !os.IsNotExist(err) {
+		t.Errorf("a failed command made a store in %s: %v", notStore, err)
+	}
+}
+
+// TestKVLocked: a command on a store another DB has open fails, naming the
+// lock, and does not wait.
+func TestKVLocked(t *testing.T) {
+	dir := kvTableStore(t, 10)
+	db, err := kv.Open(dir, kv.Options{IOMode: ioengine.Syscall, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	code, _, stderr := runCLI("kv", "get", dir, "key00001")
+	if code != 1 || !strings.Contains(stderr, "locked") {
+		t.Errorf("get on a locked store: exit %d, %s", code, stderr)
+	}
+}
