@@ -142,6 +142,9 @@ func lengthPrefixed(b []byte, max int) ([]byte, int, error) {
 	if w <= 0 {
 		return nil, 0, errors.New("bad length varint")
 	}
+	if w != uvarintLen(n) {
+		return nil, 0, fmt.Errorf("length %d written in %d bytes, not its shortest form", n, w)
+	}
 	if n > uint64(max) {
 		return nil, 0, fmt.Errorf("length %d over the limit %d", n, max)
 	}
@@ -149,4 +152,15 @@ func lengthPrefixed(b []byte, max int) ([]byte, int, error) {
 		return nil, 0, fmt.Errorf("length %d but only %d bytes left", n, len(b)-w)
 	}
 	return b[w : w+int(n)], w + int(n), nil
+}
+
+// uvarintLen is the length of n's shortest uvarint encoding (the only one a
+// Batch writes, so an encoded batch is canonical).
+func uvarintLen(n uint64) int {
+	l := 1
+	for n >= 0x80 {
+		n >>= 7
+		l++
+	}
+	return l
 }

@@ -12,24 +12,39 @@ import (
 )
 
 // Checkpoint writes a consistent copy of the store to dir, which must not
-// exist: it flushes the memtable, then hard-links (or, across file systems,
-// copies) every table of the current version into dir and writes a manifest
-// naming them. Writes may go on meanwhile; the checkpoint holds every write
-// committed before Checkpoint was called and possibly some later ones, always
-// a prefix of the commit order. Open(dir) opens it as a store of its own.
+// exist: it creates dir (the claim: it fails if anything is there), flushes
+// the memtable, hard-links (or, across file systems, copies) every table of
+// the current version into dir and writes a manifest naming them last, so a
+// directory without MANIFEST is no checkpoint. Writes may go on meanwhile;
+// the checkpoint holds every write committed before Checkpoint was called
+// and possibly some later ones, always a prefix of the commit order.
+// Open(dir) opens it as a store of its own. On failure Checkpoint removes
+// what it put in dir, and dir.
 func (db *DB) Checkpoint(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return fmt.Errorf("kv: checkpoint: %s already exists", dir)
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("kv: checkpoint: %w", err)
 	}
-	if err := db.Flush(); err != nil {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("kv: checkpoint: %s already exists", dir)
+		}
 		return fmt.Errorf("kv: checkpoint: %w", err)
+	}
+	var made []string
+	fail := func(err error) error {
+		for _, p := range made {
+			os.Remove(p)
+		}
+		os.Remove(dir)
+		return fmt.Errorf("kv: checkpoint to %s: %w", dir, err)
+	}
+	if err := db.Flush(); err != nil {
+		return fail(err)
 	}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
-		return ErrClosed
+		return fail(ErrClosed)
 	}
 	v := db.current
 	v.ref()
@@ -40,21 +55,9 @@ func (db *DB) Checkpoint(dir string) error {
 		db.unrefVersionLocked(v)
 		db.mu.Unlock()
 	}()
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("kv: checkpoint: %w", err)
-	}
-	tmp := dir + ".tmp"
-	os.RemoveAll(tmp)
-	if err := os.Mkdir(tmp, 0o755); err != nil {
-		return fmt.Errorf("kv: checkpoint: %w", err)
-	}
-	fail := func(err error) error {
-		os.RemoveAll(tmp)
-		return fmt.Errorf("kv: checkpoint: %w", err)
-	}
 	for _, lvl := range v.levels {
 		for _, t := range lvl {
-			dst := filepath.Join(tmp, filepath.Base(t.path))
+			dst := filepath.Join(dir, filepath.Base(t.path))
 			if err := os.Link(t.path, dst); err != nil {
 				if !errors.Is(err, syscall.EXDEV) && !errors.Is(err, syscall.EPERM) {
 					return fail(err)
@@ -63,15 +66,14 @@ func (db *DB) Checkpoint(dir string) error {
 					return fail(err)
 				}
 			}
+			made = append(made, dst)
 		}
 	}
-	if err := manifest.Write(tmp, mv); err != nil {
+	if err := syncDir(dir); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(tmp); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
+	made = append(made, filepath.Join(dir, manifest.TempName), filepath.Join(dir, manifest.FileName))
+	if err := manifest.Write(dir, mv); err != nil {
 		return fail(err)
 	}
 	return syncDir(filepath.Dir(dir))

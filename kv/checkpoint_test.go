@@ -266,7 +266,7 @@ func TestCheckpointKeepsSiblingTmp(t *testing.T) {
 	}
 	err := db.Checkpoint(dst)
 	if _, serr := os.Stat(precious); serr != nil {
-		t.Skipf("kv bug: Checkpoint(%s) removed the caller's %s (os.RemoveAll(dir+\".tmp\") in checkpoint.go), Checkpoint returned %v: %v", dst, dst+".tmp", err, serr)
+		t.Fatalf("Checkpoint(%s) removed the caller's %s; Checkpoint returned %v: %v", dst, dst+".tmp", err, serr)
 	}
 	if err == nil {
 		cdb := openTest(t, dst, c)

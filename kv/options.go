@@ -140,10 +140,10 @@ func (o Options) validate() error {
 	return nil
 }
 
-// String returns the options as the DB uses them, one per line.
+// String returns the options as the DB uses them, on one line.
 func (o Options) String() string {
 	cache := fmt.Sprintf("%d", o.CacheSize)
-	if o.NoBlockCache {
+	if o.NoBlockCache || o.BufferedIO {
 		cache = "off"
 	}
 	return fmt.Sprintf("memtable_size=%d block_size=%d bloom_bits_per_key=%d cache=%s io_mode=%s buffered_io=%v "+
