@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringstore/ringstore/bench"
 )
 
 // readProcIO returns read_bytes of /proc/self/io: bytes this process had
@@ -72,44 +74,9 @@ func dropFiles(dir string) (resident int64, err error) {
 		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 			return &os.PathError{Op: "fadvise DONTNEED", Path: p, Err: err}
 		}
-		n, err := residentBytes(f)
+		n, err := bench.ResidentBytes(f)
 		resident += n
 		return err
 	})
 	return resident, err
-}
-
-// residentBytes counts the bytes of f in the page cache.
-func residentBytes(f *os.File) (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	size := st.Size()
-	if size == 0 {
-		return 0, nil
-	}
-	page := int64(os.Getpagesize())
-	const window = 256 << 20
-	vec := make([]byte, window/page)
-	var resident int64
-	for off := int64(0); off < size; off += window {
-		n := min(window, size-off)
-		m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			return 0, &os.PathError{Op: "mmap", Path: f.Name(), Err: err}
-		}
-		pages := (n + page - 1) / page
-		err = mincore(m, vec[:pages])
-		unix.Munmap(m)
-		if err != nil {
-			return 0, &os.PathError{Op: "mincore", Path: f.Name(), Err: err}
-		}
-		for i, v := range vec[:pages] {
-			if v&1 != 0 {
-				resident += min(page, n-int64(i)*page)
-			}
-		}
-	}
-	return resident, nil
 }

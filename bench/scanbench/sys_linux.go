@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringstore/ringstore/bench"
 )
 
 // cacheDropMethod says how dropPageCache makes a file cold.
@@ -24,42 +26,7 @@ func dropPageCache(path string) (resident int64, err error) {
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		return 0, &os.PathError{Op: "fadvise DONTNEED", Path: path, Err: err}
 	}
-	return residentBytes(f)
-}
-
-// residentBytes counts the bytes of f that are in the page cache.
-func residentBytes(f *os.File) (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	size := st.Size()
-	if size == 0 {
-		return 0, nil
-	}
-	page := int64(os.Getpagesize())
-	const window = 256 << 20 // map a window at a time: no need for address space the size of the file
-	var resident int64
-	vec := make([]byte, window/page)
-	for off := int64(0); off < size; off += window {
-		n := min(window, size-off)
-		m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			return 0, &os.PathError{Op: "mmap", Path: f.Name(), Err: err}
-		}
-		pages := (n + page - 1) / page
-		err = mincore(m, vec[:pages])
-		unix.Munmap(m)
-		if err != nil {
-			return 0, &os.PathError{Op: "mincore", Path: f.Name(), Err: err}
-		}
-		for i, v := range vec[:pages] {
-			if v&1 != 0 {
-				resident += min(page, n-int64(i)*page)
-			}
-		}
-	}
-	return resident, nil
+	return bench.ResidentBytes(f)
 }
 
 func readProcIO() (procIO, error) {

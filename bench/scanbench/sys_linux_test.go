@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
@@ -22,7 +23,7 @@ func TestDropPageCacheMakesAFileCold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	warm, err := residentBytes(f)
+	warm, err := bench.ResidentBytes(f)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
