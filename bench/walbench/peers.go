@@ -80,17 +80,25 @@ func moduleOf(gomod string) string {
 // BuildPeers builds the peers' program from src into dir and returns its
 // path and the versions of the peer modules it was built with.
 func BuildPeers(src, dir string) (string, map[string]string, error) {
+	return BuildPeerProgram(src, dir, "walpeers")
+}
+
+// BuildPeerProgram builds bench/peers/cmd/NAME from the peers module at src
+// into dir, asks it for the versions of the peer modules it was built with
+// (its "versions" command prints them as a JSON object) and returns its path
+// and those versions.
+func BuildPeerProgram(src, dir, name string) (string, map[string]string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return "", nil, fmt.Errorf("the go command is not on PATH: %w", err)
 	}
-	bin := filepath.Join(dir, "walpeers")
-	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/walpeers")
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = src
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", nil, fmt.Errorf("go build ./cmd/walpeers in %s: %v: %s", src, err, lastLines(out.String(), 8))
+		return "", nil, fmt.Errorf("go build ./cmd/%s in %s: %v: %s", name, src, err, lastLines(out.String(), 8))
 	}
 	vout, err := exec.Command(bin, "versions").Output()
 	if err != nil {
