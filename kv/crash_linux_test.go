@@ -60,14 +60,6 @@ const (
 	crashStatsEvery = 10 * time.Millisecond
 )
 
-// crashOptions are the store's options in the child and in the parent's
-// reopen: a small memtable and levels so that flushes and compactions run
-// while the child is killed.
-func crashOptions() Options {
-	return Options{MemtableSize: 128 << 10, L0CompactionTrigger: 2, L0StopWritesTrigger: 8,
-		BaseLevelSize: 256 << 10, TargetFileSize: 64 << 10, LevelMultiplier: 4, CacheSize: 256 << 10}
-}
-
 var crashModes = []struct {
 	name string
 	mode ioengine.IOMode

@@ -51,6 +51,14 @@ func openTest(t testing.TB, dir string, c config) *DB {
 	return db
 }
 
+// crashOptions are the crash test's store options (in the child and in the
+// parent's reopen) and the checkpoint test's: a small memtable and levels so that flushes and compactions run
+// while the child is killed.
+func crashOptions() Options {
+	return Options{MemtableSize: 128 << 10, L0CompactionTrigger: 2, L0StopWritesTrigger: 8,
+		BaseLevelSize: 256 << 10, TargetFileSize: 64 << 10, LevelMultiplier: 4, CacheSize: 256 << 10}
+}
+
 // model is the map the store must agree with.
 type model map[string][]byte
 
