@@ -97,9 +97,11 @@
 // # Concurrency
 //
 // All methods of DB are safe for concurrent use. DB.mu guards the memtable
-// list, the current version, snapshots and reference counts; it is never held
-// across I/O, except that the leader's stall waits on it. Memtable reads take
-// no lock. Iterators and snapshots must be closed before Close (which fails
+// list, the current version, snapshots and reference counts. It is released
+// for the flush and compaction I/O, the manifest write and the log truncation;
+// the last unref of a dropped table closes (and, when compacted away, removes)
+// its file with it held. A write stall waits on its condition variable.
+// Memtable reads take no lock. Iterators and snapshots must be closed before Close (which fails
 // with ErrOpenIterators otherwise). An Iterator is owned by one goroutine.
 //
 // # Checkpoints
