@@ -84,6 +84,7 @@ func (db *DB) MultiGetWith(ro ReadOptions, keys [][]byte) ([][]byte, []bool, err
 
 // lookup is one key's progress through a multiGet.
 type lookup struct {
+	i     int // index of the key in the call
 	key   []byte
 	cands []*table // tables that may hold key, newest first
 	next  int      // index of the next candidate to read
@@ -100,7 +101,8 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	values := make([][]byte, len(keys))
 	found := make([]bool, len(keys))
 	var pending []*lookup
-	idx := map[*lookup]int{}
+	lookups := make([]lookup, 0, len(keys))
+	var cands []*table // backing store of every lookup's candidates
 	for i, k := range keys {
 		if len(k) > sstable.MaxKeyLen {
 			return nil, nil, fmt.Errorf("kv: key %d of %d bytes is over the limit %d", i, len(k), sstable.MaxKeyLen)
@@ -111,10 +113,11 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			continue
 		}
-		lk := &lookup{key: k, cands: candidates(rs.v, k)}
-		if len(lk.cands) > 0 {
-			pending = append(pending, lk)
-			idx[lk] = i
+		start := len(cands)
+		cands = appendCandidates(cands, rs.v, k)
+		if len(cands) > start {
+			lookups = append(lookups, lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)]})
+			pending = append(pending, &lookups[len(lookups)-1])
 		}
 	}
 	for len(pending) > 0 {
@@ -147,7 +150,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			if ok {
 				lk.done = true
 				if kind == sstable.KindSet {
-					values[idx[lk]], found[idx[lk]] = append([]byte{}, v...), true
+					values[lk.i], found[lk.i] = append([]byte{}, v...), true
 				}
 			}
 		})
@@ -165,7 +168,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 				if ok {
 					lk.done = true
 					if kind == sstable.KindSet {
-						values[idx[lk]], found[idx[lk]] = append([]byte{}, v...), true
+						values[lk.i], found[lk.i] = append([]byte{}, v...), true
 					}
 				}
 			}
@@ -189,11 +192,10 @@ func memGet(mems []*memTable, key []byte, seq uint64) ([]byte, sstable.Kind, boo
 	return nil, 0, false
 }
 
-// candidates returns the tables of v that may hold key, newest first: L0's
-// that cover it, then at most one per lower level, each past its bloom
+// appendCandidates appends the tables of v that may hold key, newest first:
+// L0's that cover it, then at most one per lower level, each past its bloom
 // filter. No I/O.
-func candidates(v *version, key []byte) []*table {
-	var out []*table
+func appendCandidates(out []*table, v *version, key []byte) []*table {
 	for _, t := range v.levels[0] {
 		if t.containsUser(key) && t.r.MayContain(key) {
 			out = append(out, t)
