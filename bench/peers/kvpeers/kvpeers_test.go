@@ -132,8 +132,17 @@ func TestWorkloads(t *testing.T) {
 	for _, name := range []string{DBRingstore, DBPebble} {
 		for _, wl := range []string{"a", "b", "c", "d", "e", "f"} {
 			t.Run(name+"/"+wl, func(t *testing.T) {
+				// Workload D reads the latest inserts, and go-ycsb v1.0.3's
+				// batch insert (doBatchTransactionInsert) acknowledges each
+				// key before the batch is written: with two threads a read
+				// may pick a key the other thread has not written yet and
+				// count the miss as a failed read, on either store.
+				threads := 2
+				if wl == "d" {
+					threads = 1
+				}
 				res, err := RunWorkload(Workload{DB: name, Name: wl, Dir: filepath.Join(t.TempDir(), "db"), Records: 300, Operations: 400,
-					Threads: 2, Batch: 16, CacheBytes: 1 << 20, Props: map[string]string{"fieldcount": "4", "fieldlength": "20"}}, false)
+					Threads: threads, Batch: 16, CacheBytes: 1 << 20, Props: map[string]string{"fieldcount": "4", "fieldlength": "20"}}, false)
 				if err != nil {
 					t.Fatal(err)
 				}
