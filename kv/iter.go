@@ -46,6 +46,7 @@ type tableIter struct {
 	t      *table
 	noFill bool
 	blk    int // index of the loaded block (-1: none)
+	loads  int // blocks loaded so far
 	buf    []byte
 	it     *sstable.BlockIter
 	e      error
@@ -65,6 +66,13 @@ func (ti *tableIter) load(i int) bool {
 		ti.buf = alignedBuf(int(h.Len))
 	}
 	buf := ti.buf[:h.Len]
+	if p := ti.db.pool; p != nil && !ti.noFill && ti.loads > 0 && i+1 < ti.t.r.NumBlocks() {
+		// A walk past its first block reads ahead: the next readAhead
+		// blocks (those resident or loading are skipped by Prefetch).
+		last := min(i+readAhead, ti.t.r.NumBlocks()-1)
+		first, end := ti.t.r.Block(i+1), ti.t.r.Block(last)
+		p.Prefetch([]bufpool.Span{{File: ti.t.fid, Off: int64(first.Offset), Len: int64(end.Offset + end.Len - first.Offset)}})
+	}
 	if err := ti.db.readBlockInto(ti.t, h, buf, ti.noFill); err != nil {
 		ti.e = err
 		return false
@@ -75,6 +83,7 @@ func (ti *tableIter) load(i int) bool {
 		return false
 	}
 	ti.blk = i
+	ti.loads++
 	ti.it = b.Iter()
 	return true
 }
@@ -119,6 +128,10 @@ func (ti *tableIter) next() bool {
 func (ti *tableIter) key() sstable.InternalKey { return ti.it.Key() }
 func (ti *tableIter) value() []byte            { return ti.it.Value() }
 func (ti *tableIter) err() error               { return ti.e }
+
+// readAhead is how many blocks a table iterator past its first block keeps
+// loading ahead of itself through the block cache.
+const readAhead = 4
 
 // readBlockInto reads one data block of t into buf (aligned, h.Len bytes).
 func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill bool) error {
@@ -285,6 +298,7 @@ type Iterator struct {
 	lower, upper []byte
 	started      bool
 	pos          bool // m stands on an entry Next has not consumed
+	noFill       bool
 	done         bool
 	k, v         []byte
 	e            error
@@ -315,6 +329,7 @@ func (db *DB) NewIteratorWith(ro ReadOptions, lower, upper []byte) *Iterator {
 	db.iterators++
 	db.mu.Unlock()
 	it.rs = rs
+	it.noFill = ro.NoFillCache
 	it.m = db.newMerging(rs.mems, rs.v, ro.NoFillCache)
 	return it
 }
@@ -344,6 +359,7 @@ func (it *Iterator) Next() bool {
 	var ok bool
 	if !it.started {
 		it.started = true
+		it.db.prefetchSeek(it.rs.v, it.lower, it.noFill)
 		ok = it.m.seekGE(it.lower)
 	} else {
 		ok = it.pos
@@ -397,4 +413,48 @@ func (it *Iterator) Close() error {
 	it.db.iterators--
 	it.db.mu.Unlock()
 	return it.e
+}
+
+// prefetchSeek starts, in one go, the loads of the block every table of v
+// would read first when an iterator seeks to key (nil: the first blocks),
+// so that the seek of each table finds its block loaded or loading instead
+// of reading the tables one after another.
+func (db *DB) prefetchSeek(v *version, key []byte, noFill bool) {
+	if db.pool == nil || noFill {
+		return
+	}
+	var spans []bufpool.Span
+	add := func(t *table) {
+		if t == nil || t.r.NumBlocks() == 0 {
+			return
+		}
+		h := t.r.Block(0)
+		if key != nil {
+			var ok bool
+			if h, ok = t.r.BlockFor(key); !ok {
+				return
+			}
+		}
+		spans = append(spans, bufpool.Span{File: t.fid, Off: int64(h.Offset), Len: int64(h.Len)})
+	}
+	for _, t := range v.levels[0] {
+		add(t)
+	}
+	for l := 1; l < numLevels; l++ {
+		lvl := v.levels[l]
+		if len(lvl) == 0 {
+			continue
+		}
+		if key == nil {
+			add(lvl[0])
+			continue
+		}
+		i := sort.Search(len(lvl), func(j int) bool { return bytes.Compare(lvl[j].largestUser, key) >= 0 })
+		if i < len(lvl) {
+			add(lvl[i])
+		}
+	}
+	if len(spans) > 1 {
+		db.pool.Prefetch(spans)
+	}
 }
