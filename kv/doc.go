@@ -54,6 +54,11 @@
 // scan resistant; ReadOptions.NoFillCache uses cached blocks but reads misses
 // without keeping them. Every block's CRC32C is checked on every read.
 //
+// An iterator merges the memtables and one iterator per L0 table and per
+// lower level. Its first seek prefetches the first block of every table
+// together; a table walk past its first block keeps 4 blocks loading ahead
+// (both through the block cache, so only with one).
+//
 // # Files
 //
 //	dir/
