@@ -29,6 +29,7 @@ import (
 
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/seccomp"
+	"github.com/ringstore/ringstore/internal/testchild"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/uring"
@@ -322,27 +323,6 @@ func uringHere(t *testing.T) (bool, string) {
 	return true, ""
 }
 
-// childEnviron returns this process's environment without EnvVar and the
-// test's own variables, plus extra. It is built by hand so that values that
-// are not UTF-8 pass through unchanged.
-func childEnviron(extra ...string) []string {
-	var env []string
-	gorace := "GORACE="
-	for _, kv := range os.Environ() {
-		switch {
-		case strings.HasPrefix(kv, ioengine.EnvVar+"="), strings.HasPrefix(kv, "RINGSTORE_TEST_"):
-		case strings.HasPrefix(kv, "GORACE="):
-			gorace = kv + " "
-		default:
-			env = append(env, kv)
-		}
-	}
-	// A binary built with -race sleeps a second before it exits
-	// (atexit_sleep_ms=1000) unless told otherwise.
-	env = append(env, gorace+"atexit_sleep_ms=0")
-	return append(env, extra...)
-}
-
 // childRun is one child process's outcome.
 type childRun struct {
 	res    childResult
@@ -459,7 +439,7 @@ func straceUsable(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), childDeadline)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "strace", "-f", "-c", "-o", out, "--", os.Args[0], "-test.run=^$")
-		cmd.Env = childEnviron()
+		cmd.Env = testchild.Environ()
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			straceErr = fmt.Errorf("strace cannot trace here: %v: %s", err, msg)
 			return
@@ -513,7 +493,7 @@ func TestProcessSwitchColdRead(t *testing.T) {
 				extra = append(extra, seccompEnv+"=1")
 			}
 			extra = append(extra, childEnv+"=coldread", fileEnv+"="+path)
-			env := childEnviron(extra...)
+			env := testchild.Environ(extra...)
 
 			// On io_uring: the enabled cases, when this machine has it.
 			// Fell back: the enabled cases without it, and seccomp.
@@ -668,7 +648,7 @@ func TestProcessSwitchCachedAfterSetenv(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := childEnviron(append(tc.start, childEnv+"=cached", fileEnv+"="+path, laterEnv+"="+tc.later)...)
+			env := testchild.Environ(append(tc.start, childEnv+"=cached", fileEnv+"="+path, laterEnv+"="+tc.later)...)
 			r := runChildProcess(t, env).res
 			t.Logf("switch %q, then %s; EnvSwitch() now %q; Auto: %s (reason %q, enters %d); URing: %s (enters %d)",
 				r.Switch, r.EnvAfter, r.SwitchAfter, r.Backend, r.Reason, r.Enters, r.URingBackend, r.URingEnters)

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringstore/ringstore/internal/seccomp"
+	"github.com/ringstore/ringstore/internal/testchild"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv"
@@ -164,22 +165,6 @@ func buildStore(t *testing.T) string {
 	return dir
 }
 
-func childEnviron(extra ...string) []string {
-	var env []string
-	gorace := "GORACE="
-	for _, kv := range os.Environ() {
-		switch {
-		case strings.HasPrefix(kv, ioengine.EnvVar+"="), strings.HasPrefix(kv, "RINGSTORE_TEST_"):
-		case strings.HasPrefix(kv, "GORACE="):
-			gorace = kv + " "
-		default:
-			env = append(env, kv)
-		}
-	}
-	env = append(env, gorace+"atexit_sleep_ms=0")
-	return append(env, extra...)
-}
-
 // runChildProcess runs the child under wrap (strace) and returns its result.
 func runChildProcess(t *testing.T, env []string, wrap ...string) result {
 	t.Helper()
@@ -277,7 +262,7 @@ func TestColdMultiGet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := childEnviron(append(tc.env, childEnv+"="+dir)...)
+			env := testchild.Environ(append(tc.env, childEnv+"="+dir)...)
 			var wrap []string
 			logPath := filepath.Join(t.TempDir(), "child.strace")
 			if canStrace {
