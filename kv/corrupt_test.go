@@ -449,3 +449,32 @@ func TestCorruptCompaction(t *testing.T) {
 	restore()
 	checkStoreWhole(t, dir, corruptKeys)
 }
+
+// TestOpenRefusesTablesWithoutManifest: a store whose MANIFEST is gone is
+// not opened as a new one (which would remove its tables); the files stay.
+func TestOpenRefusesTablesWithoutManifest(t *testing.T) {
+	c := config{"syscall", ioengine.Syscall, crashOptions()}
+	dir := testdir.Direct(t)
+	db := openTest(t, dir, c)
+	if err := db.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, manifest.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	_, err := Open(dir, Options{Logf: t.Logf, IOMode: ioengine.Syscall})
+	if err == nil || !strings.Contains(err.Error(), "no MANIFEST") {
+		t.Fatalf("Open without a MANIFEST: %v, want a refusal naming it", err)
+	}
+	after, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(before) == 0 || len(after) != len(before) {
+		t.Fatalf("tables before %v, after %v", before, after)
+	}
+}

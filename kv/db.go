@@ -131,7 +131,15 @@ func Open(dir string, opts Options) (*DB, error) {
 	mv, err := manifest.Load(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		// A new store: its first act is an empty manifest, so that a store
+		// without one is never taken for new (Open would remove its tables).
+		if err := refuseUnmanaged(dir); err != nil {
+			return nil, err
+		}
 		mv = &manifest.Version{NextFileNum: 1}
+		if err := manifest.Write(dir, mv); err != nil {
+			return nil, fmt.Errorf("kv: %w", err)
+		}
 	case err != nil:
 		return nil, fmt.Errorf("kv: %w", err)
 	}
@@ -218,6 +226,23 @@ func (db *DB) replay(flushedSeq uint64) error {
 		// manifest, before the log was truncated).
 		if err := db.log.TruncateFront(db.log.LastSeq() + 1); err != nil {
 			return fmt.Errorf("kv: %w", err)
+		}
+	}
+	return nil
+}
+
+// refuseUnmanaged fails when dir has no manifest but holds tables or a log:
+// a store whose MANIFEST was lost or a directory that is not a store, not a
+// new one, and opening it as new would remove its tables.
+func refuseUnmanaged(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("kv: %w", err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sst") || e.Name() == walDir {
+			return fmt.Errorf("kv: %s has no %s but holds %s: not a new store and not one that can be opened (restore its MANIFEST, or open a checkpoint)",
+				dir, manifest.FileName, filepath.Join(dir, e.Name()))
 		}
 	}
 	return nil

@@ -91,7 +91,9 @@
 // A table is written, fsynced and its directory fsynced before the manifest
 // names it; the manifest is written to a temporary file, fsynced and renamed
 // (then the directory fsynced); only then is the log truncated before the
-// flushed writes. Open loads the manifest, checks every table against it
+// flushed writes. A new store writes an empty manifest before anything else,
+// and Open refuses a directory that has tables or a log but no manifest
+// (opening it as new would remove the tables). Open loads the manifest, checks every table against it
 // (size, entries, max seq) and opens it, removes tables the manifest does not
 // name (outputs of an interrupted flush or compaction), and replays the log's
 // batches with sequence numbers above the manifest's FlushedSeq. Files of
