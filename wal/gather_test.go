@@ -6,9 +6,12 @@ import (
 	"time"
 )
 
-// gatherLog is the part of a Log that gatherLocked and enqueue use.
+// gatherLog is the part of a Log that gatherLocked and enqueue use. Its
+// wait is bounded by a quarter of flush alone, not by maxGather too, so that
+// a test's goroutines, slowed by a loaded machine, are not outrun by the
+// 1 ms bound: only the event a test is about can end the wait.
 func gatherLog(flush time.Duration, opts Options) *Log {
-	l := &Log{opts: opts}
+	l := &Log{opts: opts, gatherMax: time.Hour}
 	l.cond = sync.NewCond(&l.mu)
 	l.flushNanos.Store(int64(flush))
 	return l

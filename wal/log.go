@@ -46,7 +46,8 @@ type Log struct {
 	gatherWant int
 	gatherGen  uint64
 	gatherOver bool
-	failed     error // set by the first failed write or sync; permanent
+	gatherMax  time.Duration // the wait's upper bound; 0: maxGather (tests set it longer)
+	failed     error         // set by the first failed write or sync; permanent
 
 	// Owned by the committer goroutine (by Open before it starts).
 	next       uint64   // sequence number of the next entry
@@ -353,8 +354,12 @@ func (l *Log) gatherLocked() {
 	if l.opts.NoGather || want <= len(l.pending) || l.closing {
 		return
 	}
+	bound := l.gatherMax
+	if bound == 0 {
+		bound = maxGather
+	}
 	delay := time.Duration(l.flushNanos.Load()) / 4
-	delay = max(minGather, min(delay, maxGather))
+	delay = max(minGather, min(delay, bound))
 	l.gatherWant = want
 	l.gatherGen++
 	gen := l.gatherGen
