@@ -49,7 +49,8 @@ type Options struct {
 	// RINGSTORE_IO_URING; ioengine.Syscall reads the blocks of a batch
 	// with one pread after another.
 	IOMode ioengine.IOMode
-	// Engine, when set, runs all block reads and is not closed by Close.
+	// Engine, when set, runs all of the store's I/O (block reads and the log's
+	// writes) and is not closed by Close.
 	Engine *ioengine.Engine
 	// BufferedIO reads data blocks through the page cache instead of
 	// O_DIRECT, for file systems that refuse O_DIRECT.
