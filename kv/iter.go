@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/ringstore/ringstore/bufpool"
@@ -163,7 +164,10 @@ func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill 
 	db.stats.blockReads.Add(uint64(len(buf)) / directio.BlockSize)
 	db.stats.directCalls.Add(1)
 	if err != nil || n != len(buf) {
-		return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %v", t.path, h.Offset, len(buf), n, err)
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF // the table is shorter than its index says
+		}
+		return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %w", t.path, h.Offset, len(buf), n, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/ringstore/ringstore/bufpool"
@@ -406,7 +407,10 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, b sstable.Block
 			if cause == nil {
 				cause = err
 			}
-			return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %v", r.t.path, r.off, r.end-r.off, req.N, cause)
+			if cause == nil || cause == io.EOF {
+				cause = io.ErrUnexpectedEOF // the table is shorter than its index says
+			}
+			return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %w", r.t.path, r.off, r.end-r.off, req.N, cause)
 		}
 		for _, i := range r.members {
 			br := reads[i]
