@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
-	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -247,13 +246,8 @@ func Run(opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(o.Dir); err != nil {
-		return fmt.Errorf("bench kv: %w", err)
-	} else if !st.IsDir() {
-		return fmt.Errorf("bench kv: %s is not a directory", o.Dir)
-	}
-	if _, err := directio.Check(o.Dir); err != nil {
-		return fmt.Errorf("bench kv: %w", err)
+	if err := bench.CheckDir("bench kv", o.Dir, true); err != nil {
+		return err
 	}
 	runDir, err := os.MkdirTemp(o.Dir, "ringstore-bench-kv-")
 	if err != nil {

@@ -261,13 +261,8 @@ func Run(opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(o.Dir); err != nil {
-		return fmt.Errorf("bench scan: %w", err)
-	} else if !st.IsDir() {
-		return fmt.Errorf("bench scan: %s is not a directory", o.Dir)
-	}
-	if _, err := directio.Check(o.Dir); err != nil {
-		return fmt.Errorf("bench scan: %w", err)
+	if err := bench.CheckDir("bench scan", o.Dir, true); err != nil {
+		return err
 	}
 	var notes []string
 

@@ -119,10 +119,8 @@ func Run(o Options) error {
 	if o.Duration <= 0 || o.Trials < 1 {
 		return fmt.Errorf("bench wal: duration and trials must be positive (got %s, %d)", o.Duration, o.Trials)
 	}
-	if st, err := os.Stat(o.Dir); err != nil {
-		return fmt.Errorf("bench wal: %w", err)
-	} else if !st.IsDir() {
-		return fmt.Errorf("bench wal: %s is not a directory", o.Dir)
+	if err := bench.CheckDir("bench wal", o.Dir, false); err != nil {
+		return err
 	}
 	cfg := func(m string, writers int, io string) ChildConfig {
 		return ChildConfig{Dir: o.Dir, Mode: m, IOMode: io, Writers: writers, EntrySize: EntrySize, Duration: o.Duration, WarmupFrac: 0.1}
