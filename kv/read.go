@@ -307,7 +307,7 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, b 
 	}()
 	var scratch []byte
 	fi := 0
-	for j, i := range which {
+	for _, i := range which {
 		r := reads[i]
 		n := int((r.h.Len + directio.BlockSize - 1) / directio.BlockSize)
 		fs := frames[fi : fi+n]
@@ -329,7 +329,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, b 
 			return fmt.Errorf("kv: %w", err)
 		}
 		fn(i, b)
-		_ = spans[j]
 	}
 	if len(direct) > 0 {
 		sub := make([]blockRead, len(reads))
