@@ -125,35 +125,29 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		reads := make([]blockRead, 0, len(pending))
 		for _, lk := range pending {
 			t := lk.cands[lk.next]
-			h, ok := t.r.BlockFor(lk.key)
+			bi, ok := t.r.BlockIndexFor(lk.key)
 			if !ok {
 				reads = append(reads, blockRead{t: t, skip: true})
 				continue
 			}
-			reads = append(reads, blockRead{t: t, h: h})
+			reads = append(reads, blockRead{t: t, bi: bi, h: t.r.Block(bi)})
 		}
 		db.stats.rounds.Add(1)
-		err := db.readBlocks(reads, noFill, func(i int, b sstable.Block) {
-			lk := pending[i]
-			v, kind, seq, ok := b.Get(lk.key)
-			// A version newer than the snapshot may exist in this table
-			// only if it was written after the snapshot; older tables
-			// then hold what the snapshot sees. Block.Get returns the
-			// newest version, so fall back to a scan for older ones.
-			if ok && seq > rs.seq {
-				var spills bool
-				v, kind, ok, spills = blockGetAt(b, lk.key, rs.seq)
-				if !ok && spills {
-					lk.spill = true // older versions go on in the next block
-					return
-				}
-			}
-			if ok {
+		err := db.readBlocks(reads, noFill, func(i int, buf []byte) error {
+			lk, r := pending[i], &reads[i]
+			got, err := r.t.r.GetInBlock(r.bi, buf, lk.key, rs.seq)
+			switch {
+			case err != nil:
+				return fmt.Errorf("kv: %w", err)
+			case got.Found:
 				lk.done = true
-				if kind == sstable.KindSet {
-					values[lk.i], found[lk.i] = append([]byte{}, v...), true
+				if got.Kind == sstable.KindSet {
+					values[lk.i], found[lk.i] = append([]byte{}, got.Value...), true
 				}
+			case got.Spills:
+				lk.spill = true // older versions go on in the next block
 			}
+			return nil
 		})
 		if err != nil {
 			return nil, nil, err
@@ -210,25 +204,6 @@ func appendCandidates(out []*table, v *version, key []byte) []*table {
 	return out
 }
 
-// blockGetAt returns the newest version of key in b with seq <= snap. When
-// there is none, spills reports that the block ends with a version of key, so
-// older ones may follow in the next block.
-func blockGetAt(b sstable.Block, key []byte, snap uint64) (v []byte, kind sstable.Kind, ok, spills bool) {
-	it := b.Iter()
-	for it.Next() {
-		k := it.Key()
-		c := bytes.Compare(k.UserKey, key)
-		if c > 0 {
-			return nil, 0, false, false
-		}
-		if c == 0 && k.Seq <= snap {
-			return it.Value(), k.Kind, true, false
-		}
-		spills = c == 0
-	}
-	return nil, 0, false, spills
-}
-
 // tableGetAt returns the newest version of key in t with seq <= snap, walking
 // the table's blocks from the first that holds key (the rare path of a
 // snapshot read whose version is not in that first block).
@@ -249,23 +224,25 @@ func (db *DB) tableGetAt(t *table, key []byte, snap uint64, noFill bool) ([]byte
 // blockRead is one data block a read needs.
 type blockRead struct {
 	t    *table
+	bi   int // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
 }
 
-// readBlocks fetches the blocks of reads and calls fn(i, block) for each
-// (not for skipped ones), all in one go: through the block cache in one Pin
-// (its misses go to the engine together), or, without a cache, in one engine
-// call of reads into buffers of this call's own, adjacent blocks of a file
-// read as one. A block is valid only during fn.
-func (db *DB) readBlocks(reads []blockRead, noFill bool, fn func(i int, b sstable.Block)) error {
+// readBlocks fetches the blocks of reads and calls fn(i, buf) with each
+// block's bytes (not for skipped ones), all in one go: through the block
+// cache in one Pin (its misses go to the engine together), or, without a
+// cache, in one engine call of reads into buffers of this call's own,
+// adjacent blocks of a file read as one. buf is valid only during fn, which
+// checks and decodes it; its error ends the call.
+func (db *DB) readBlocks(reads []blockRead, noFill bool, fn func(i int, buf []byte) error) error {
 	if db.pool != nil {
 		return db.readBlocksCached(reads, noFill, fn)
 	}
 	return db.readBlocksDirect(reads, fn)
 }
 
-func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, b sstable.Block)) error {
+func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, buf []byte) error) error {
 	var spans []bufpool.Span
 	var which []int
 	var direct []int
@@ -324,11 +301,9 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, b 
 				return fmt.Errorf("kv: block of %s at offset %d: %w", r.t.path, r.h.Offset, err)
 			}
 		}
-		b, err := r.t.r.DecodeBlock(r.h, buf)
-		if err != nil {
-			return fmt.Errorf("kv: %w", err)
+		if err := fn(i, buf); err != nil {
+			return err
 		}
-		fn(i, b)
 	}
 	if len(direct) > 0 {
 		sub := make([]blockRead, len(reads))
@@ -353,7 +328,7 @@ type run struct {
 // maxRunBytes bounds a coalesced read.
 const maxRunBytes = 256 << 10
 
-func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, b sstable.Block)) error {
+func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte) error) error {
 	order := make([]int, 0, len(reads))
 	for i, r := range reads {
 		if !r.skip {
@@ -414,11 +389,9 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, b sstable.Block
 		for _, i := range r.members {
 			br := reads[i]
 			start := br.h.Offset - r.off
-			b, derr := br.t.r.DecodeBlock(br.h, bufs[k][start:start+br.h.Len])
-			if derr != nil {
-				return fmt.Errorf("kv: %w", derr)
+			if err := fn(i, bufs[k][start:start+br.h.Len]); err != nil {
+				return err
 			}
-			fn(i, b)
 		}
 	}
 	return nil

@@ -108,28 +108,10 @@ type Block struct {
 // entry and restart point) and returns it. s names the block's file and
 // offset for errors.
 func decodeBlock(buf []byte, s site) (Block, error) {
-	if len(buf) < Alignment || len(buf)%Alignment != 0 {
-		return Block{}, s.corrupt(0, "data block length %d is not a positive multiple of %d", len(buf), Alignment)
+	used, nr, dataEnd, err := checkBlockFrame(buf, s)
+	if err != nil {
+		return Block{}, err
 	}
-	t := len(buf) - blockTrailerLen
-	used := int(binary.LittleEndian.Uint32(buf[t:]))
-	sum := binary.LittleEndian.Uint32(buf[t+4:])
-	if used < 4 || used > t || alignUp(used+blockTrailerLen) != len(buf) {
-		return Block{}, s.corrupt(t, "data block used length %d does not fit its %d-byte block", used, len(buf))
-	}
-	if got := blockCRC(buf[:used]); got != sum {
-		return Block{}, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
-	}
-	for i := used; i < t; i++ {
-		if buf[i] != 0 {
-			return Block{}, s.corrupt(i, "data block padding byte is %#02x, not zero", buf[i])
-		}
-	}
-	nr := int(binary.LittleEndian.Uint32(buf[used-4:]))
-	if nr == 0 || nr > (used-4)/4 {
-		return Block{}, s.corrupt(used-4, "data block restart count %d does not fit %d used bytes", nr, used)
-	}
-	dataEnd := used - 4 - 4*nr
 	b := Block{data: buf[:dataEnd], restarts: make([]uint32, nr), used: used}
 	for i := range b.restarts {
 		b.restarts[i] = binary.LittleEndian.Uint32(buf[dataEnd+4*i:])
@@ -177,6 +159,34 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 	}
 	b.last, _ = parseKey(prev)
 	return b, nil
+}
+
+// checkBlockFrame checks what surrounds a padded data block's entries: its
+// length, trailer, checksum, zero padding and restart count. It returns the
+// used length, the number of restarts and where the entries end.
+func checkBlockFrame(buf []byte, s site) (used, nr, dataEnd int, err error) {
+	if len(buf) < Alignment || len(buf)%Alignment != 0 {
+		return 0, 0, 0, s.corrupt(0, "data block length %d is not a positive multiple of %d", len(buf), Alignment)
+	}
+	t := len(buf) - blockTrailerLen
+	used = int(binary.LittleEndian.Uint32(buf[t:]))
+	sum := binary.LittleEndian.Uint32(buf[t+4:])
+	if used < 4 || used > t || alignUp(used+blockTrailerLen) != len(buf) {
+		return 0, 0, 0, s.corrupt(t, "data block used length %d does not fit its %d-byte block", used, len(buf))
+	}
+	if got := blockCRC(buf[:used]); got != sum {
+		return 0, 0, 0, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
+	}
+	for i := used; i < t; i++ {
+		if buf[i] != 0 {
+			return 0, 0, 0, s.corrupt(i, "data block padding byte is %#02x, not zero", buf[i])
+		}
+	}
+	nr = int(binary.LittleEndian.Uint32(buf[used-4:]))
+	if nr == 0 || nr > (used-4)/4 {
+		return 0, 0, 0, s.corrupt(used-4, "data block restart count %d does not fit %d used bytes", nr, used)
+	}
+	return used, nr, used - 4 - 4*nr, nil
 }
 
 type entry struct {

@@ -217,5 +217,11 @@ func TestDecodeBlockMalformed(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Offset < 4096 {
 			t.Errorf("%s: %v; want a *CorruptError", name, err)
 		}
+		// A lookup that reads the whole block (a key after every
+		// other) meets the same damage.
+		_, _, err = lookupInBlock(seal(used), site{"x", 4096}, []byte("zzz"), MaxSeq)
+		if !errors.As(err, &ce) || ce.Offset < 4096 {
+			t.Errorf("%s: lookup: %v; want a *CorruptError", name, err)
+		}
 	}
 }

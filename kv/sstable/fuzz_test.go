@@ -75,11 +75,21 @@ func FuzzDecodeBlock(f *testing.F) {
 					t.Fatal("decoding or reading the block wrote into its buffer")
 				}
 			}()
+			// The lazy lookup reads less, so it may accept a block that
+			// decodeBlock refuses, but it must not panic and its errors
+			// must name the block.
+			for _, k := range fuzzLookupKeys(buf) {
+				if _, _, err := lookupInBlock(buf, site{"fuzz", fuzzBase}, k, MaxSeq); err != nil {
+					checkCorrupt(t, err, len(buf))
+				}
+			}
 			b, err := decodeBlock(buf, site{"fuzz", fuzzBase})
 			if err != nil {
 				checkCorrupt(t, err, len(buf))
 				continue
 			}
+			// Accepted: the lookup agrees with the block at every version.
+			checkLookups(t, buf, b)
 			// Accepted: entries are sorted, and Get finds the newest
 			// version of every user key.
 			it := b.Iter()
@@ -107,6 +117,77 @@ func FuzzDecodeBlock(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzLookupKeys are user keys to look up in a fuzzed block: some of the
+// seeds' keys, the empty key, and a key after all of them.
+func fuzzLookupKeys(buf []byte) [][]byte {
+	keys := [][]byte{nil, []byte("key000"), []byte("key005"), []byte("key019"), {0xff, 0xff}}
+	if len(buf) > 12 {
+		keys = append(keys, buf[3:12]) // bytes from the block itself
+	}
+	return keys
+}
+
+// checkLookups compares lookupInBlock with the decoded block b: for every
+// user key and every snapshot that tells its versions apart, the newest
+// version at or below the snapshot, or a spill when the block ends with
+// newer ones; and nothing for keys between, before and after. Large blocks
+// are sampled (32 keys).
+func checkLookups(t *testing.T, buf []byte, b Block) {
+	t.Helper()
+	var all []InternalKey
+	var values [][]byte
+	it := b.Iter()
+	for it.Next() {
+		all = append(all, cloneKey(it.Key()))
+		values = append(values, bytes.Clone(it.Value()))
+	}
+	s := site{"fuzz", fuzzBase}
+	step := max(1, len(all)/32) // a sample of the keys: a lookup costs O(entries)
+	for i := 0; i < len(all); i += step {
+		k := all[i]
+		for _, snap := range []uint64{MaxSeq, k.Seq, k.Seq - 1} {
+			if k.Seq == 0 && snap == k.Seq-1 {
+				continue
+			}
+			got, _, err := lookupInBlock(buf, s, k.UserKey, snap)
+			if err != nil {
+				t.Fatalf("lookup %s as of %d in a block decodeBlock accepts: %v", k, snap, err)
+			}
+			// The expected answer: the first version of this user key
+			// (newest first) with seq <= snap.
+			want := -1
+			for j := range all {
+				if bytes.Equal(all[j].UserKey, k.UserKey) && all[j].Seq <= snap {
+					want = j
+					break
+				}
+			}
+			if want < 0 {
+				last := all[len(all)-1]
+				spills := bytes.Equal(last.UserKey, k.UserKey)
+				if got.Found || got.Spills != spills {
+					t.Fatalf("lookup %s as of %d = %+v; want nothing, spills %v", k, snap, got, spills)
+				}
+				continue
+			}
+			w := all[want]
+			if !got.Found || got.Kind != w.Kind || got.Seq != w.Seq || !bytes.Equal(got.Value, values[want]) {
+				t.Fatalf("lookup %s as of %d = %+v; want %s (entry %d of %d, from %d)", k, snap, got, w, want, len(all), i)
+			}
+		}
+		probe := append(bytes.Clone(k.UserKey), 0) // between this key and the next
+		if got, _, err := lookupInBlock(buf, s, probe, MaxSeq); err != nil || got.Found {
+			t.Fatalf("lookup of absent %q = %+v, %v", probe, got, err)
+		}
+	}
+	if len(all) > 0 && len(all[0].UserKey) > 0 {
+		before := all[0].UserKey[:len(all[0].UserKey)-1]
+		if got, _, err := lookupInBlock(buf, s, before, MaxSeq); err != nil || got.Found {
+			t.Fatalf("lookup of %q before the first key = %+v, %v", before, got, err)
+		}
+	}
 }
 
 func seedIndex() []byte {

@@ -219,8 +219,9 @@ func (r *Reader) readBlock(i int, buf []byte) (Block, []byte, error) {
 }
 
 // Get returns the newest version of userKey in the file, reading its block
-// with one pread (the unbatched path; kv's MultiGet uses BlockFor and
-// DecodeBlock). value is freshly allocated memory owned by the caller.
+// with one pread and looking in it with GetInBlock (the unbatched path;
+// kv's MultiGet uses BlockIndexFor and GetInBlock on blocks it reads
+// itself). value is freshly allocated memory owned by the caller.
 func (r *Reader) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found bool, err error) {
 	if !r.MayContain(userKey) {
 		return nil, 0, 0, false, nil
@@ -229,12 +230,16 @@ func (r *Reader) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found
 	if i == len(r.index) {
 		return nil, 0, 0, false, nil
 	}
-	b, _, err := r.readBlock(i, nil)
-	if err != nil {
+	h := r.index[i].handle
+	buf := make([]byte, h.Len)
+	if err := r.readAt(buf, int64(h.Offset)); err != nil {
 		return nil, 0, 0, false, err
 	}
-	value, kind, seq, found = b.Get(userKey)
-	return value, kind, seq, found, nil
+	got, err := r.GetInBlock(i, buf, userKey, MaxSeq)
+	if err != nil || !got.Found {
+		return nil, 0, 0, false, err
+	}
+	return got.Value, got.Kind, got.Seq, true, nil
 }
 
 // NewIterator returns an iterator over every entry of the file in order.

@@ -1,0 +1,184 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// Lookup is what a point lookup found in one data block.
+type Lookup struct {
+	Value []byte // aliases the block's buffer; empty for a delete
+	Kind  Kind
+	Seq   uint64
+	// Found: a version of the key with seq <= the snapshot.
+	Found bool
+	// Spills: nothing found, and the block ends with a version of the key
+	// newer than the snapshot, so older versions may go on in the next
+	// block.
+	Spills bool
+}
+
+// BlockIndexFor is BlockFor by position: i is the block's place in the
+// file (Block(i) is its handle). ok is false when userKey sorts after
+// every key in the file.
+func (r *Reader) BlockIndexFor(userKey []byte) (i int, ok bool) {
+	i = r.blockIndex(userKey)
+	return i, i < len(r.index)
+}
+
+// GetInBlock looks userKey up, as of snapshot snap, in data block i read
+// into buf (exactly Block(i).Len bytes): the newest version with
+// seq <= snap (MaxSeq: the newest of all). It is the point-read path of
+// kv's MultiGet, and checks less than DecodeBlock, which walks every
+// entry: the block's frame (length, trailer, checksum, zero padding,
+// restart table), that it is the block the index names (its used length,
+// its first key between the previous block's last key and its own), and
+// every entry it reads on the way: the restart entries of a binary search,
+// then the entries of one restart interval up to the key (bounds, key
+// encoding, order, restart points, tombstones without values). A lookup
+// that reads to the block's end also checks the index's last key and the
+// restart count. Damage gives a *CorruptError naming the file and offset,
+// as DecodeBlock does. The checksum covers every byte; what the walk adds
+// is a defence against a block its writer got wrong, and entries this
+// lookup does not read are left to the lookups that do.
+func (r *Reader) GetInBlock(i int, buf, userKey []byte, snap uint64) (Lookup, error) {
+	if i < 0 || i >= len(r.index) {
+		return Lookup{}, fmt.Errorf("%w: %s has no data block %d (it has %d)", ErrBadHandle, r.path, i, len(r.index))
+	}
+	ie := &r.index[i]
+	h := ie.handle
+	if uint64(len(buf)) != h.Len {
+		return Lookup{}, fmt.Errorf("%w: buffer of %d bytes for the %d-byte block at offset %d of %s", ErrBadHandle, len(buf), h.Len, h.Offset, r.path)
+	}
+	s := site{r.path, int64(h.Offset)}
+	res, shape, err := lookupInBlock(buf, s, userKey, snap)
+	if err != nil {
+		return Lookup{}, err
+	}
+	switch {
+	case shape.used != int(ie.used):
+		return Lookup{}, s.corrupt(len(buf)-blockTrailerLen, "data block used length %d, the index says %d", shape.used, ie.used)
+	case i == 0 && Compare(shape.first, r.props.Smallest) != 0:
+		return Lookup{}, s.corrupt(0, "data block starts with key %s, the properties' smallest key is %s", shape.first, r.props.Smallest)
+	case i > 0 && Compare(r.index[i-1].lastKey, shape.first) >= 0:
+		return Lookup{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", shape.first, r.index[i-1].lastKey)
+	case Compare(shape.first, ie.lastKey) > 0:
+		return Lookup{}, s.corrupt(0, "data block starts with key %s, after the index's last key %s", shape.first, ie.lastKey)
+	case shape.readToEnd && Compare(shape.last, ie.lastKey) != 0:
+		return Lookup{}, s.corrupt(0, "data block ends with key %s, the index says %s", shape.last, ie.lastKey)
+	}
+	return res, nil
+}
+
+// blockShape is what a lookup learnt of its block, for the checks against
+// the index.
+type blockShape struct {
+	used      int
+	first     InternalKey // aliases the block
+	last      InternalKey // aliases the lookup's scratch; set when readToEnd
+	readToEnd bool
+}
+
+// lookupInBlock is GetInBlock on the block alone: the frame and the entries
+// it reads are checked, the block's place in its file is not.
+func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64) (Lookup, blockShape, error) {
+	used, nr, dataEnd, err := checkBlockFrame(buf, s)
+	if err != nil {
+		return Lookup{}, blockShape{}, err
+	}
+	shape := blockShape{used: used}
+	data := buf[:dataEnd]
+	restart := func(k int) int { return int(binary.LittleEndian.Uint32(buf[dataEnd+4*k:])) }
+	for k, prev := 0, -1; k < nr; k++ {
+		off := restart(k)
+		if (k == 0 && off != 0) || off <= prev || off >= dataEnd {
+			return Lookup{}, blockShape{}, s.corrupt(dataEnd+4*k, "data block restart %d at offset %d is out of order or outside the %d bytes of entries", k, off, dataEnd)
+		}
+		prev = off
+	}
+	readRestart := func(k int) (InternalKey, error) {
+		off := restart(k)
+		e, bad := readEntry(data, off, nil, nil)
+		switch {
+		case bad != "":
+			return InternalKey{}, s.corrupt(off, "data block entry %d: %s", k*restartInterval, bad)
+		case e.shared != 0:
+			return InternalKey{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", k*restartInterval, e.shared)
+		}
+		ik, ok := parseKey(e.key)
+		if !ok {
+			return InternalKey{}, s.corrupt(off, "data block entry %d: bad internal key %x", k*restartInterval, e.key)
+		}
+		return ik, nil
+	}
+	first, err := readRestart(0)
+	if err != nil {
+		return Lookup{}, blockShape{}, err
+	}
+	shape.first = first
+
+	// The last restart whose user key sorts before userKey: the newest
+	// version of userKey, if any, is at or after it.
+	lo, hi := 0, nr
+	for hi-lo > 1 {
+		mid := int(uint(lo+hi) >> 1)
+		ik, err := readRestart(mid)
+		if err != nil {
+			return Lookup{}, blockShape{}, err
+		}
+		if bytes.Compare(ik.UserKey, userKey) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+
+	// Walk from there. Keys that share a prefix are rebuilt in one of two
+	// scratch buffers, in turn, so the previous key stays intact for the
+	// order check.
+	var scratch [2][]byte
+	var prevRaw []byte
+	var prev InternalKey
+	spills := false
+	n := lo * restartInterval // the entry's number in the block
+	for off := restart(lo); off < dataEnd; n++ {
+		if n%restartInterval == 0 {
+			if k := n / restartInterval; k >= nr || restart(k) != off {
+				return Lookup{}, blockShape{}, s.corrupt(dataEnd+4*min(k, nr-1), "data block restart %d does not point at entry %d (offset %d)", k, n, off)
+			}
+		}
+		e, bad := readEntry(data, off, prevRaw, scratch[n&1])
+		if bad != "" {
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: %s", n, bad)
+		}
+		scratch[n&1] = e.scratch
+		if n%restartInterval == 0 && e.shared != 0 {
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", n, e.shared)
+		}
+		ik, ok := parseKey(e.key)
+		switch {
+		case !ok:
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: bad internal key %x", n, e.key)
+		case ik.Kind == KindDelete && len(e.value) != 0:
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: delete %s carries a %d-byte value", n, ik, len(e.value))
+		case prevRaw != nil && Compare(prev, ik) >= 0:
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: key %s does not sort after %s", n, ik, prev)
+		}
+		switch c := bytes.Compare(ik.UserKey, userKey); {
+		case c > 0:
+			return Lookup{}, shape, nil
+		case c == 0 && ik.Seq <= snap:
+			return Lookup{Value: e.value, Kind: ik.Kind, Seq: ik.Seq, Found: true}, shape, nil
+		default:
+			spills = c == 0
+		}
+		prevRaw, prev, off = e.key, ik, e.next
+	}
+	// Read to the end: the tail is checked, so check its end too.
+	if want := (n + restartInterval - 1) / restartInterval; want != nr {
+		return Lookup{}, blockShape{}, s.corrupt(used-4, "data block has %d restarts for %d entries", nr, n)
+	}
+	shape.last, shape.readToEnd = prev, true
+	return Lookup{Spills: spills}, shape, nil
+}
