@@ -10,11 +10,21 @@ import (
 // pool, so the zero FileID is never registered.
 type FileID uint32
 
-// frameKey is what the frame table is keyed by: frame index of a file.
-type frameKey struct {
-	file  FileID
-	index int64 // frame k covers [k*FrameSize, (k+1)*FrameSize)
-}
+// frameKey is what the frame table is keyed by: a file and a frame index
+// in it (frame k covers [k*FrameSize, (k+1)*FrameSize)), packed into one
+// word, file above index, so the table and the ghost list are maps of a
+// plain integer (the runtime's fast 64-bit map paths). Register keeps
+// every file under maxFramesPerFile frames.
+type frameKey uint64
+
+// maxFramesPerFile bounds a registered file's size in frames, so that a
+// frame index fits the low half of a frameKey.
+const maxFramesPerFile = 1 << 32
+
+func makeKey(file FileID, index int64) frameKey { return frameKey(uint64(file)<<32 | uint64(index)) }
+
+func (k frameKey) file() FileID { return FileID(k >> 32) }
+func (k frameKey) index() int64 { return int64(k & (maxFramesPerFile - 1)) }
 
 // frameState is where a frame is in its life. Guarded by Pool.mu.
 //
@@ -98,7 +108,7 @@ type Frame struct {
 }
 
 // File returns the file the frame belongs to.
-func (f *Frame) File() FileID { return f.key.file }
+func (f *Frame) File() FileID { return f.key.file() }
 
 // Offset returns the file offset of the frame's first byte.
 func (f *Frame) Offset() int64 { return f.off }
@@ -127,7 +137,7 @@ func (f *Frame) Unpin() {
 	n := f.pins.Add(-1)
 	if n < 0 {
 		f.pins.Add(1)
-		panic(fmt.Sprintf("bufpool: Unpin of frame %d (file %d, offset %d) that is not pinned: more Unpins than pins", f.slot, f.key.file, f.off))
+		panic(fmt.Sprintf("bufpool: Unpin of frame %d (file %d, offset %d) that is not pinned: more Unpins than pins", f.slot, f.key.file(), f.off))
 	}
 	if n > 0 {
 		return
@@ -142,7 +152,7 @@ func (f *Frame) Unpin() {
 }
 
 func (f *Frame) String() string {
-	return fmt.Sprintf("frame %d (file %d, offset %d, %d bytes)", f.slot, f.key.file, f.off, f.n)
+	return fmt.Sprintf("frame %d (file %d, offset %d, %d bytes)", f.slot, f.key.file(), f.off, f.n)
 }
 
 // listLinks are a frame's links on one intrusive list.

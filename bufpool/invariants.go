@@ -116,11 +116,11 @@ func (p *Pool) checkInvariantsLocked() error {
 			fallthrough
 		case stateResident:
 			perFile[f.file]++
-			if p.files[f.key.file] != f.file && !f.file.gone {
+			if p.files[f.key.file()] != f.file && !f.file.gone {
 				return fmt.Errorf("%s: in the table but its file is not registered", f)
 			}
-			if f.off != f.key.index*int64(p.frameSize) || f.n <= 0 || f.n > p.frameSize || f.off+int64(f.n) > f.file.size {
-				return fmt.Errorf("%s: offset/length do not fit frame index %d of %s (size %d)", f, f.key.index, f.file, f.file.size)
+			if f.off != f.key.index()*int64(p.frameSize) || f.n <= 0 || f.n > p.frameSize || f.off+int64(f.n) > f.file.size {
+				return fmt.Errorf("%s: offset/length do not fit frame index %d of %s (size %d)", f, f.key.index(), f.file, f.file.size)
 			}
 			if f.state == stateResident && f.io != ioNone {
 				return fmt.Errorf("%s: resident with io state %d", f, f.io)

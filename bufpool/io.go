@@ -117,7 +117,7 @@ func (p *Pool) completeLocked(batch []*Frame, reqs []ioengine.Request, doErr err
 			f.state = stateResident
 		} else {
 			p.stats.ReadErrors++
-			f.loadErr = &ReadError{File: f.key.file, Name: f.file.name, Off: f.off, Len: f.n, Err: cause}
+			f.loadErr = &ReadError{File: f.key.file(), Name: f.file.name, Off: f.off, Len: f.n, Err: cause}
 			if f.prefetch && f.pins.Load() == 0 && !p.logged {
 				p.logged = true
 				p.opts.Logf("bufpool: prefetch failed (later failures are only counted): %v", f.loadErr)

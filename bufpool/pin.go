@@ -64,7 +64,7 @@ func (p *Pool) distinctFrames(spans []Span, limit int) int {
 		}
 		first, last := p.frameRange(s)
 		for k := first; k <= last; k++ {
-			seen[frameKey{s.File, k}] = struct{}{}
+			seen[makeKey(s.File, k)] = struct{}{}
 			if len(seen) > limit {
 				return len(seen)
 			}
@@ -178,7 +178,7 @@ func (p *Pool) tryPinLocked(spans []Span, dst []*Frame, call uint64) ([]*Frame, 
 		fl := p.files[s.File]
 		first, last := p.frameRange(s)
 		for k := first; k <= last; k++ {
-			key := frameKey{s.File, k}
+			key := makeKey(s.File, k)
 			f := p.table[key]
 			if f == nil {
 				if f = p.takeFrameLocked(); f == nil {
@@ -290,7 +290,7 @@ func (p *Pool) Prefetch(spans []Span) {
 		}
 		first, last := p.frameRange(s)
 		for k := first; k <= last; k++ {
-			key := frameKey{s.File, k}
+			key := makeKey(s.File, k)
 			if p.table[key] != nil {
 				continue
 			}
@@ -334,7 +334,7 @@ func (p *Pool) PinResident(spans []Span, dst []*Frame) ([]*Frame, bool, error) {
 		}
 		first, last := p.frameRange(s)
 		for k := first; k <= last; k++ {
-			if f := p.table[frameKey{s.File, k}]; f == nil || f.state != stateResident {
+			if f := p.table[makeKey(s.File, k)]; f == nil || f.state != stateResident {
 				return dst, false, nil
 			}
 		}

@@ -140,7 +140,7 @@ func (p *Pool) evictFrameLocked(f *Frame) {
 // its load.
 func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, prefetch bool) {
 	f.key, f.file = key, fl
-	f.off = key.index * int64(p.frameSize)
+	f.off = key.index() * int64(p.frameSize)
 	f.n = int(min(int64(p.frameSize), fl.size-f.off))
 	f.state = stateLoading
 	f.io = ioNone

@@ -141,6 +141,8 @@ func (p *Pool) Register(fd int, size int64, name string) (FileID, error) {
 		return 0, fmt.Errorf("%w: register %s: size %d is negative", ErrBadFile, name, size)
 	case size > math.MaxInt64-int64(p.frameSize):
 		return 0, fmt.Errorf("%w: register %s: size %d too large", ErrBadFile, name, size)
+	case (size+int64(p.frameSize)-1)/int64(p.frameSize) > maxFramesPerFile:
+		return 0, fmt.Errorf("%w: register %s: size %d is over %d frames of %d bytes", ErrBadFile, name, size, int64(maxFramesPerFile), p.frameSize)
 	}
 	if err := checkDescriptor(fd, size, name); err != nil {
 		return 0, err
@@ -305,7 +307,7 @@ func (p *Pool) removeFromTableLocked(f *Frame) {
 func (p *Pool) freeLocked(f *Frame) {
 	f.state = stateFree
 	f.detached.Store(false)
-	f.file, f.key, f.off, f.n = nil, frameKey{}, 0, 0
+	f.file, f.key, f.off, f.n = nil, 0, 0, 0
 	f.loadErr, f.prefetch, f.freq, f.loader = nil, false, 0, 0
 	f.queue = queueFree
 	p.free.pushBack(f)

@@ -20,6 +20,9 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// zeros is what a data block's padding (shorter than Alignment) must equal.
+var zeros [Alignment]byte
+
 func alignUp(n int) int { return (n + Alignment - 1) &^ (Alignment - 1) }
 
 // blockCRC is the checksum of a data block: CRC32C over its used bytes and
@@ -177,10 +180,12 @@ func checkBlockFrame(buf []byte, s site) (used, nr, dataEnd int, err error) {
 	if got := blockCRC(buf[:used]); got != sum {
 		return 0, 0, 0, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
 	}
-	for i := used; i < t; i++ {
-		if buf[i] != 0 {
-			return 0, 0, 0, s.corrupt(i, "data block padding byte is %#02x, not zero", buf[i])
+	if pad := buf[used:t]; !bytes.Equal(pad, zeros[:len(pad)]) {
+		i := used
+		for buf[i] == 0 {
+			i++
 		}
+		return 0, 0, 0, s.corrupt(i, "data block padding byte is %#02x, not zero", buf[i])
 	}
 	nr = int(binary.LittleEndian.Uint32(buf[used-4:]))
 	if nr == 0 || nr > (used-4)/4 {
