@@ -23,24 +23,19 @@ package kv
 // power loss.
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ringstore/ringstore/internal/testchild"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/internal/testengine"
 	"github.com/ringstore/ringstore/ioengine"
@@ -120,31 +115,17 @@ func TestCrashProcessChild(t *testing.T) {
 	os.Exit(crashChild(dir))
 }
 
-// The child's report lines, each written with one write to stdout:
+// The child's report lines:
 //
 //	R                         opened the store
 //	A w i                     Write of writer w's batch i returned nil
 //	S flushes compactions     the counters so far
 //	E message                 the child failed (then it exits 3)
-type crashReporter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (r *crashReporter) line(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = fmt.Appendf(r.buf[:0], format+"\n", args...)
-	os.Stdout.Write(r.buf)
-}
-
+//
+// Each is written with one write (testchild.Reporter).
 func crashChild(dir string) int {
-	rep := &crashReporter{}
-	fail := func(format string, args ...any) int {
-		rep.line("E "+format, args...)
-		fmt.Fprintf(os.Stderr, "crash child: "+format+"\n", args...)
-		return 3
-	}
+	rep := &testchild.Reporter{}
+	fail := rep.Fail
 	cycle, err := strconv.ParseUint(os.Getenv(kvCrashCycleEnv), 10, 64)
 	if err != nil {
 		return fail("%s: %v", kvCrashCycleEnv, err)
@@ -159,7 +140,7 @@ func crashChild(dir string) int {
 	if err != nil {
 		return fail("Open: %v", err)
 	}
-	rep.line("R")
+	rep.Line("R")
 	errc := make(chan error, crashWriters)
 	for w := range crashWriters {
 		go func() {
@@ -177,7 +158,7 @@ func crashChild(dir string) int {
 					errc <- fmt.Errorf("Write of writer %d batch %d: %w", w, i, err)
 					return
 				}
-				rep.line("A %d %d", w, i)
+				rep.Line("A %d %d", w, i)
 			}
 		}()
 	}
@@ -190,7 +171,7 @@ func crashChild(dir string) int {
 			return fail("%v", err)
 		case <-tick.C:
 			st := db.Stats()
-			rep.line("S %d %d", st.Flushes, st.Compactions+st.TrivialMoves)
+			rep.Line("S %d %d", st.Flushes, st.Compactions+st.TrivialMoves)
 		case <-deadline:
 			return fail("not killed within %s", crashChildLife)
 		}
@@ -206,7 +187,10 @@ type crashReport struct {
 	lines                int
 }
 
-func (r *crashReport) parse(line string) error {
+func (r *crashReport) Ready() bool    { return r.ready }
+func (r *crashReport) Failed() string { return r.errLine }
+
+func (r *crashReport) Parse(line string) error {
 	f := strings.Fields(line)
 	if len(f) == 0 {
 		return nil
@@ -441,65 +425,8 @@ func crashDiff(got, acked, next crashState) string {
 // has opened the store, and returns what it reported.
 func runCrashChild(t *testing.T, dir, modeName string, cycle uint64, delay time.Duration) *crashReport {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), crashChildLife+30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashProcessChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), kvCrashDirEnv+"="+dir, kvCrashModeEnv+"="+modeName, kvCrashCycleEnv+"="+strconv.FormatUint(cycle, 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	r := &crashReport{}
-	ready := make(chan struct{})
-	parsed := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		var perr error
-		signaled := false
-		for sc.Scan() {
-			if perr != nil {
-				continue
-			}
-			if perr = r.parse(sc.Text()); perr == nil && (r.ready || r.errLine != "") && !signaled {
-				close(ready)
-				signaled = true
-			}
-		}
-		if perr == nil {
-			perr = sc.Err()
-		}
-		if !signaled {
-			close(ready)
-		}
-		io.Copy(io.Discard, out)
-		parsed <- perr
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-	}
-	time.Sleep(delay)
-	cmd.Process.Signal(syscall.SIGKILL)
-	perr := <-parsed
-	werr := cmd.Wait()
-	if perr != nil {
-		t.Fatalf("cycle %d: %v\nstderr:\n%s", cycle, perr, stderr.String())
-	}
-	if r.errLine != "" {
-		t.Fatalf("cycle %d: the child failed: %s\nstderr:\n%s", cycle, r.errLine, stderr.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(werr, &ee) {
-		t.Fatalf("cycle %d: the child: %v\nstderr:\n%s", cycle, werr, stderr.String())
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("cycle %d: the child ended with %v before it was killed\nstderr:\n%s", cycle, werr, stderr.String())
-	}
+	env := []string{kvCrashDirEnv + "=" + dir, kvCrashModeEnv + "=" + modeName, kvCrashCycleEnv + "=" + strconv.FormatUint(cycle, 10)}
+	testchild.RunKilled(t, fmt.Sprintf("cycle %d", cycle), "^TestCrashProcessChild$", env, r, delay, crashChildLife)
 	return r
 }

@@ -16,22 +16,16 @@ package wal_test
 // -wal.crashcycles=500 ./wal/
 
 import (
-	"bufio"
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ringstore/ringstore/internal/testchild"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/wal"
 )
@@ -71,26 +65,9 @@ func TestCrashProcessChild(t *testing.T) {
 	os.Exit(crashChild(dir))
 }
 
-// reporter writes report lines to stdout, each with one write.
-type reporter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (r *reporter) line(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = fmt.Appendf(r.buf[:0], format+"\n", args...)
-	os.Stdout.Write(r.buf)
-}
-
 func crashChild(dir string) int {
-	rep := &reporter{}
-	fail := func(format string, args ...any) int {
-		rep.line("E "+format, args...)
-		fmt.Fprintf(os.Stderr, "crash child: "+format+"\n", args...)
-		return 3
-	}
+	rep := &testchild.Reporter{}
+	fail := rep.Fail
 	mode := ioengine.URing
 	if os.Getenv(crashModeEnv) == "syscall" {
 		mode = ioengine.Syscall
@@ -108,7 +85,7 @@ func crashChild(dir string) int {
 	if err != nil {
 		return fail("Open: %v", err)
 	}
-	rep.line("R %d %d", l.FirstSeq(), l.LastSeq())
+	rep.Line("R %d %d", l.FirstSeq(), l.LastSeq())
 
 	errc := make(chan error, crashWriters+1)
 	for w := range uint64(crashWriters) {
@@ -125,7 +102,7 @@ func crashChild(dir string) int {
 						return
 					}
 					for k := range batch {
-						rep.line("A %d %d %d", seq+uint64(k), w, i+uint64(k))
+						rep.Line("A %d %d %d", seq+uint64(k), w, i+uint64(k))
 					}
 					i += crashBatch
 					continue
@@ -135,7 +112,7 @@ func crashChild(dir string) int {
 					errc <- fmt.Errorf("Append of writer %d: %w", w, err)
 					return
 				}
-				rep.line("A %d %d %d", seq, w, i)
+				rep.Line("A %d %d %d", seq, w, i)
 				i++
 			}
 		}()
@@ -145,12 +122,12 @@ func crashChild(dir string) int {
 			time.Sleep(5 * time.Millisecond)
 			if first, last := l.FirstSeq(), l.LastSeq(); last >= first+crashKeep {
 				to := last - crashKeep/2
-				rep.line("T %d", to)
+				rep.Line("T %d", to)
 				if err := l.TruncateFront(to); err != nil {
 					errc <- fmt.Errorf("TruncateFront(%d): %w", to, err)
 					return
 				}
-				rep.line("t %d", to)
+				rep.Line("t %d", to)
 			}
 		}
 	}()
@@ -175,7 +152,10 @@ type crashReport struct {
 	lines       int
 }
 
-func (r *crashReport) parse(line string) error {
+func (r *crashReport) Ready() bool    { return r.ready }
+func (r *crashReport) Failed() string { return r.errLine }
+
+func (r *crashReport) Parse(line string) error {
 	f := strings.Fields(line)
 	if len(f) == 0 {
 		return nil
@@ -370,65 +350,8 @@ func equalBytes(a, b []byte) bool { return string(a) == string(b) }
 // has opened the log, and returns what it reported.
 func runCrashChild(t *testing.T, dir, modeName string, cycle uint64, delay time.Duration) *crashReport {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), crashChildLife+30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashProcessChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashModeEnv+"="+modeName, crashCycleEnv+"="+strconv.FormatUint(cycle, 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	r := &crashReport{acks: map[uint64]crashID{}}
-	ready := make(chan struct{})
-	parsed := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		var perr error
-		signaled := false
-		for sc.Scan() {
-			if perr != nil {
-				continue
-			}
-			if perr = r.parse(sc.Text()); perr == nil && r.ready && !signaled {
-				close(ready)
-				signaled = true
-			}
-		}
-		if perr == nil {
-			perr = sc.Err()
-		}
-		if !signaled {
-			close(ready)
-		}
-		io.Copy(io.Discard, out)
-		parsed <- perr
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-	}
-	time.Sleep(delay)
-	cmd.Process.Signal(syscall.SIGKILL)
-	perr := <-parsed
-	werr := cmd.Wait()
-	if perr != nil {
-		t.Fatalf("cycle %d: %v\nstderr:\n%s", cycle, perr, stderr.String())
-	}
-	if r.errLine != "" {
-		t.Fatalf("cycle %d: the child failed: %s\nstderr:\n%s", cycle, r.errLine, stderr.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(werr, &ee) {
-		t.Fatalf("cycle %d: the child: %v\nstderr:\n%s", cycle, werr, stderr.String())
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("cycle %d: the child ended with %v before it was killed\nstderr:\n%s", cycle, werr, stderr.String())
-	}
+	env := []string{crashDirEnv + "=" + dir, crashModeEnv + "=" + modeName, crashCycleEnv + "=" + strconv.FormatUint(cycle, 10)}
+	testchild.RunKilled(t, fmt.Sprintf("cycle %d", cycle), "^TestCrashProcessChild$", env, r, delay, crashChildLife)
 	return r
 }

@@ -1,5 +1,8 @@
 // Package testchild gives tests that re-run their own binary as a child
-// process the environment to start it with.
+// process the environment to start it with (Environ), and the crash tests
+// the harness of a child killed with SIGKILL part way (RunKilled: the
+// child's report lines on stdout, written by a Reporter, parsed by the
+// test's own Report).
 package testchild
 
 import (
