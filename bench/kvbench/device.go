@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
@@ -104,63 +102,43 @@ func deviceRead(c ChildConfig) (bench.Trial, error) {
 		return bench.Trial{}, err
 	}
 	defer directio.Free(mem)
-	run := func(d time.Duration) (bench.Trial, error) {
-		var stop atomic.Bool
-		var wg sync.WaitGroup
-		ops := make([]int64, callers)
-		lats := make([]*bench.Latencies, callers)
-		errs := make([]error, callers)
-		io0, _ := readProcIO()
-		cpu0, t0 := bench.CPUTime(), time.Now()
-		for g := range callers {
-			lats[g] = bench.NewLatencies(1 << 20)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(c.Seed, uint64(g)))
-				reqs := make([]ioengine.Request, batch)
-				for i := range reqs {
-					at := (g*batch + i) * deviceBlock
-					reqs[i] = ioengine.Request{Op: ioengine.OpRead, Buf: mem[at : at+deviceBlock]}
-				}
-				for !stop.Load() {
-					for i := range reqs {
-						reqs[i].Fd, reqs[i].Off = pick(rng.Uint64N(total))
-					}
-					t := time.Now()
-					if err := e.ReadBatch(reqs); err != nil {
-						errs[g] = err
-						return
-					}
-					lats[g].Add(time.Since(t))
-					ops[g] += int64(batch)
-				}
-			}()
+	type callerState struct {
+		rng  *rand.Rand
+		reqs []ioengine.Request
+	}
+	states := make([]callerState, callers)
+	for g := range states {
+		reqs := make([]ioengine.Request, batch)
+		for i := range reqs {
+			at := (g*batch + i) * deviceBlock
+			reqs[i] = ioengine.Request{Op: ioengine.OpRead, Buf: mem[at : at+deviceBlock]}
 		}
-		time.Sleep(d)
-		stop.Store(true)
-		wg.Wait()
-		tr := bench.Trial{Seconds: time.Since(t0).Seconds(), CPUSeconds: bench.CPUTime() - cpu0, Extra: map[string]float64{}}
-		for _, err := range errs {
-			if err != nil {
-				return tr, err
+		states[g] = callerState{rng: rand.New(rand.NewPCG(c.Seed, uint64(g))), reqs: reqs}
+	}
+	var io0, io1 int64
+	var ioErr error
+	t := bench.Timed{
+		Workers:    callers,
+		LatencyCap: 1 << 20,
+		Step: func(g int) (int64, time.Duration, error) {
+			s := &states[g]
+			for i := range s.reqs {
+				s.reqs[i].Fd, s.reqs[i].Off = pick(s.rng.Uint64N(total))
 			}
-		}
-		all := bench.NewLatencies(0)
-		for g := range callers {
-			tr.Ops += ops[g]
-			all.Merge(lats[g])
-		}
-		tr.P50us, tr.P99us = all.Percentile(50), all.Percentile(99)
-		if io1, err := readProcIO(); err == nil {
-			tr.Extra[XReadBytes] = float64(io1 - io0)
-		}
-		return tr, nil
+			t0 := time.Now()
+			err := e.ReadBatch(s.reqs)
+			return int64(batch), time.Since(t0), err
+		},
+		Start: func() { io0, _ = readProcIO() },
+		Stop:  func() { io1, ioErr = readProcIO() },
 	}
-	if warm := time.Duration(float64(c.Duration) * c.WarmupFrac); warm > 0 {
-		if _, err := run(warm); err != nil {
-			return bench.Trial{}, err
-		}
+	tr, err := t.RunWarm(c.Duration, c.WarmupFrac)
+	if err != nil {
+		return tr, err
 	}
-	return run(c.Duration)
+	tr.Extra = map[string]float64{}
+	if ioErr == nil {
+		tr.Extra[XReadBytes] = float64(io1 - io0)
+	}
+	return tr, nil
 }

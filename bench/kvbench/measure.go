@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
@@ -140,92 +139,53 @@ func Measure(c ChildConfig, read BatchFunc, counters Counters) (bench.Trial, err
 		s.idx = make([]uint64, c.Batch)
 		s.buf = make([]byte, 0, c.Batch*MaxKeyLen)
 	}
-	run := func(d time.Duration) (bench.Trial, error) {
-		var stop atomic.Bool
-		var wg sync.WaitGroup
-		var failOnce sync.Once
-		failed := make(chan struct{})
-		ops := make([]int64, c.Callers)
-		lats := make([]*bench.Latencies, c.Callers)
-		errs := make([]error, c.Callers)
-		var before map[string]float64
-		if counters != nil {
-			before = counters()
-		}
-		io0, _ := readProcIO()
-		cpu0, t0 := bench.CPUTime(), time.Now()
-		for g := range c.Callers {
-			lats[g] = bench.NewLatencies(1 << 20)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s := &states[g]
-				for !stop.Load() {
-					s.buf = s.buf[:0]
-					for i := range s.keys {
-						s.idx[i] = choosers[g].Next()
-						at := len(s.buf)
-						s.buf = AppendKey(s.buf, s.idx[i])
-						s.keys[i] = s.buf[at:len(s.buf):len(s.buf)]
-					}
-					t := time.Now()
-					if err := read(g, s.keys, s.idx); err != nil {
-						errs[g] = err
-						failOnce.Do(func() { close(failed) })
-						return
-					}
-					lat := time.Since(t)
-					if stop.Load() {
-						return // finished after the end: not counted
-					}
-					lats[g].Add(lat)
-					ops[g] += int64(len(s.keys))
-				}
-			}()
-		}
-		timer := time.NewTimer(d)
-		select {
-		case <-timer.C:
-		case <-failed:
-			timer.Stop()
-		}
-		stop.Store(true)
-		tr := bench.Trial{Seconds: time.Since(t0).Seconds(), CPUSeconds: bench.CPUTime() - cpu0, Extra: map[string]float64{}}
-		io1, ioErr := readProcIO()
-		var after map[string]float64
-		if counters != nil {
-			after = counters()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return tr, err
-		}
-		all := bench.NewLatencies(0)
-		for g := range c.Callers {
-			tr.Ops += ops[g]
-			all.Merge(lats[g])
-		}
-		tr.P50us, tr.P99us = all.Percentile(50), all.Percentile(99)
-		for k, v := range after {
-			tr.Extra[k] = v - before[k]
-		}
-		if ioErr == nil {
-			tr.Extra[XReadBytes] = float64(io1 - io0)
-		}
-		return tr, nil
+	var before, after map[string]float64
+	var io0, io1 int64
+	var ioErr error
+	t := bench.Timed{
+		Workers:    c.Callers,
+		LatencyCap: 1 << 20,
+		Step: func(g int) (int64, time.Duration, error) {
+			s := &states[g]
+			s.buf = s.buf[:0]
+			for i := range s.keys {
+				s.idx[i] = choosers[g].Next()
+				at := len(s.buf)
+				s.buf = AppendKey(s.buf, s.idx[i])
+				s.keys[i] = s.buf[at:len(s.buf):len(s.buf)]
+			}
+			t0 := time.Now()
+			err := read(g, s.keys, s.idx)
+			return int64(len(s.keys)), time.Since(t0), err
+		},
+		Start: func() {
+			if counters != nil {
+				before = counters()
+			}
+			io0, _ = readProcIO()
+		},
+		Stop: func() {
+			io1, ioErr = readProcIO()
+			if counters != nil {
+				after = counters()
+			}
+		},
 	}
-	if warm := time.Duration(float64(c.Duration) * c.WarmupFrac); warm > 0 {
-		if _, err := run(warm); err != nil {
-			return bench.Trial{}, err
-		}
+	tr, err := t.RunWarm(c.Duration, c.WarmupFrac)
+	if err != nil {
+		return tr, err
 	}
-	tr, err := run(c.Duration)
-	if err == nil {
-		if rss, rerr := maxRSS(); rerr == nil {
-			tr.Extra[XMaxRSS] = float64(rss)
-		}
+	tr.Extra = map[string]float64{}
+	for k, v := range after {
+		tr.Extra[k] = v - before[k]
 	}
-	return tr, err
+	if ioErr == nil {
+		tr.Extra[XReadBytes] = float64(io1 - io0)
+	}
+	if rss, rerr := maxRSS(); rerr == nil {
+		tr.Extra[XMaxRSS] = float64(rss)
+	}
+	return tr, nil
 }
 
 // Fanout runs the Gets of one batch on as many goroutines as the batch has

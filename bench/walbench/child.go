@@ -3,7 +3,6 @@ package walbench
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -89,75 +88,28 @@ func measure(c ChildConfig, op func(writer int, payload []byte) (time.Duration, 
 			payloads[w][i] = byte(rng.Uint32())
 		}
 	}
-	perWriter := max(1024, (1<<21)/c.Writers) // latency samples kept per writer
-	run := func(d time.Duration) (bench.Trial, error) {
-		var stop atomic.Bool
-		var wg sync.WaitGroup
-		var failOnce sync.Once
-		failed := make(chan struct{}) // closed at the first error
-		ops := make([]int64, c.Writers)
-		lats := make([]*bench.Latencies, c.Writers)
-		errs := make([]error, c.Writers)
-		var e0, f0 uint64
-		if counters != nil {
-			e0, f0 = counters()
-		}
-		cpu0, t0 := bench.CPUTime(), time.Now()
-		for w := range c.Writers {
-			lats[w] = bench.NewLatencies(perWriter)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p := payloads[w]
-				for !stop.Load() {
-					binary.LittleEndian.PutUint64(p, uint64(ops[w]))
-					lat, err := op(w, p)
-					if err != nil {
-						errs[w] = err
-						failOnce.Do(func() { close(failed) })
-						return
-					}
-					if stop.Load() {
-						return // finished after the end: not counted
-					}
-					lats[w].Add(lat)
-					ops[w]++
-				}
-			}()
-		}
-		timer := time.NewTimer(d)
-		select {
-		case <-timer.C:
-		case <-failed:
-			timer.Stop()
-		}
-		stop.Store(true)
-		tr := bench.Trial{Seconds: time.Since(t0).Seconds(), CPUSeconds: bench.CPUTime() - cpu0}
-		var e1, f1 uint64
-		if counters != nil {
-			e1, f1 = counters()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return tr, err
-		}
-		all := bench.NewLatencies(0)
-		for w := range c.Writers {
-			tr.Ops += ops[w]
-			all.Merge(lats[w])
-		}
-		tr.P50us, tr.P99us = all.Percentile(50), all.Percentile(99)
-		if counters != nil {
-			tr.Extra = map[string]float64{ExtraEntries: float64(e1 - e0), ExtraFlushes: float64(f1 - f0)}
-		}
-		return tr, nil
+	var e0, f0, e1, f1 uint64
+	seq := make([]uint64, c.Writers) // calls so far, per writer, into the payload
+	t := bench.Timed{
+		Workers:    c.Writers,
+		LatencyCap: max(1024, (1<<21)/c.Writers), // latency samples kept per writer
+		Step: func(w int) (int64, time.Duration, error) {
+			p := payloads[w]
+			binary.LittleEndian.PutUint64(p, seq[w])
+			seq[w]++
+			lat, err := op(w, p)
+			return 1, lat, err
+		},
 	}
-	if warm := time.Duration(float64(c.Duration) * c.WarmupFrac); warm > 0 {
-		if _, err := run(warm); err != nil {
-			return bench.Trial{}, err
-		}
+	if counters != nil {
+		t.Start = func() { e0, f0 = counters() }
+		t.Stop = func() { e1, f1 = counters() }
 	}
-	return run(c.Duration)
+	tr, err := t.RunWarm(c.Duration, c.WarmupFrac)
+	if err == nil && counters != nil {
+		tr.Extra = map[string]float64{ExtraEntries: float64(e1 - e0), ExtraFlushes: float64(f1 - f0)}
+	}
+	return tr, err
 }
 
 // PerCall returns Counters for a log that makes each call durable with one
