@@ -170,25 +170,10 @@ type Device struct {
 }
 
 // Bar is one of the issue's targets, checked against this run's figures.
-type Bar struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Limit float64 `json:"limit"` // Value must be at least Limit
-	Met   bool    `json:"met"`
-	// Valid is false when the run could not test the bar as stated (a
-	// mode missing, cold not achieved for a peer).
-	Valid bool   `json:"valid"`
-	Why   string `json:"why,omitempty"`
-}
+type Bar = bench.Bar
 
 // MemoryLimit says whether the read children ran under a memory limit.
-type MemoryLimit struct {
-	Applied    bool   `json:"applied"`
-	Cgroup     string `json:"cgroup,omitempty"` // "v1" or "v2"
-	Parent     string `json:"parent,omitempty"`
-	LimitBytes int64  `json:"limit_bytes,omitempty"`
-	Reason     string `json:"reason,omitempty"` // why none was applied
-}
+type MemoryLimit = bench.MemoryLimit
 
 // Cold says how every trial was made cold.
 type Cold struct {
@@ -286,23 +271,7 @@ func Run(opts Options) (err error) {
 		cold.CacheDrop = dropCacheFiles + ", checked with mincore"
 		cold.CacheDropNote = "the machine's page cache could not be dropped (" + derr.Error() + "); only the database's files were"
 	}
-	ml := MemoryLimit{}
-	var cgroups *bench.MemCgroups
-	if o.NoMemLimit {
-		ml.Reason = "no memory limit asked for"
-	} else if cg, derr := o.detectCgroups(); derr != nil {
-		ml.Reason = derr.Error()
-	} else if c, derr := cg.New(o.MemLimit); derr != nil {
-		ml.Reason = derr.Error()
-	} else if derr := c.Remove(); derr != nil {
-		ml.Reason = derr.Error()
-	} else {
-		cgroups = cg
-		ml = MemoryLimit{Applied: true, Cgroup: fmt.Sprintf("v%d", cg.Version), Parent: cg.Parent, LimitBytes: o.MemLimit}
-		if stale, err := cg.RemoveStale(); len(stale) > 0 || err != nil {
-			fmt.Fprintf(o.Progress, "removed cgroups an earlier run left behind: %v %v\n", stale, err)
-		}
-	}
+	ml, cgroups := bench.SetUpMemoryLimit(o.detectCgroups, o.MemLimit, o.NoMemLimit, "no memory limit asked for", o.Progress)
 	cold.MemoryLimit = ml
 	if ml.Applied {
 		fmt.Fprintf(o.Progress, "memory limit: %d MiB per read child, page cache included (cgroup %s under %s)\n", o.MemLimit>>20, ml.Cgroup, ml.Parent)

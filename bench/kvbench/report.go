@@ -118,9 +118,7 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 	mg := bench.Find(results, nameMultiGetURing)
 	haveMG := mg != nil && len(mg.Trials) > 0
 	bar := func(name string, limit float64, value float64, ok bool, why string) Bar {
-		b := Bar{Name: name, Limit: limit, Value: value, Valid: ok, Why: why}
-		b.Met = ok && value >= limit
-		return b
+		return bench.NewBar(name, value, limit, false, ok, why)
 	}
 	if r, ok := bench.Compare(results, nameMultiGetURing, nameMultiGetSyscall); ok {
 		rep.Bars = append(rep.Bars, bar("MultiGet io_uring vs MultiGet syscall (keys/s, median of trials)", BarVsSyscall, r.Median, true, ""))

@@ -175,14 +175,11 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		{"pool p95 latency ≤ 0.4× mmap's", "pool", "mmap", "p95_ms", barP95, true},
 		{"pool GB/s ≥ 0.8× the device's sequential GB/s", "pool", modeDevice, "gbps", barDevice, false},
 	} {
-		bar := Bar{Name: b.name, Limit: b.limit, AtMost: b.atMost, Valid: valid, Why: why}
 		if lr, ok := ratioOf(b.a, b.b, b.m); ok {
-			bar.Value = lr.Median
-			bar.Met = b.atMost && lr.Median <= b.limit || !b.atMost && lr.Median >= b.limit
+			rep.Bars = append(rep.Bars, bench.NewBar(b.name, lr.Median, b.limit, b.atMost, valid, why))
 		} else {
-			bar.Valid, bar.Why = false, fmt.Sprintf("%s or %s has no successful trial", b.a, b.b)
+			rep.Bars = append(rep.Bars, bench.NewBar(b.name, 0, b.limit, b.atMost, false, fmt.Sprintf("%s or %s has no successful trial", b.a, b.b)))
 		}
-		rep.Bars = append(rep.Bars, bar)
 	}
 
 	rep.Notes = append(rep.Notes, measurementNotes(o, data, ml, ioMode, results, residentMax)...)

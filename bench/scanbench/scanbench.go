@@ -207,28 +207,13 @@ type LatencyRatio struct {
 	Max    float64 `json:"max"`
 }
 
-// Bar is one of the issue's targets, checked against this run.
-type Bar struct {
-	Name   string  `json:"name"`
-	Value  float64 `json:"value"`
-	Limit  float64 `json:"limit"`
-	AtMost bool    `json:"at_most"` // Value must be ≤ Limit (else ≥)
-	Met    bool    `json:"met"`
-	// Valid is false when the run could not test the bar as stated (no
-	// memory limit, data smaller than twice the limit).
-	Valid bool   `json:"valid"`
-	Why   string `json:"why,omitempty"`
-}
+// Bar is one of the issue's targets, checked against this run's figures
+// (Valid is false without a memory limit or with data smaller than twice
+// the limit).
+type Bar = bench.Bar
 
 // MemoryLimit says whether the children ran under a memory limit.
-type MemoryLimit struct {
-	Applied    bool   `json:"applied"`
-	Cgroup     string `json:"cgroup,omitempty"` // "v1" or "v2"
-	Parent     string `json:"parent,omitempty"` // where the children's cgroups were made
-	LimitBytes int64  `json:"limit_bytes,omitempty"`
-	Reason     string `json:"reason,omitempty"` // why none was applied
-	NotV2      string `json:"not_v2,omitempty"` // why v1 was used rather than v2
-}
+type MemoryLimit = bench.MemoryLimit
 
 // report is the JSON report.
 type report struct {
@@ -280,26 +265,7 @@ func Run(opts Options) (err error) {
 	}
 
 	// The memory limit.
-	ml := MemoryLimit{}
-	var cgroups *bench.MemCgroups
-	switch {
-	case o.NoMemLimit:
-		ml.Reason = "no memory limit asked for (--mem-limit-mb 0)"
-	default:
-		cg, derr := o.detectCgroups()
-		if derr == nil {
-			derr = probeCgroup(cg, o.MemLimit)
-		}
-		if derr != nil {
-			ml.Reason = derr.Error()
-		} else {
-			cgroups = cg
-			ml = MemoryLimit{Applied: true, Cgroup: fmt.Sprintf("v%d", cg.Version), Parent: cg.Parent, LimitBytes: o.MemLimit, NotV2: cg.NotV2}
-			if stale, err := cg.RemoveStale(); len(stale) > 0 || err != nil {
-				fmt.Fprintf(o.Progress, "removed cgroups an earlier run left behind: %v %v\n", stale, err)
-			}
-		}
-	}
+	ml, cgroups := bench.SetUpMemoryLimit(o.detectCgroups, o.MemLimit, o.NoMemLimit, "no memory limit asked for (--mem-limit-mb 0)", o.Progress)
 	if ml.Applied {
 		fmt.Fprintf(o.Progress, "memory limit: %d MiB per child, cgroup %s under %s\n", o.MemLimit>>20, ml.Cgroup, ml.Parent)
 	} else {
@@ -411,14 +377,6 @@ func Run(opts Options) (err error) {
 
 // probeCgroup makes and removes one cgroup, so that a run whose cgroups
 // cannot be made falls back at the start instead of failing every trial.
-func probeCgroup(m *bench.MemCgroups, limit int64) error {
-	c, err := m.New(limit)
-	if err != nil {
-		return err
-	}
-	return c.Remove()
-}
-
 // dropCaches drops the data files from the page cache and returns the
 // bytes still resident.
 func dropCaches(files []string) (int64, error) {
