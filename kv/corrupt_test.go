@@ -389,18 +389,22 @@ func TestCorruptLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	segPath, segOff, err := l.Locate(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	walPath := filepath.Join(dir, walDir)
+	where := fmt.Sprintf("%s at offset %d", segPath, segOff)
 	o := opts
 	o.Engine = testengineNew(t, ioengine.Syscall)
 	o.Logf = t.Logf
 	if db, err := Open(dir, o); err == nil {
 		db.Close()
 		t.Errorf("Open of a store whose log entry %d is not a batch succeeded", seq)
-	} else if !strings.Contains(err.Error(), walPath) || !strings.Contains(err.Error(), fmt.Sprint(seq)) {
-		t.Errorf("Open: %v: does not name the log %s and the entry %d", err, walPath, seq)
+	} else if !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), fmt.Sprintf("entry %d", seq)) || !errors.Is(err, errBadBatch) {
+		t.Errorf("Open: %v: does not name the entry %d, where it is (%s) and errBadBatch", err, seq, where)
 	} else {
 		t.Logf("Open: %v", err)
 	}

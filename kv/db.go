@@ -223,7 +223,11 @@ func (db *DB) replay(flushedSeq uint64) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("kv: log entry %d in %s: %w", walSeq, filepath.Join(db.dir, walDir), err)
+			where := filepath.Join(db.dir, walDir)
+			if path, off, lerr := db.log.Locate(walSeq); lerr == nil {
+				where = fmt.Sprintf("%s at offset %d", path, off)
+			}
+			return fmt.Errorf("kv: log entry %d (%s) is not a valid batch: %w", walSeq, where, err)
 		}
 		if applied {
 			db.mem.walLast = walSeq

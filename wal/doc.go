@@ -47,7 +47,8 @@
 // through its queue, ordered with the appends around them. Readers
 // (ReadAt, Iterator, Follow) see entries once they are durable, while
 // appends go on; sealed segments are read through a read-only mmap, the
-// active one with pread up to the durable point. A directory is locked
+// active one with pread up to the durable point; Locate names the file and
+// offset of an entry (for messages about it). A directory is locked
 // (flock on wal.lock) by the one Log that has it open.
 //
 // # Files

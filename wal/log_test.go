@@ -359,3 +359,43 @@ func TestReopenWithLargerSegments(t *testing.T) {
 		t.Fatalf("ReadAt(10): %d bytes, %v", len(got), err)
 	}
 }
+
+// TestLocate: every entry, in sealed segments and in the active one, is at
+// the offset Locate names in the file it names; seqs outside the log are
+// ErrNotFound.
+func TestLocate(t *testing.T) {
+	l := openTest(t, t.TempDir(), Options{IOMode: ioengine.Syscall})
+	defer l.Close()
+	const n = 200 // several 64 KiB segments
+	for seq := uint64(1); seq <= n; seq++ {
+		if _, err := l.Append(payloadFor(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string][]byte{}
+	for seq := uint64(1); seq <= n; seq++ {
+		path, off, err := l.Locate(seq)
+		if err != nil {
+			t.Fatalf("Locate(%d): %v", seq, err)
+		}
+		b, ok := files[path]
+		if !ok {
+			if b, err = os.ReadFile(path); err != nil {
+				t.Fatalf("Locate(%d) names %s: %v", seq, path, err)
+			}
+			files[path] = b
+		}
+		got, payload, _, err := DecodeEntry(b[off:], len(b))
+		if err != nil || got != seq || !bytes.Equal(payload, payloadFor(seq)) {
+			t.Fatalf("Locate(%d) = %s offset %d: the entry there is seq %d (%v)", seq, path, off, got, err)
+		}
+	}
+	if len(files) < 3 {
+		t.Errorf("the entries lie in %d files: want several segments", len(files))
+	}
+	for _, seq := range []uint64{0, n + 1} {
+		if _, _, err := l.Locate(seq); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Locate(%d): %v, want ErrNotFound", seq, err)
+		}
+	}
+}

@@ -15,10 +15,23 @@ func (l *Log) ReadAt(seq uint64) ([]byte, error) {
 	return l.read(seq, nil)
 }
 
-// read appends the payload of entry seq to dst.
-func (l *Log) read(seq uint64, dst []byte) ([]byte, error) {
+// Locate returns the segment file that holds entry seq and the entry's
+// offset in it (its header's first byte), for messages that must say
+// where an entry is. It returns an error wrapping ErrNotFound when seq is
+// outside [FirstSeq, LastSeq].
+func (l *Log) Locate(seq uint64) (path string, off int64, err error) {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
+	s, err := l.segmentOfLocked(seq)
+	if err != nil {
+		return "", 0, err
+	}
+	off, _ = s.entryBounds(seq)
+	return s.path, off, nil
+}
+
+// segmentOfLocked returns the segment of durable entry seq.
+func (l *Log) segmentOfLocked(seq uint64) (*segment, error) {
 	if l.closed {
 		return nil, ErrClosed
 	}
@@ -29,7 +42,17 @@ func (l *Log) read(seq uint64, dst []byte) ([]byte, error) {
 	if i < 0 || seq > l.segs[i].last {
 		return nil, fmt.Errorf("%w: seq %d has no segment", ErrNotFound, seq)
 	}
-	s := l.segs[i]
+	return l.segs[i], nil
+}
+
+// read appends the payload of entry seq to dst.
+func (l *Log) read(seq uint64, dst []byte) ([]byte, error) {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	s, err := l.segmentOfLocked(seq)
+	if err != nil {
+		return nil, err
+	}
 	if s.sealed {
 		if err := s.load(); err != nil {
 			return nil, err
