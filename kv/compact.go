@@ -12,44 +12,62 @@ import (
 	"github.com/ringstore/ringstore/kv/sstable"
 )
 
-// background is the one goroutine that flushes memtables and compacts. It
-// alone changes the current version, so version changes never race; a
-// flush always goes before a compaction.
-func (db *DB) background() {
-	defer close(db.bgDone)
+// The store's background work runs on two goroutines: flushLoop writes
+// full memtables to L0 tables, and compactLoop runs compactions, so that a
+// long compaction does not hold back the flush that writers stalled at
+// maxImmutable memtables wait for. Both install their results through
+// installLocked, one at a time, each editing the version current at that
+// moment. The first failure of either turns the store read-only (bgErr)
+// and ends both.
+
+// flushLoop flushes immutable memtables, oldest first, until Close or a
+// failure.
+func (db *DB) flushLoop() {
+	defer db.bgWG.Done()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for {
+		for len(db.imm) == 0 && !db.closed && db.bgErr == nil {
+			db.cond.Wait()
+		}
+		if db.closed || db.bgErr != nil {
+			return
+		}
+		db.backgroundDoneLocked(db.flushLocked())
+	}
+}
+
+// compactLoop runs the compactions pickCompactionLocked asks for until
+// Close or a failure.
+func (db *DB) compactLoop() {
+	defer db.bgWG.Done()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for {
 		var c *compaction
-		for {
-			if db.closed || db.bgErr != nil {
-				db.bgIdle = true
-				db.cond.Broadcast()
-				return
-			}
-			if len(db.imm) > 0 {
-				break
-			}
+		for !db.closed && db.bgErr == nil {
 			if c = db.pickCompactionLocked(); c != nil {
 				break
 			}
-			db.bgIdle = true
-			db.cond.Broadcast()
 			db.cond.Wait()
 		}
-		db.bgIdle = false
-		var err error
-		if c == nil {
-			err = db.flushLocked()
-		} else {
-			err = db.compactLocked(c)
+		if db.closed || db.bgErr != nil {
+			return
 		}
-		if err != nil && !db.closed {
-			db.bgErr = err
-			db.opts.Logf("kv: background work failed, the store is read-only: %v", err)
-		}
-		db.cond.Broadcast()
+		db.compacting = true
+		err := db.compactLocked(c)
+		db.compacting = false
+		db.backgroundDoneLocked(err)
 	}
+}
+
+// backgroundDoneLocked records the outcome of one flush or compaction.
+func (db *DB) backgroundDoneLocked(err error) {
+	if err != nil && !db.closed && db.bgErr == nil {
+		db.bgErr = err
+		db.opts.Logf("kv: background work failed, the store is read-only: %v", err)
+	}
+	db.cond.Broadcast()
 }
 
 // flushLocked writes the oldest immutable memtable to an L0 table, installs
@@ -77,10 +95,11 @@ func (db *DB) flushLocked() error {
 	if err != nil {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
-	var levels [numLevels][]*table
-	levels = db.current.levels
-	levels[0] = append(append([]*table(nil), ts...), db.current.levels[0]...)
-	if err := db.installLocked(levels, max(db.current.flushedSeq, mt.lastSeq)); err != nil {
+	if err := db.installLocked(func(cur *version) ([numLevels][]*table, uint64) {
+		levels := cur.levels
+		levels[0] = append(append([]*table(nil), ts...), cur.levels[0]...)
+		return levels, max(cur.flushedSeq, mt.lastSeq)
+	}); err != nil {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
 	db.imm = db.imm[1:]
@@ -101,11 +120,21 @@ func (db *DB) flushLocked() error {
 	return nil
 }
 
-// installLocked makes levels the current version: the manifest is written
-// (and flushed) first, with mu released, then the version swapped. Called
-// with mu held by the background goroutine only.
-func (db *DB) installLocked(levels [numLevels][]*table, flushedSeq uint64) error {
-	v := newVersion(levels, flushedSeq)
+// installLocked makes a new current version: edit gives its levels and
+// flushed seq from the version current now; the manifest is written (and
+// flushed) first, with mu released, then the version swapped. Installs run
+// one at a time (installing), so no edit is lost to another made from the
+// same version. Called with mu held, by the background goroutines.
+func (db *DB) installLocked(edit func(cur *version) ([numLevels][]*table, uint64)) error {
+	for db.installing {
+		db.cond.Wait()
+	}
+	db.installing = true
+	defer func() {
+		db.installing = false
+		db.cond.Broadcast()
+	}()
+	v := newVersion(edit(db.current))
 	mv := v.manifest(db.nextFileNum)
 	dirDirty := db.dirDirty
 	db.dirDirty = false
@@ -243,8 +272,6 @@ func disjoint(ts []*table) bool {
 func (db *DB) compactLocked(c *compaction) error {
 	v := db.current
 	out := c.level + 1
-	var levels [numLevels][]*table
-	levels = v.levels
 	drop := map[*table]bool{}
 	for _, in := range c.inputs {
 		for _, t := range in {
@@ -260,11 +287,21 @@ func (db *DB) compactLocked(c *compaction) error {
 		}
 		return r
 	}
+	// The result replaces the inputs in the version current at install:
+	// flushes may have added L0 tables meanwhile (newer than every input,
+	// so they stay above the outputs); only this goroutine changes the
+	// levels below L0 and takes tables out of L0.
+	replace := func(outputs []*table) func(cur *version) ([numLevels][]*table, uint64) {
+		return func(cur *version) ([numLevels][]*table, uint64) {
+			levels := cur.levels
+			levels[c.level] = keep(cur.levels[c.level])
+			levels[out] = append(keep(cur.levels[out]), outputs...)
+			sortLevel(levels[out])
+			return levels, cur.flushedSeq
+		}
+	}
 	if c.trivial {
-		levels[c.level] = keep(v.levels[c.level])
-		levels[out] = append(keep(v.levels[out]), c.inputs[0]...)
-		sortLevel(levels[out])
-		if err := db.installLocked(levels, v.flushedSeq); err != nil {
+		if err := db.installLocked(replace(c.inputs[0])); err != nil {
 			return fmt.Errorf("kv: compaction (move L%d to L%d): %w", c.level, out, err)
 		}
 		db.stats.trivialMoves.Add(1)
@@ -295,7 +332,11 @@ func (db *DB) compactLocked(c *compaction) error {
 		db.nextFileNum++
 	}
 	v.ref()
+	hook := db.testInCompaction
 	db.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	start := time.Now()
 	m := &mergingIter{}
 	var readers []*sstable.Reader
@@ -341,13 +382,7 @@ func (db *DB) compactLocked(c *compaction) error {
 		}
 		return fmt.Errorf("kv: compaction L%d→L%d: %w", c.level, out, err)
 	}
-	if db.current != v {
-		panic("kv: version changed during a compaction")
-	}
-	levels[c.level] = keep(v.levels[c.level])
-	levels[out] = append(keep(v.levels[out]), ts...)
-	sortLevel(levels[out])
-	if err := db.installLocked(levels, v.flushedSeq); err != nil {
+	if err := db.installLocked(replace(ts)); err != nil {
 		return fmt.Errorf("kv: compaction L%d→L%d: %w", c.level, out, err)
 	}
 	db.stats.compactions.Add(1)
@@ -537,7 +572,7 @@ func (db *DB) Compact() error {
 		case db.closed:
 			return ErrClosed
 		}
-		if db.bgIdle && len(db.imm) == 0 && db.pickCompactionPeekLocked() {
+		if !db.compacting && len(db.imm) == 0 && db.pickCompactionPeekLocked() {
 			return nil
 		}
 		db.cond.Wait()

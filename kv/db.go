@@ -77,11 +77,16 @@ type DB struct {
 	iterators   int
 	bgErr       error // the first background failure; writes fail with it after
 	closed      bool
-	compactReq  int // Compact calls waiting
-	bgIdle      bool
+	compactReq  int  // Compact calls waiting
+	compacting  bool // the compaction goroutine is running a compaction
+	installing  bool // a version is being installed (its manifest written)
 	dirDirty    bool // a file was removed since the directory was last flushed
 	compactPtr  [numLevels][]byte
-	bgDone      chan struct{}
+	bgWG        sync.WaitGroup // the flush and compaction goroutines
+
+	// testInCompaction, set by tests (under mu), runs in every merging
+	// compaction once its inputs are chosen, with mu released.
+	testInCompaction func()
 
 	stats statCounters
 }
@@ -108,7 +113,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
-	db := &DB{dir: dir, opts: opts, bgDone: make(chan struct{})}
+	db := &DB{dir: dir, opts: opts}
 	db.wcond = sync.NewCond(&db.wmu)
 	db.cond = sync.NewCond(&db.mu)
 	ok := false
@@ -192,7 +197,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.visible.Store(db.lastSeq)
-	go db.background()
+	db.bgWG.Add(2)
+	go db.flushLoop()
+	go db.compactLoop()
 	ok = true
 	return db, nil
 }
@@ -318,7 +325,7 @@ func (db *DB) Close() error {
 	db.closed = true
 	db.cond.Broadcast()
 	db.mu.Unlock()
-	<-db.bgDone
+	db.bgWG.Wait()
 	// Wait for the write in progress: the leader checks closed before it
 	// commits, so once the queue is empty nobody writes.
 	db.wmu.Lock()

@@ -29,7 +29,7 @@
 // order is the sequence order. A failed log append turns the store read-only.
 //
 // When the memtable reaches MemtableSize it becomes immutable and the
-// background goroutine writes it to a new L0 table; writes stall while two
+// flush goroutine writes it to a new L0 table; writes stall while two
 // immutable memtables wait or L0 holds L0StopWritesTrigger tables.
 //
 // # Read path
@@ -83,8 +83,13 @@
 // without being rewritten. Outputs are cut at TargetFileSize between user
 // keys. A version older than the oldest snapshot is dropped once a newer one
 // (also at or below it) exists; a tombstone is dropped at the bottom of the
-// tree. One background goroutine does flushes and compactions, flushes first,
-// so versions change in one place.
+// tree. Flushes and compactions run on two goroutines of their own, so a
+// long compaction does not hold back the flush that stalled writers wait
+// for. Either installs its result as an edit of the version current at that
+// moment, one install at a time (its manifest written and renamed before
+// the version is swapped): a flush adds L0 tables, which are newer than
+// anything a running compaction merges; only the compaction goroutine
+// takes tables out of L0 or changes the levels below it.
 //
 // # Crash safety
 //
