@@ -91,9 +91,6 @@ type DB struct {
 	stats statCounters
 }
 
-// Open opens the store in dir, creating it if needed, and recovers: it loads
-// the manifest, opens every table it names (removing files of an unfinished
-// flush or compaction), and replays the log's writes that are not in a table.
 // cacheIOWorkers is how many I/O goroutines the block cache runs on
 // io_uring. Each hands one engine call at a time to the ring and waits for
 // all of its reads, so this bounds how many MultiGets' misses can be in
@@ -105,6 +102,9 @@ type DB struct {
 // 2, 4, 8 and 16 made no difference.
 const cacheIOWorkers = 8
 
+// Open opens the store in dir, creating it if needed, and recovers: it loads
+// the manifest, opens every table it names (removing files of an unfinished
+// flush or compaction), and replays the log's writes that are not in a table.
 func Open(dir string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
