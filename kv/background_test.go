@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ringstore/ringstore/kv/sstable"
 )
 
 // TestFlushDuringCompaction holds a compaction in the middle of its merge
@@ -93,5 +95,50 @@ func TestFlushDuringCompaction(t *testing.T) {
 		if v, err := db.Get(key(i)); err != nil || string(v) != string(val(i)) {
 			t.Fatalf("Get(%s) after the compactions: %q, %v", key(i), v, err)
 		}
+	}
+}
+
+// TestCompactionInputWalksTheTable: a compaction input, reading a table in
+// chunks of consecutive blocks, yields exactly what the table's own
+// sequential iterator yields, over a table of several chunks.
+func TestCompactionInputWalksTheTable(t *testing.T) {
+	opts := Options{Logf: t.Logf, DisableAutoCompaction: true, NoSync: true}
+	db, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 12000 {
+		if err := db.Put(fmt.Appendf(nil, "key%06d", i), fmt.Appendf(nil, "%0200d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	tb := db.current.levels[0][0]
+	db.mu.Unlock()
+	if tb.meta.Size < 3*compactionChunk {
+		t.Fatalf("the table is %d bytes: want several %d-byte chunks", tb.meta.Size, compactionChunk)
+	}
+	want := tb.r.NewIterator()
+	got := newCompactionInput(db, tb)
+	n := 0
+	for ok := got.seekGE(nil); ; ok = got.next() {
+		wok := want.Next()
+		if ok != wok {
+			t.Fatalf("entry %d: compaction input has one: %v, the table iterator: %v (%v, %v)", n, ok, wok, got.err(), want.Err())
+		}
+		if !ok {
+			break
+		}
+		if sstable.Compare(got.key(), want.Key()) != 0 || string(got.value()) != string(want.Value()) {
+			t.Fatalf("entry %d: %s=%q, the table iterator %s=%q", n, got.key(), got.value(), want.Key(), want.Value())
+		}
+		n++
+	}
+	if got.err() != nil || want.Err() != nil || n != 12000 {
+		t.Fatalf("%d entries, errors %v, %v", n, got.err(), want.Err())
 	}
 }

@@ -339,17 +339,9 @@ func (db *DB) compactLocked(c *compaction) error {
 	}
 	start := time.Now()
 	m := &mergingIter{}
-	var readers []*sstable.Reader
 	for _, in := range c.inputs {
 		for _, t := range in {
-			r, err := sstable.Open(t.path) // sequential buffered reads for the merge
-			if err != nil {
-				db.mu.Lock()
-				db.unrefVersionLocked(v)
-				return fmt.Errorf("kv: compaction: %w", err)
-			}
-			readers = append(readers, r)
-			m.all = append(m.all, &sstIter{it: r.NewIterator()})
+			m.all = append(m.all, newCompactionInput(db, t))
 		}
 	}
 	f := &compactionFilter{in: m, smallestSnap: smallestSnap, bottom: bottom}
@@ -358,9 +350,6 @@ func (db *DB) compactLocked(c *compaction) error {
 		defer db.mu.Unlock()
 		return db.closed
 	})
-	for _, r := range readers {
-		r.Close()
-	}
 	var ts []*table
 	for _, meta := range metas {
 		if err != nil {
@@ -395,23 +384,6 @@ func (db *DB) compactLocked(c *compaction) error {
 }
 
 var errCompactionAborted = fmt.Errorf("compaction aborted by Close")
-
-// sstIter adapts an sstable.Iterator (compaction inputs, read sequentially
-// through the page cache).
-type sstIter struct {
-	it *sstable.Iterator
-}
-
-func (s *sstIter) seekGE(key []byte) bool {
-	if key != nil {
-		panic("kv: sstIter supports only a walk from the start")
-	}
-	return s.it.Next()
-}
-func (s *sstIter) next() bool               { return s.it.Next() }
-func (s *sstIter) key() sstable.InternalKey { return s.it.Key() }
-func (s *sstIter) value() []byte            { return s.it.Value() }
-func (s *sstIter) err() error               { return s.it.Err() }
 
 // compactionFilter drops what no reader can see: a version shadowed by a
 // newer one at or below the oldest snapshot, and, at the bottom of the tree,
@@ -533,6 +505,9 @@ func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted fun
 		meta, err := w.Finish()
 		if err == nil {
 			err = f.Sync()
+		}
+		if err == nil && !db.opts.BufferedIO {
+			dropPageCache(int(f.Fd())) // clean now: reads use O_DIRECT
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr

@@ -83,7 +83,11 @@
 // without being rewritten. Outputs are cut at TargetFileSize between user
 // keys. A version older than the oldest snapshot is dropped once a newer one
 // (also at or below it) exists; a tombstone is dropped at the bottom of the
-// tree. Flushes and compactions run on two goroutines of their own, so a
+// tree. A compaction reads its inputs with O_DIRECT in chunks of
+// consecutive blocks, and every table's pages are dropped from the page
+// cache once it is written and fsynced (and after its metadata is read at
+// open): without BufferedIO, kv leaves nothing in the page cache.
+// Flushes and compactions run on two goroutines of their own, so a
 // long compaction does not hold back the flush that stalled writers wait
 // for. Either installs its result as an edit of the version current at that
 // moment, one install at a time (its manifest written and renamed before

@@ -63,6 +63,11 @@ func (db *DB) openTable(meta manifest.FileMeta) (*table, error) {
 		r.Close()
 		return nil, fmt.Errorf("kv: table %s: %w", path, err)
 	}
+	if !db.opts.BufferedIO {
+		// sstable.Open read the footer, index and filter through the page
+		// cache; they are in memory now, and blocks are read with O_DIRECT.
+		dropPageCache(int(data.Fd()))
+	}
 	t := &table{meta: meta, path: path, r: r, data: data, fd: int(data.Fd()),
 		smallestUser: meta.Smallest.UserKey, largestUser: meta.Largest.UserKey}
 	if db.pool != nil && !db.opts.BufferedIO {
