@@ -50,6 +50,12 @@ type Fault struct {
 	After int // let this many matching requests pass first (those the kind applies to: FaultTorn writes, FaultShort reads and writes)
 	Times int // inject this many times; 0 means once, -1 means always
 	Bytes int // bytes transferred by FaultShort and FaultTorn; 0 means half
+	// Hold, if not nil, keeps each request this fault fires on from being
+	// issued until Hold is closed (the issuing goroutine waits: the ring
+	// goroutine on io_uring, the caller on the syscall backend), so that a
+	// test can act while the request is known to be in flight. Injected
+	// counts the fault before the wait.
+	Hold <-chan struct{}
 }
 
 // FaultPlan injects faults into an engine's requests, for tests. It sits at
@@ -100,11 +106,20 @@ type injection struct {
 
 var noInjection = injection{n: -1}
 
-// pick decides the fate of a request about to be issued with length n.
+// pick decides the fate of a request about to be issued with length n,
+// after waiting for the fault's Hold, if it has one.
 func (p *FaultPlan) pick(op Op, fd, n int) injection {
 	if p == nil {
 		return noInjection
 	}
+	inj, hold := p.pickLocked(op, fd, n)
+	if hold != nil {
+		<-hold
+	}
+	return inj
+}
+
+func (p *FaultPlan) pickLocked(op Op, fd, n int) (injection, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
@@ -152,7 +167,7 @@ func (p *FaultPlan) pick(op Op, fd, n int) injection {
 		}
 		f.fired++
 		p.injected++
-		return inj
+		return inj, f.Hold
 	}
-	return noInjection
+	return noInjection, nil
 }

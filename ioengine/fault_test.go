@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -486,5 +487,49 @@ func TestFaultPlanConcurrentAdd(t *testing.T) {
 	var nilPlan *FaultPlan
 	if inj := nilPlan.pick(OpRead, 1, 10); inj != noInjection {
 		t.Errorf("a nil plan injected %+v", inj)
+	}
+}
+
+// TestFaultHold: a request a fault with Hold fires on is not issued until
+// Hold is closed; the fault is counted before the wait; the call then ends
+// with the fault's effect applied and the data whole.
+func TestFaultHold(t *testing.T) {
+	for _, bc := range backendCases {
+		t.Run("backend="+bc.name, func(t *testing.T) {
+			hold := make(chan struct{})
+			p := NewFaultPlan(Fault{Kind: FaultShort, Op: OpWrite, Bytes: 100, Hold: hold})
+			e := newEngine(t, bc.mode, bc.with(Options{Faults: p}))
+			f, fd := openFile(t, t.TempDir(), "f", nil)
+			data := block(2*blockSize, 9)
+			done := make(chan error, 1)
+			go func() {
+				_, err := e.WriteAt(fd, data, 0)
+				done <- err
+			}()
+			for deadline := time.Now().Add(30 * time.Second); p.Injected() == 0; time.Sleep(100 * time.Microsecond) {
+				if time.Now().After(deadline) {
+					close(hold)
+					t.Fatal("the fault never fired")
+				}
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the held write returned before its release: %v", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if got := readFile(t, f); len(got) != 0 {
+				t.Errorf("%d bytes written while the request was held", len(got))
+			}
+			close(hold)
+			if err := <-done; err != nil {
+				t.Fatalf("WriteAt after the release: %v", err)
+			}
+			if got := readFile(t, f); !bytes.Equal(got, data) {
+				t.Errorf("the file holds %d bytes, not the %d written", len(got), len(data))
+			}
+			if st := e.Stats(); st.Resubmits == 0 {
+				t.Errorf("Resubmits %d: the held write was short (100 bytes) and must have been finished", st.Resubmits)
+			}
+		})
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -710,9 +711,8 @@ func firstErr(errs []error) error {
 }
 
 const (
-	rotFilled    = faultPerSegment - 1 // seqs 1..7; 8 fills the segment
-	rotFailing   = rotFilled + 1
-	rotSlowBytes = 8000 // of the failing group's 8016 bytes, written one at a time
+	rotFilled  = faultPerSegment - 1 // seqs 1..7; 8 fills the segment
+	rotFailing = rotFilled + 1
 )
 
 // TestFaultRotationAfterFailure: an append that reached the committer
@@ -720,17 +720,18 @@ const (
 // trailer then covers the failed group's bytes (never acknowledged; torn,
 // missing or not flushed) while its LastSeq says the last acknowledged
 // entry, so the segment looks corrupt and Open refuses the log. The failing
-// group fills the segment; its write is slowed down (one byte per request)
-// so that the next append, which needs a new segment, is queued while it is
-// in flight (a run that misses the window is tried again).
+// group fills the segment; the first write of it is held in the engine
+// (ioengine.Fault.Hold: a one-byte short write, issued only when released)
+// until the next append, which needs a new segment, has been queued.
 func TestFaultRotationAfterFailure(t *testing.T) {
 	failing := uint64(rotFailing)
 	cases := []struct {
 		name  string
 		fault ioengine.Fault
 	}{
-		// A fault listed after slow sees only the requests slow let pass,
-		// so both count from the same write.
+		// A fault listed after the hold sees only the requests the hold
+		// let pass, so both count from the same write: for a write fault,
+		// the rest of the held write.
 		{"EIO_on_the_fdatasync", ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpFdatasync, After: opGroup(failing)}},
 		{"EIO_on_the_write", ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpWrite, After: opGroup(failing)}},
 		{"torn_write", ioengine.Fault{Kind: ioengine.FaultTorn, Op: ioengine.OpWrite, After: opGroup(failing)}},
@@ -741,15 +742,7 @@ func TestFaultRotationAfterFailure(t *testing.T) {
 				for _, tc := range cases {
 					t.Run(tc.name, func(t *testing.T) {
 						t.Parallel()
-						for try := 1; ; try++ {
-							if runRotationAfterFailure(t, m.mode, depth, tc.fault) {
-								break
-							}
-							if try == 5 {
-								t.Fatalf("%d tries: the failing group was always written before the next append was made", try)
-							}
-							t.Logf("try %d missed the window; again", try)
-						}
+						runRotationAfterFailure(t, m.mode, depth, tc.fault)
 					})
 				}
 			})
@@ -757,30 +750,46 @@ func TestFaultRotationAfterFailure(t *testing.T) {
 	}
 }
 
-// runRotationAfterFailure runs one try; it returns false when the second
-// append came too late to test anything.
-func runRotationAfterFailure(t *testing.T, mode ioengine.IOMode, depth int, fault ioengine.Fault) bool {
-	const filled, failing, slowBytes = rotFilled, uint64(rotFailing), rotSlowBytes
-	slow := ioengine.Fault{Kind: ioengine.FaultShort, Op: ioengine.OpWrite, After: opGroup(failing), Bytes: 1, Times: slowBytes}
+func runRotationAfterFailure(t *testing.T, mode ioengine.IOMode, depth int, fault ioengine.Fault) {
+	const filled, failing = rotFilled, uint64(rotFailing)
+	hold := make(chan struct{})
+	held := ioengine.Fault{Kind: ioengine.FaultShort, Op: ioengine.OpWrite, After: opGroup(failing), Bytes: 1, Hold: hold}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	defer release()
 	dir := t.TempDir()
-	eng, plan := faultEngine(t, mode, slow, fault)
-	l := faultOpen(t, dir, wal.Options{Engine: eng, PipelineDepth: depth})
+	eng, plan := faultEngine(t, mode, held, fault)
+	var queued atomic.Int64
+	opts := wal.Options{Engine: eng, PipelineDepth: depth}
+	wal.SetQueuedHook(&opts, func() { queued.Add(1) })
+	l := faultOpen(t, dir, opts)
 	defer l.Close()
 	for seq := uint64(1); seq <= filled; seq++ {
 		if _, err := l.Append(seqPayload(seq, faultPayloadSize)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(100 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("30 s without %s", what)
+			}
+		}
+	}
+	before := queued.Load()
 	var wg sync.WaitGroup
 	var errA, errB error
 	wg.Go(func() { _, errA = l.Append(seqPayload(failing, faultPayloadSize)) })
-	// Wait until the failing group is being written.
-	deadline := time.Now().Add(30 * time.Second)
-	for plan.Injected() == 0 && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	progress := plan.Injected()
+	waitFor("the failing group's write in flight", func() bool { return plan.Injected() > 0 })
 	wg.Go(func() { _, errB = l.Append(seqPayload(failing+1, faultPayloadSize)) })
+	waitFor("the next append queued", func() bool { return queued.Load() >= before+2 })
+	release()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -789,11 +798,7 @@ func runRotationAfterFailure(t *testing.T, mode ioengine.IOMode, depth int, faul
 		buf := make([]byte, 1<<20)
 		t.Fatalf("appends hung; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 	}
-	t.Logf("the second append was made after %d of %d one-byte writes; %d faults injected in all; errors: %v; %v",
-		progress, slowBytes, plan.Injected(), errA, errB)
-	if progress >= slowBytes {
-		return false
-	}
+	t.Logf("the next append was queued while the failing group's write was held; %d faults injected; errors: %v; %v", plan.Injected(), errA, errB)
 	if !errors.Is(errA, wal.ErrReadOnly) || !errors.Is(errB, wal.ErrReadOnly) {
 		t.Errorf("appends: %v; %v; want ErrReadOnly both", errA, errB)
 	}
@@ -817,7 +822,6 @@ func runRotationAfterFailure(t *testing.T, mode ioengine.IOMode, depth int, faul
 			t.Fatalf("ReadAt(%d) after the reopen: %d bytes, %v", seq, len(p), err)
 		}
 	}
-	return true
 }
 
 // TestFaultTruncate: a failed write or fdatasync in TruncateFront (the meta

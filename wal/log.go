@@ -286,6 +286,9 @@ func (l *Log) enqueue(r *request) error {
 		return l.failed
 	}
 	l.pending = append(l.pending, r)
+	if l.opts.queued != nil {
+		l.opts.queued()
+	}
 	if len(l.pending) == 1 || len(l.pending) == l.gatherWant {
 		l.cond.Signal()
 	}

@@ -76,6 +76,9 @@ type Options struct {
 
 	// trace, for the crash-state tests, sees every change to the files.
 	trace func(traceEvent)
+	// queued, for tests, is called (under the log's mutex) each time a
+	// request is queued for the committer.
+	queued func()
 }
 
 // UnsafeOptions can lose acknowledged data.
