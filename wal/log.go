@@ -75,6 +75,7 @@ type Log struct {
 	spares spareMaker // the next segment, made ahead of need
 
 	flushNanos atomic.Int64 // how long the last group write + flush took
+	flushHist  latencyRecorder
 
 	appends, entries, bytes, flushes, rotations atomic.Uint64
 	tailCuts                                    atomic.Uint64
@@ -88,10 +89,13 @@ type Stats struct {
 	Flushes   uint64 // group commits: one write and one fdatasync each
 	Rotations uint64 // segments sealed and created
 	TailCuts  uint64 // torn tails cut by recovery at Open
-	Segments  int    // segment files
-	FirstSeq  uint64
-	LastSeq   uint64
-	Backend   ioengine.Backend
+	// FlushLatency counts how long each group commit's write and
+	// fdatasync took, from submission to completion (failed ones too).
+	FlushLatency LatencyHistogram
+	Segments     int // segment files
+	FirstSeq     uint64
+	LastSeq      uint64
+	Backend      ioengine.Backend
 	// FallbackReason says why the log's engine is not on io_uring, if so.
 	FallbackReason string
 }
@@ -517,7 +521,9 @@ func (l *Log) flushLoop() {
 func (l *Log) flush(g *group) {
 	start := time.Now()
 	g.err = l.writeFileOn(l.flushEngine(), g.seg.f, g.seg.path, g.off, g.buf, !l.opts.Unsafe.NoSync)
-	l.flushNanos.Store(int64(time.Since(start)))
+	took := time.Since(start)
+	l.flushNanos.Store(int64(took))
+	l.flushHist.record(took)
 	close(g.done)
 }
 
@@ -814,6 +820,7 @@ func (l *Log) Stats() Stats {
 	s.Appends, s.Entries, s.Bytes = l.appends.Load(), l.entries.Load(), l.bytes.Load()
 	s.Flushes, s.Rotations, s.TailCuts = l.flushes.Load(), l.rotations.Load(), l.tailCuts.Load()
 	s.Backend, s.FallbackReason = l.eng.Backend(), l.eng.FallbackReason()
+	s.FlushLatency = l.flushHist.snapshot()
 	return s
 }
 

@@ -86,6 +86,9 @@ func TestAppendReadReopen(t *testing.T) {
 			if st.Rotations < 3 || st.Segments < 3 || st.Entries != n || st.Flushes != n {
 				t.Fatalf("stats %+v: want >= 3 rotations, %d entries in %d flushes", st, n, n)
 			}
+			if c, p50 := st.FlushLatency.Count(), st.FlushLatency.Quantile(0.5); c != st.Flushes || p50 <= 0 || p50 > time.Second {
+				t.Fatalf("flush latency: %d counted (%d flushes), median %v", c, st.Flushes, p50)
+			}
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -40,6 +40,11 @@ const (
 	// ExtraFlushesInferred is 1 when flushes were not counted but follow
 	// from the code: one sync per call.
 	ExtraFlushesInferred = "flushes_inferred"
+	// ExtraFlushP50us and ExtraFlushP99us are the log's own group flush
+	// latency (one write and its fdatasync) over the measured part, from
+	// wal.Stats.FlushLatency: ringstore only.
+	ExtraFlushP50us = "flush_p50_us"
+	ExtraFlushP99us = "flush_p99_us"
 )
 
 func init() { bench.RegisterChild(Workload, child) }
@@ -54,9 +59,17 @@ func TrialDir(base string) (dir string, remove func(), err error) {
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
-// Counters returns a log's running totals of entries made durable and of
-// flushes.
-type Counters func() (entries, flushes uint64)
+// Counts are a log's running totals: entries made durable and flushes,
+// and, where the log keeps one (HaveFlushLatency), its flush latency
+// histogram.
+type Counts struct {
+	Entries, Flushes uint64
+	FlushLatency     wal.LatencyHistogram
+	HaveFlushLatency bool
+}
+
+// Counters reads a log's running totals.
+type Counters func() Counts
 
 // Measure runs c.Writers goroutines, each calling appendOne in a loop with
 // its own c.EntrySize payload (the first 8 bytes change with every call),
@@ -88,7 +101,7 @@ func measure(c ChildConfig, op func(writer int, payload []byte) (time.Duration, 
 			payloads[w][i] = byte(rng.Uint32())
 		}
 	}
-	var e0, f0, e1, f1 uint64
+	var c0, c1 Counts
 	seq := make([]uint64, c.Writers) // calls so far, per writer, into the payload
 	t := bench.Timed{
 		Workers:    c.Writers,
@@ -102,12 +115,19 @@ func measure(c ChildConfig, op func(writer int, payload []byte) (time.Duration, 
 		},
 	}
 	if counters != nil {
-		t.Start = func() { e0, f0 = counters() }
-		t.Stop = func() { e1, f1 = counters() }
+		t.Start = func() { c0 = counters() }
+		t.Stop = func() { c1 = counters() }
 	}
 	tr, err := t.RunWarm(c.Duration, c.WarmupFrac)
 	if err == nil && counters != nil {
-		tr.Extra = map[string]float64{ExtraEntries: float64(e1 - e0), ExtraFlushes: float64(f1 - f0)}
+		tr.Extra = map[string]float64{ExtraEntries: float64(c1.Entries - c0.Entries), ExtraFlushes: float64(c1.Flushes - c0.Flushes)}
+		if c1.HaveFlushLatency {
+			h := c1.FlushLatency.Sub(c0.FlushLatency)
+			if h.Count() > 0 {
+				tr.Extra[ExtraFlushP50us] = float64(h.Quantile(0.5)) / 1e3
+				tr.Extra[ExtraFlushP99us] = float64(h.Quantile(0.99)) / 1e3
+			}
+		}
 	}
 	return tr, err
 }
@@ -116,7 +136,7 @@ func measure(c ChildConfig, op func(writer int, payload []byte) (time.Duration, 
 // sync of its own and counts nothing itself: calls counts the calls that
 // succeeded. The trial is marked as having its flushes inferred.
 func PerCall(calls *atomic.Uint64) Counters {
-	return func() (uint64, uint64) { n := calls.Load(); return n, n }
+	return func() Counts { n := calls.Load(); return Counts{Entries: n, Flushes: n} }
 }
 
 // MarkInferred marks a trial whose flushes were inferred (see PerCall).
@@ -241,7 +261,10 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 	tr, err := Measure(c, func(_ int, p []byte) error {
 		_, err := l.Append(p)
 		return err
-	}, func() (uint64, uint64) { st := l.Stats(); return st.Entries, st.Flushes })
+	}, func() Counts {
+		st := l.Stats()
+		return Counts{Entries: st.Entries, Flushes: st.Flushes, FlushLatency: st.FlushLatency, HaveFlushLatency: true}
+	})
 	if cerr := l.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
 	}

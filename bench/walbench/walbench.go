@@ -63,6 +63,10 @@ type Result struct {
 	FlushesPerS     float64   `json:"flushes_per_s"`
 	FlushesInferred bool      `json:"flushes_inferred"` // one sync per call by the code, not counted
 	CPUusPerOp      float64   `json:"cpu_us_per_op"`
+	// FlushP50us and FlushP99us: the log's group flushes (one write and
+	// its fdatasync each) in the median trial; ringstore only.
+	FlushP50us float64 `json:"flush_p50_us,omitempty"`
+	FlushP99us float64 `json:"flush_p99_us,omitempty"`
 	TrialOpsPerS    []float64 `json:"trial_ops_per_s"`
 	TrialP99us      []float64 `json:"trial_p99_us"`
 }
@@ -186,7 +190,7 @@ func Run(o Options) error {
 
 	rows := make([]Result, 0, len(results))
 	labels := map[string]string{}
-	t := bench.Table{Header: []string{"mode", "writers", "appends/s (median)", "best", "min–max", "p50 µs", "p99 µs", "entries/flush", "flushes/s", "CPU µs/append", "× fsync-per-write"}}
+	t := bench.Table{Header: []string{"mode", "writers", "appends/s (median)", "best", "min–max", "p50 µs", "p99 µs", "flush p50/p99 µs", "entries/flush", "flushes/s", "CPU µs/append", "× fsync-per-write"}}
 	fsync := bench.Find(results, modeFsync)
 	for i, r := range results {
 		m := modes[i]
@@ -205,6 +209,7 @@ func Run(o Options) error {
 			row.FlushesPerS = f / med.Seconds
 		}
 		row.FlushesInferred = med.Extra[ExtraFlushesInferred] == 1
+		row.FlushP50us, row.FlushP99us = med.Extra[ExtraFlushP50us], med.Extra[ExtraFlushP99us]
 		if med.Ops > 0 {
 			row.CPUusPerOp = med.CPUSeconds / float64(med.Ops) * 1e6
 		}
@@ -221,8 +226,12 @@ func Run(o Options) error {
 			}
 			epf, fps = fmt.Sprintf("%.1f%s", row.EntriesPerFlush, mark), fmt.Sprintf("%.0f%s", row.FlushesPerS, mark)
 		}
+		flush := "-"
+		if row.FlushP50us > 0 {
+			flush = fmt.Sprintf("%.0f / %.0f", row.FlushP50us, row.FlushP99us)
+		}
 		t.Add(m.Label, strconv.Itoa(m.writers), fmt.Sprintf("%.0f", row.OpsPerS), fmt.Sprintf("%.0f", row.OpsBest),
-			fmt.Sprintf("%.0f–%.0f", row.OpsMin, row.OpsMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), epf, fps, fmt.Sprintf("%.1f", row.CPUusPerOp), x)
+			fmt.Sprintf("%.0f–%.0f", row.OpsMin, row.OpsMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), flush, epf, fps, fmt.Sprintf("%.1f", row.CPUusPerOp), x)
 	}
 
 	// Ratios within this run.
@@ -253,6 +262,10 @@ func Run(o Options) error {
 		}
 		if r := bench.Find(results, mode64); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
 			latRatios = append(latRatios, LatencyRatio{A: mode64 + " p99", B: "device fdatasync p50", Ratio: r.Median().P99us / med.P50us})
+			if f := r.Median().Extra[ExtraFlushP99us]; f > 0 {
+				// What the append's p99 is made of: its group's flush alone.
+				latRatios = append(latRatios, LatencyRatio{A: mode64 + " flush p99", B: "device fdatasync p50", Ratio: f / med.P50us})
+			}
 		}
 		if r := bench.Find(results, "ringstore-uring-w1"); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
 			latRatios = append(latRatios, LatencyRatio{A: "ringstore-uring-w1 p50", B: "device fdatasync p50", Ratio: r.Median().P50us / med.P50us})
@@ -264,7 +277,7 @@ func Run(o Options) error {
 		fmt.Sprintf("Each trial runs in a fresh empty directory under %s, removed afterwards: the log is opened (not timed), warmed up for 10%% of the duration (not counted), then measured; segment files are created and preallocated inside the trial by each system as it does, so every system pays for its own.", o.Dir),
 		"fsync-per-write: an os.File opened O_APPEND, Write then fdatasync, one writer; the file grows, so each fdatasync also commits the new size.",
 		"device-fdatasync: "+deviceMeasurement+"; its p50 is the device's single-flush latency, the floor under every durable append.",
-		"ringstore: wal.Open with default options (64 MiB segments) and the named backend; entries/flush and flushes/s are the log's own counters (Stats: Entries/Flushes) over the measured part.",
+		"ringstore: wal.Open with default options (64 MiB segments) and the named backend; entries/flush and flushes/s are the log's own counters (Stats: Entries/Flushes) over the measured part; flush p50/p99 is the log's own histogram of its group flushes, one write and its fdatasync each, from submission to completion (Stats.FlushLatency, buckets at most 12.5% wide, upper bounds given), over the same part.",
 	)
 	if o.Peers && versions != nil {
 		notes = append(notes,
