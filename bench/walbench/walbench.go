@@ -47,28 +47,28 @@ type Options struct {
 
 // Result is one row of the JSON report.
 type Result struct {
-	System          string    `json:"system"`
-	Mode            string    `json:"mode"`
-	Label           string    `json:"label"`
-	Writers         int       `json:"writers"`
-	Backend         string    `json:"backend,omitempty"` // ringstore's I/O backend
-	Version         string    `json:"version,omitempty"` // a peer's module version
-	OpsPerS         float64   `json:"ops_per_s"`         // appends per second, median of trials
-	OpsBest         float64   `json:"ops_per_s_best"`
-	OpsMin          float64   `json:"ops_per_s_min"`
-	OpsMax          float64   `json:"ops_per_s_max"`
-	P50us           float64   `json:"p50_us"` // of the median trial, per append call
-	P99us           float64   `json:"p99_us"`
-	EntriesPerFlush float64   `json:"entries_per_flush"`
-	FlushesPerS     float64   `json:"flushes_per_s"`
-	FlushesInferred bool      `json:"flushes_inferred"` // one sync per call by the code, not counted
-	CPUusPerOp      float64   `json:"cpu_us_per_op"`
+	System          string  `json:"system"`
+	Mode            string  `json:"mode"`
+	Label           string  `json:"label"`
+	Writers         int     `json:"writers"`
+	Backend         string  `json:"backend,omitempty"` // ringstore's I/O backend
+	Version         string  `json:"version,omitempty"` // a peer's module version
+	OpsPerS         float64 `json:"ops_per_s"`         // appends per second, median of trials
+	OpsBest         float64 `json:"ops_per_s_best"`
+	OpsMin          float64 `json:"ops_per_s_min"`
+	OpsMax          float64 `json:"ops_per_s_max"`
+	P50us           float64 `json:"p50_us"` // of the median trial, per append call
+	P99us           float64 `json:"p99_us"`
+	EntriesPerFlush float64 `json:"entries_per_flush"`
+	FlushesPerS     float64 `json:"flushes_per_s"`
+	FlushesInferred bool    `json:"flushes_inferred"` // one sync per call by the code, not counted
+	CPUusPerOp      float64 `json:"cpu_us_per_op"`
 	// FlushP50us and FlushP99us: the log's group flushes (one write and
 	// its fdatasync each) in the median trial; ringstore only.
-	FlushP50us float64 `json:"flush_p50_us,omitempty"`
-	FlushP99us float64 `json:"flush_p99_us,omitempty"`
-	TrialOpsPerS    []float64 `json:"trial_ops_per_s"`
-	TrialP99us      []float64 `json:"trial_p99_us"`
+	FlushP50us   float64   `json:"flush_p50_us,omitempty"`
+	FlushP99us   float64   `json:"flush_p99_us,omitempty"`
+	TrialOpsPerS []float64 `json:"trial_ops_per_s"`
+	TrialP99us   []float64 `json:"trial_p99_us"`
 }
 
 // DeviceSync is the device's single-fdatasync latency measured in the run.
