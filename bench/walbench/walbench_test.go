@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ringstore/ringstore/wal"
 )
 
 func TestMeasureCountsOnlyTheMeasuredPart(t *testing.T) {
@@ -69,5 +71,48 @@ func TestFindPeersSource(t *testing.T) {
 	// From elsewhere it falls back to the tree this package was built from.
 	if src2, err := FindPeersSource(); err != nil || filepath.Clean(src2) != want {
 		t.Errorf("from a temporary directory: %s, %v", src2, err)
+	}
+}
+
+// TestMeasureFlushLatency: the flush p50/p99 of a trial come from the
+// difference of the log's histograms at the start and the end of the
+// measured part (not the warm-up's), and a log without one reports none.
+func TestMeasureFlushLatency(t *testing.T) {
+	var calls atomic.Uint64
+	appendOne := func(int, []byte) error { calls.Add(1); time.Sleep(50 * time.Microsecond); return nil }
+	c := ChildConfig{Writers: 2, EntrySize: 16, Duration: 50 * time.Millisecond, WarmupFrac: 0.2}
+	// Reads 1 and 2 start and stop the warm-up, 3 and 4 the measured part.
+	// Everything before read 4 sits in bucket 10; read 4 adds 90 flushes
+	// in bucket 40 and 10 in bucket 60.
+	reads := 0
+	counters := func() Counts {
+		reads++
+		var h wal.LatencyHistogram
+		h.Counts[10] = 1000
+		if reads >= 4 {
+			h.Counts[40], h.Counts[60] = 90, 10
+		}
+		n := calls.Load()
+		return Counts{Entries: n, Flushes: n, FlushLatency: h, HaveFlushLatency: true}
+	}
+	tr, err := Measure(c, appendOne, counters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads != 4 {
+		t.Fatalf("counters read %d times, want 4", reads)
+	}
+	var b40, b60 wal.LatencyHistogram
+	b40.Counts[40], b60.Counts[60] = 1, 1
+	p50, p99 := float64(b40.Quantile(0.5))/1e3, float64(b60.Quantile(0.5))/1e3
+	if tr.Extra[ExtraFlushP50us] != p50 || tr.Extra[ExtraFlushP99us] != p99 {
+		t.Errorf("flush p50 %v, p99 %v µs; want %v and %v", tr.Extra[ExtraFlushP50us], tr.Extra[ExtraFlushP99us], p50, p99)
+	}
+	tr, err = Measure(c, appendOne, PerCall(&calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.Extra[ExtraFlushP50us]; ok {
+		t.Errorf("a log without a flush histogram reported flush p50 %v", tr.Extra[ExtraFlushP50us])
 	}
 }
