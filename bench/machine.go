@@ -93,3 +93,22 @@ func blockDevice(dir string) string {
 	}
 	return dev
 }
+
+// ModuleVersions returns the version, from this binary's build info, of
+// each of the named modules it was built with (the peers' programs report
+// theirs this way); a module the binary does not hold is left out.
+func ModuleVersions(paths []string) map[string]string {
+	v := map[string]string{}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	for _, p := range paths {
+		for _, d := range info.Deps {
+			if d.Path == p {
+				v[d.Path] = d.Version
+			}
+		}
+	}
+	return v
+}

@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
@@ -30,7 +29,7 @@ func main() {
 	bench.RegisterChild(kvbench.PeerWorkload, kvpeers.RunTrial)
 	bench.MaybeChild()
 	if len(os.Args) == 2 && os.Args[1] == "versions" {
-		out, _ := json.Marshal(versions())
+		out, _ := json.Marshal(bench.ModuleVersions(modules))
 		fmt.Println(string(out))
 		return
 	}
@@ -43,22 +42,6 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "usage: kvpeers %s %s '<config JSON>' | kvpeers versions | kvpeers ycsb -db ringstore|pebble -workload a..f -dir DIR\n", "__bench-child", kvbench.PeerWorkload)
 	os.Exit(2)
-}
-
-func versions() map[string]string {
-	v := map[string]string{}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	for _, m := range modules {
-		for _, d := range info.Deps {
-			if d.Path == m {
-				v[d.Path] = d.Version
-			}
-		}
-	}
-	return v
 }
 
 func ycsb(args []string) error {

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/bench/walbench"
@@ -27,29 +26,12 @@ func main() {
 	bench.RegisterChild(walbench.PeerWorkload, runTrial)
 	bench.MaybeChild()
 	if len(os.Args) == 2 && os.Args[1] == "versions" {
-		out, _ := json.Marshal(versions())
+		out, _ := json.Marshal(bench.ModuleVersions(peerModules()))
 		fmt.Println(string(out))
 		return
 	}
 	fmt.Fprintf(os.Stderr, "usage: walpeers %s %s '<config JSON>' | walpeers versions\n(run by `ringstore bench wal`)\n", "__bench-child", walbench.PeerWorkload)
 	os.Exit(2)
-}
-
-// versions returns the version of every peer module this binary holds.
-func versions() map[string]string {
-	v := map[string]string{}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	for _, p := range walbench.Peers {
-		for _, d := range info.Deps {
-			if d.Path == p.Module {
-				v[d.Path] = d.Version
-			}
-		}
-	}
-	return v
 }
 
 // runTrial opens the peer named by the config in a fresh directory and
@@ -78,4 +60,13 @@ func runTrial(raw json.RawMessage) (bench.Trial, error) {
 		err = fmt.Errorf("%s: close: %w", c.Mode, cerr)
 	}
 	return walbench.MarkInferred(tr), err
+}
+
+// peerModules are the module paths of walbench.Peers.
+func peerModules() []string {
+	var m []string
+	for _, p := range walbench.Peers {
+		m = append(m, p.Module)
+	}
+	return m
 }
