@@ -86,7 +86,8 @@
 // tree. A compaction reads its inputs with O_DIRECT in chunks of
 // consecutive blocks, and every table's pages are dropped from the page
 // cache once it is written and fsynced (and after its metadata is read at
-// open): without BufferedIO, kv leaves nothing in the page cache.
+// open): without BufferedIO, no table stays in the page cache (the log,
+// written through it, does).
 // Flushes and compactions run on two goroutines of their own, so a
 // long compaction does not hold back the flush that stalled writers wait
 // for. Either installs its result as an edit of the version current at that
