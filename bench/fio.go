@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 )
@@ -17,4 +18,45 @@ func RunFio(path string, args []string) ([]byte, error) {
 		return nil, fmt.Errorf("fio: %v: %s", err, bytes.TrimSpace(errb.Bytes()))
 	}
 	return out.Bytes(), nil
+}
+
+// FioRead is the read side of the first job of fio's JSON output.
+type FioRead struct {
+	IOs, Bytes   int64
+	Seconds      float64 // the job's run time
+	CPUSeconds   float64 // user + system, from fio's percentages
+	P50us, P99us float64 // completion latency percentiles (0 when fio gave none)
+}
+
+// ParseFioRead reads the first job's read figures from fio's JSON output
+// (--output-format=json), skipping anything fio printed before it. A job
+// without a read run time is an error.
+func ParseFioRead(data []byte) (FioRead, error) {
+	if i := bytes.IndexByte(data, '{'); i > 0 {
+		data = data[i:]
+	}
+	var doc struct {
+		Jobs []struct {
+			Read struct {
+				TotalIOs int64   `json:"total_ios"`
+				IOBytes  int64   `json:"io_bytes"`
+				RuntimeM float64 `json:"runtime"` // milliseconds
+				ClatNs   struct {
+					Percentile map[string]float64 `json:"percentile"`
+				} `json:"clat_ns"`
+			} `json:"read"`
+			UsrCPU float64 `json:"usr_cpu"` // percent
+			SysCPU float64 `json:"sys_cpu"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return FioRead{}, fmt.Errorf("fio: cannot parse its JSON: %w", err)
+	}
+	if len(doc.Jobs) == 0 || doc.Jobs[0].Read.RuntimeM <= 0 {
+		return FioRead{}, fmt.Errorf("fio: no read job with a run time in its output")
+	}
+	j := doc.Jobs[0]
+	secs := j.Read.RuntimeM / 1e3
+	return FioRead{IOs: j.Read.TotalIOs, Bytes: j.Read.IOBytes, Seconds: secs, CPUSeconds: (j.UsrCPU + j.SysCPU) / 100 * secs,
+		P50us: j.Read.ClatNs.Percentile["50.000000"] / 1e3, P99us: j.Read.ClatNs.Percentile["99.000000"] / 1e3}, nil
 }

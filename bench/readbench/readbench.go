@@ -6,7 +6,6 @@
 package readbench
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -390,34 +389,9 @@ func fioExec(path, file string, d time.Duration, extra ...string) func() (bench.
 }
 
 func parseFio(data []byte) (bench.Trial, error) {
-	// fio may print warnings before the JSON document.
-	if i := bytes.IndexByte(data, '{'); i > 0 {
-		data = data[i:]
+	r, err := bench.ParseFioRead(data)
+	if err != nil {
+		return bench.Trial{}, err
 	}
-	var doc struct {
-		Jobs []struct {
-			Read struct {
-				TotalIOs int64   `json:"total_ios"`
-				RuntimeM float64 `json:"runtime"`
-				ClatNs   struct {
-					Percentile map[string]float64 `json:"percentile"`
-				} `json:"clat_ns"`
-			} `json:"read"`
-			UsrCPU float64 `json:"usr_cpu"`
-			SysCPU float64 `json:"sys_cpu"`
-		} `json:"jobs"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return bench.Trial{}, fmt.Errorf("fio: cannot parse its JSON: %w", err)
-	}
-	if len(doc.Jobs) == 0 || doc.Jobs[0].Read.RuntimeM <= 0 {
-		return bench.Trial{}, fmt.Errorf("fio: no read job in its output")
-	}
-	j := doc.Jobs[0]
-	secs := j.Read.RuntimeM / 1e3
-	return bench.Trial{
-		Ops: j.Read.TotalIOs, Seconds: secs,
-		P50us: j.Read.ClatNs.Percentile["50.000000"] / 1e3, P99us: j.Read.ClatNs.Percentile["99.000000"] / 1e3,
-		CPUSeconds: (j.UsrCPU + j.SysCPU) / 100 * secs,
-	}, nil
+	return bench.Trial{Ops: r.IOs, Seconds: r.Seconds, P50us: r.P50us, P99us: r.P99us, CPUSeconds: r.CPUSeconds}, nil
 }

@@ -1,8 +1,6 @@
 package scanbench
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -54,28 +52,13 @@ func fioExec(path string, files []string, o DeviceOptions) func() (bench.Trial, 
 
 // parseFio reads the bytes and the time of fio's first job.
 func parseFio(data []byte) (bench.Trial, error) {
-	// fio may print warnings before its JSON document.
-	if i := bytes.IndexByte(data, '{'); i > 0 {
-		data = data[i:]
+	r, err := bench.ParseFioRead(data)
+	if err == nil && r.Bytes <= 0 {
+		err = fmt.Errorf("fio: no read job with bytes in its output")
 	}
-	var doc struct {
-		Jobs []struct {
-			Read struct {
-				IOBytes  int64   `json:"io_bytes"`
-				RuntimeM float64 `json:"runtime"` // milliseconds
-			} `json:"read"`
-			UsrCPU float64 `json:"usr_cpu"` // percent
-			SysCPU float64 `json:"sys_cpu"`
-		} `json:"jobs"`
+	if err != nil {
+		return bench.Trial{}, err
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return bench.Trial{}, fmt.Errorf("fio: cannot parse its JSON: %w", err)
-	}
-	if len(doc.Jobs) == 0 || doc.Jobs[0].Read.RuntimeM <= 0 || doc.Jobs[0].Read.IOBytes <= 0 {
-		return bench.Trial{}, fmt.Errorf("fio: no read job with bytes and a run time in its output")
-	}
-	j := doc.Jobs[0]
-	secs := j.Read.RuntimeM / 1e3
-	return bench.Trial{Ops: j.Read.IOBytes >> 20, Seconds: secs, CPUSeconds: (j.UsrCPU + j.SysCPU) / 100 * secs,
-		Extra: map[string]float64{xDeviceBytes: float64(j.Read.IOBytes)}}, nil
+	return bench.Trial{Ops: r.Bytes >> 20, Seconds: r.Seconds, CPUSeconds: r.CPUSeconds,
+		Extra: map[string]float64{xDeviceBytes: float64(r.Bytes)}}, nil
 }
