@@ -98,7 +98,7 @@ func TestFlushDuringCompaction(t *testing.T) {
 	}
 }
 
-// TestCompactionInputWalksTheTable: a compaction input, reading a table in
+// TestCompactionInputWalksTheTable: a compaction's iterator, reading a table in
 // chunks of consecutive blocks, yields exactly what the table's own
 // sequential iterator yields, over a table of several chunks.
 func TestCompactionInputWalksTheTable(t *testing.T) {
@@ -123,12 +123,12 @@ func TestCompactionInputWalksTheTable(t *testing.T) {
 		t.Fatalf("the table is %d bytes: want several %d-byte chunks", tb.meta.Size, compactionChunk)
 	}
 	want := tb.r.NewIterator()
-	got := newCompactionInput(db, tb)
+	got := newCompactionIter(db, tb)
 	n := 0
 	for ok := got.seekGE(nil); ; ok = got.next() {
 		wok := want.Next()
 		if ok != wok {
-			t.Fatalf("entry %d: compaction input has one: %v, the table iterator: %v (%v, %v)", n, ok, wok, got.err(), want.Err())
+			t.Fatalf("entry %d: the compaction iterator has one: %v, the table iterator: %v (%v, %v)", n, ok, wok, got.err(), want.Err())
 		}
 		if !ok {
 			break

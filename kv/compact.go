@@ -341,7 +341,7 @@ func (db *DB) compactLocked(c *compaction) error {
 	m := &mergingIter{}
 	for _, in := range c.inputs {
 		for _, t := range in {
-			m.all = append(m.all, newCompactionInput(db, t))
+			m.all = append(m.all, newCompactionIter(db, t))
 		}
 	}
 	f := &compactionFilter{in: m, smallestSnap: smallestSnap, bottom: bottom}

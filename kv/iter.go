@@ -42,12 +42,17 @@ func (m *memIter) err() error               { return nil }
 // tableIter walks one table block by block, each block copied into the
 // iterator's own aligned buffer (through the block cache when there is one,
 // else with a direct read), so no cache frame stays pinned between calls.
+// A compaction's iterator (newCompactionIter) instead reads chunks of
+// consecutive blocks with the table's descriptor and decodes the blocks in
+// place: it fills neither the block cache nor (with O_DIRECT) the page
+// cache, and needs no second open of the table.
 type tableIter struct {
 	db     *DB
 	t      *table
 	noFill bool
-	blk    int // index of the loaded block (-1: none)
-	loads  int // blocks loaded so far
+	chunk  *blockChunk // compaction inputs only
+	blk    int         // index of the loaded block (-1: none)
+	loads  int         // blocks loaded so far
 	buf    []byte
 	it     *sstable.BlockIter
 	e      error
@@ -57,26 +62,40 @@ func newTableIter(db *DB, t *table, noFill bool) *tableIter {
 	return &tableIter{db: db, t: t, noFill: noFill, blk: -1}
 }
 
+// newCompactionIter returns the iterator a compaction walks input t with.
+func newCompactionIter(db *DB, t *table) *tableIter {
+	return &tableIter{db: db, t: t, blk: -1, chunk: &blockChunk{}}
+}
+
 func (ti *tableIter) load(i int) bool {
 	ti.it = nil
 	if i >= ti.t.r.NumBlocks() {
 		return false
 	}
 	h := ti.t.r.Block(i)
-	if cap(ti.buf) < int(h.Len) {
-		ti.buf = alignedBuf(int(h.Len))
-	}
-	buf := ti.buf[:h.Len]
-	if p := ti.db.pool; p != nil && !ti.noFill && ti.loads > 0 && i+1 < ti.t.r.NumBlocks() {
-		// A walk past its first block reads ahead: the next readAhead
-		// blocks (those resident or loading are skipped by Prefetch).
-		last := min(i+readAhead, ti.t.r.NumBlocks()-1)
-		first, end := ti.t.r.Block(i+1), ti.t.r.Block(last)
-		p.Prefetch([]bufpool.Span{{File: ti.t.fid, Off: int64(first.Offset), Len: int64(end.Offset + end.Len - first.Offset)}})
-	}
-	if err := ti.db.readBlockInto(ti.t, h, buf, ti.noFill); err != nil {
-		ti.e = err
-		return false
+	var buf []byte
+	if ti.chunk != nil {
+		var err error
+		if buf, err = ti.chunk.block(ti.db, ti.t, i); err != nil {
+			ti.e = err
+			return false
+		}
+	} else {
+		if cap(ti.buf) < int(h.Len) {
+			ti.buf = alignedBuf(int(h.Len))
+		}
+		buf = ti.buf[:h.Len]
+		if p := ti.db.pool; p != nil && !ti.noFill && ti.loads > 0 && i+1 < ti.t.r.NumBlocks() {
+			// A walk past its first block reads ahead: the next readAhead
+			// blocks (those resident or loading are skipped by Prefetch).
+			last := min(i+readAhead, ti.t.r.NumBlocks()-1)
+			first, end := ti.t.r.Block(i+1), ti.t.r.Block(last)
+			p.Prefetch([]bufpool.Span{{File: ti.t.fid, Off: int64(first.Offset), Len: int64(end.Offset + end.Len - first.Offset)}})
+		}
+		if err := ti.db.readBlockInto(ti.t, h, buf, ti.noFill); err != nil {
+			ti.e = err
+			return false
+		}
 	}
 	b, err := ti.t.r.DecodeBlock(h, buf)
 	if err != nil {
@@ -160,16 +179,64 @@ func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill 
 			return nil
 		}
 	}
-	n, err := db.eng.ReadAt(t.fd, buf, int64(h.Offset))
 	db.stats.blockReads.Add(uint64(len(buf)) / directio.BlockSize)
 	db.stats.directCalls.Add(1)
+	return db.readTableAt(t, buf, int64(h.Offset))
+}
+
+// readTableAt reads len(buf) bytes of t at off with its data descriptor
+// (O_DIRECT unless BufferedIO: buf aligned, off and len(buf) multiples of
+// the block size) on the store's engine; a short read means the table is
+// shorter than its index says.
+func (db *DB) readTableAt(t *table, buf []byte, off int64) error {
+	n, err := db.eng.ReadAt(t.fd, buf, off)
 	if err != nil || n != len(buf) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF // the table is shorter than its index says
 		}
-		return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %w", t.path, h.Offset, len(buf), n, err)
+		return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %w", t.path, off, len(buf), n, err)
 	}
 	return nil
+}
+
+// compactionChunk is how many bytes of consecutive data blocks a
+// compaction's iterator reads at a time.
+const compactionChunk = 256 << 10
+
+// blockChunk holds the last chunk of consecutive blocks a compaction's
+// iterator read: blocks [first, end) of the table, from file offset base.
+// Not counted in Stats.BlockReads (what lookups read); Stats.CompactedIn
+// counts compaction inputs.
+type blockChunk struct {
+	buf        []byte // aligned
+	first, end int
+	base       uint64
+}
+
+// block returns data block i of t, reading the chunk that starts with it
+// (as many whole blocks as fit in compactionChunk, at least one) when it
+// is not in the last one.
+func (c *blockChunk) block(db *DB, t *table, i int) ([]byte, error) {
+	r := t.r
+	if i < c.first || i >= c.end {
+		h := r.Block(i)
+		end := i + 1
+		for end < r.NumBlocks() && r.Block(end).Offset+r.Block(end).Len-h.Offset <= compactionChunk {
+			end++
+		}
+		last := r.Block(end - 1)
+		n := int(last.Offset + last.Len - h.Offset)
+		if cap(c.buf) < n {
+			c.buf = alignedBuf(max(n, compactionChunk))
+		}
+		c.buf, c.first, c.end = c.buf[:n], 0, 0
+		if err := db.readTableAt(t, c.buf, int64(h.Offset)); err != nil {
+			return nil, err
+		}
+		c.first, c.end, c.base = i, end, h.Offset
+	}
+	h := r.Block(i)
+	return c.buf[h.Offset-c.base : h.Offset-c.base+h.Len], nil
 }
 
 // levelIter concatenates the tables of one sorted level, opening a table
