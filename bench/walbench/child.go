@@ -59,13 +59,11 @@ func TrialDir(base string) (dir string, remove func(), err error) {
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
-// Counts are a log's running totals: entries made durable and flushes,
-// and, where the log keeps one (HaveFlushLatency), its flush latency
-// histogram.
+// Counts are a log's running totals: entries made durable, flushes, and,
+// where the log keeps one, its flush latency histogram (zero otherwise).
 type Counts struct {
 	Entries, Flushes uint64
 	FlushLatency     wal.LatencyHistogram
-	HaveFlushLatency bool
 }
 
 // Counters reads a log's running totals.
@@ -121,12 +119,9 @@ func measure(c ChildConfig, op func(writer int, payload []byte) (time.Duration, 
 	tr, err := t.RunWarm(c.Duration, c.WarmupFrac)
 	if err == nil && counters != nil {
 		tr.Extra = map[string]float64{ExtraEntries: float64(c1.Entries - c0.Entries), ExtraFlushes: float64(c1.Flushes - c0.Flushes)}
-		if c1.HaveFlushLatency {
-			h := c1.FlushLatency.Sub(c0.FlushLatency)
-			if h.Count() > 0 {
-				tr.Extra[ExtraFlushP50us] = float64(h.Quantile(0.5)) / 1e3
-				tr.Extra[ExtraFlushP99us] = float64(h.Quantile(0.99)) / 1e3
-			}
+		if h := c1.FlushLatency.Sub(c0.FlushLatency); h.Count() > 0 {
+			tr.Extra[ExtraFlushP50us] = float64(h.Quantile(0.5)) / 1e3
+			tr.Extra[ExtraFlushP99us] = float64(h.Quantile(0.99)) / 1e3
 		}
 	}
 	return tr, err
@@ -263,7 +258,7 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 		return err
 	}, func() Counts {
 		st := l.Stats()
-		return Counts{Entries: st.Entries, Flushes: st.Flushes, FlushLatency: st.FlushLatency, HaveFlushLatency: true}
+		return Counts{Entries: st.Entries, Flushes: st.Flushes, FlushLatency: st.FlushLatency}
 	})
 	if cerr := l.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)

@@ -93,7 +93,7 @@ func TestMeasureFlushLatency(t *testing.T) {
 			h.Counts[40], h.Counts[60] = 90, 10
 		}
 		n := calls.Load()
-		return Counts{Entries: n, Flushes: n, FlushLatency: h, HaveFlushLatency: true}
+		return Counts{Entries: n, Flushes: n, FlushLatency: h}
 	}
 	tr, err := Measure(c, appendOne, counters)
 	if err != nil {
