@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -108,16 +109,24 @@ func (s *valueSet) codes(d *array.Dictionary, buf []int32) []int32 {
 		}
 		s.slots = append(s.slots, id)
 	}
-	buf = buf[:0]
 	switch idx := d.Indices().(type) {
 	case *array.Int8:
-		for _, v := range idx.Int8Values() {
-			buf = append(buf, s.slots[v])
+		vals := idx.Int8Values()
+		buf = grow(buf[:0], len(vals))[:len(vals)]
+		var slots [256]int32 // indexed by the uint8 of an index: no bounds checks
+		copy(slots[:], s.slots)
+		for i, v := range vals {
+			buf[i] = slots[uint8(v)]
 		}
 	case *array.Int16:
-		for _, v := range idx.Int16Values() {
-			buf = append(buf, s.slots[v])
+		vals := idx.Int16Values()
+		buf = grow(buf[:0], len(vals))[:len(vals)]
+		slots := s.slots
+		for i, v := range vals {
+			buf[i] = slots[v]
 		}
+	default:
+		buf = buf[:0]
 	}
 	return buf
 }
@@ -235,8 +244,9 @@ func (a *topCustomers) add(cols []arrow.Array) error {
 		return nil
 	}
 	cv, pv := cust.Int64Values(), price.Float64Values()
+	nulls := price.NullN() > 0
 	for i, c := range a.codes {
-		if c != purchase || price.IsNull(i) {
+		if c != purchase || nulls && price.IsNull(i) {
 			continue
 		}
 		k, ok := a.index[cv[i]]
@@ -417,13 +427,47 @@ func (a *mobileShare) add(cols []arrow.Array) error {
 	a.codes = a.countries.codes(country, a.codes)
 	a.events = grow(a.events, len(a.countries.names))
 	a.mobile = grow(a.mobile, len(a.countries.names))
-	for i, c := range a.codes {
+	for _, c := range a.codes {
 		a.events[c]++
-		if strings.Contains(ua.Value(i), "Mobile") {
-			a.mobile[c]++
-		}
 	}
+	forEachRowContaining(ua, mobileMarker, func(row int) { a.mobile[a.codes[row]]++ })
 	return nil
+}
+
+var mobileMarker = []byte("Mobile")
+
+// forEachRowContaining calls fn, in row order, with every row of s whose
+// value contains sub (not empty). It searches the column's value bytes as
+// one run, so the rows without sub cost only the search, and after a match
+// it goes on at the next row's start. s's offsets have been checked
+// (checkOffsets).
+func forEachRowContaining(s *array.String, sub []byte, fn func(row int)) {
+	offs := s.ValueOffsets()
+	if len(offs) < 2 {
+		return
+	}
+	base := offs[0]
+	data := s.ValueBytes()
+	data = data[:offs[len(offs)-1]-base]
+	row, pos := 0, 0
+	for pos < len(data) {
+		j := bytes.Index(data[pos:], sub)
+		if j < 0 {
+			return
+		}
+		at := pos + j
+		for int(offs[row+1]-base) <= at {
+			row++
+		}
+		end := int(offs[row+1] - base)
+		if at+len(sub) > end {
+			pos = at + 1 // straddles two rows: not a match in either
+			continue
+		}
+		fn(row)
+		row++
+		pos = end
+	}
 }
 
 func (a *mobileShare) rows() [][]any {
@@ -475,7 +519,12 @@ func (a *eventSummary) add(cols []arrow.Array) error {
 	a.countryCodes = a.countries.codes(country, a.countryCodes)
 	a.groups = grow(a.groups, len(a.types.names))
 	nc := len(a.countries.names)
+	for k := range a.groups {
+		a.groups[k].countries = grow(a.groups[k].countries, nc)
+	}
 	cv, sv, lv, bv, pv, stv := cust.Int64Values(), sess.Int64Values(), lat.Float64Values(), b.Int64Values(), price.Float64Values(), status.Int32Values()
+	priceNulls := price.NullN() > 0
+	uaOffs := ua.ValueOffsets()
 	for i, t := range ts.TimestampValues() {
 		if int64(t) < a.lo || int64(t) >= a.hi {
 			continue
@@ -486,11 +535,10 @@ func (a *eventSummary) add(cols []arrow.Array) error {
 		}
 		g.events++
 		g.customers.add(cv[i])
-		g.countries = grow(g.countries, nc)
 		g.countries[a.countryCodes[i]] = true
 		g.bytes += bv[i]
 		g.latencySum += lv[i]
-		if price.IsValid(i) {
+		if !priceNulls || price.IsValid(i) {
 			g.revenue += pv[i]
 		}
 		switch s := stv[i]; {
@@ -499,7 +547,7 @@ func (a *eventSummary) add(cols []arrow.Array) error {
 		case s >= 400:
 			g.clientErrors++
 		}
-		g.uaBytes += int64(ua.ValueLen(i))
+		g.uaBytes += int64(uaOffs[i+1] - uaOffs[i])
 	}
 	return nil
 }

@@ -223,6 +223,16 @@ func TestExecutionRejectsBadRecords(t *testing.T) {
 			[]arrow.Array{dict(countryType, []int16{0}, "US"), badStrings([]int32{-2, 3}, "abc")}), ErrBadData, "negative string offset -2"},
 		{"negative index", "server_errors_by_country", record([]arrow.Field{statusF, countryF, sessF},
 			[]arrow.Array{i32(500, 501), dict(countryType, []int16{-1, 0}, "US"), i64([]int64{1, 2}, nil)}), ErrBadData, "index -1"},
+		// Longer columns: the checks' first pass runs in lanes of four.
+		{"index out of range in a long column", "server_errors_by_country", record([]arrow.Field{statusF, countryF, sessF},
+			[]arrow.Array{i32(500, 501, 502, 503, 504, 505, 506, 507, 508, 509), dict(countryType, []int16{0, 1, 0, 1, 0, 1, 0, 1, 0, 2}, "US", "DE"),
+				i64(make([]int64, 10), nil)}), ErrBadData, "row 9: index 2 outside the dictionary of 2 values"},
+		{"negative index in a long column", "server_errors_by_country", record([]arrow.Field{statusF, countryF, sessF},
+			[]arrow.Array{i32(500, 501, 502, 503, 504, 505, 506, 507, 508), dict(countryType, []int16{0, 1, 0, 1, 0, -3, 0, 1, 0}, "US", "DE"),
+				i64(make([]int64, 9), nil)}), ErrBadData, "row 5: index -3"},
+		{"string offsets decrease in a long column", "mobile_share_by_country", record([]arrow.Field{countryF, uaF},
+			[]arrow.Array{dict(countryType, make([]int16, 9), "US"), badStrings([]int32{0, 1, 2, 3, 4, 5, 6, 5, 7, 8}, "MobileMo")}), ErrBadData,
+			"row 6: string offsets decrease (5 after 6)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
