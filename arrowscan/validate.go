@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/ringstore/ringstore/internal/intscan"
 )
 
 // validateColumn checks that reading any value of arr cannot panic:
@@ -105,10 +106,8 @@ func checkValues(arr arrow.Array, depth int) error {
 }
 
 // nonDecreasing checks offsets (already sliced to the array: length+1
-// entries, first and last in bounds per array.Validate). The loop ORs the
-// differences of neighbours, which cannot overflow for offsets that start
-// non-negative and stay within their type until one decreases, and looks
-// for the place only when one did.
+// entries, first and last in bounds per array.Validate); only when the
+// branch-free pass finds a decrease does it look for where.
 func nonDecreasing[T int32 | int64](offs []T, kind string) error {
 	if len(offs) == 0 {
 		return nil
@@ -116,11 +115,7 @@ func nonDecreasing[T int32 | int64](offs []T, kind string) error {
 	if offs[0] < 0 {
 		return fmt.Errorf("%s offset 0 is negative: %d", kind, offs[0])
 	}
-	var neg T
-	for i := 1; i < len(offs); i++ {
-		neg |= offs[i] - offs[i-1]
-	}
-	if neg >= 0 {
+	if intscan.NonDecreasing(offs) {
 		return nil
 	}
 	for i := 1; i < len(offs); i++ {
@@ -141,10 +136,6 @@ func listOffsets[T int32 | int64](offs []T, off, n int) error {
 		return fmt.Errorf("list offsets buffer of %d entries for offset %d and length %d", len(offs), off, n)
 	}
 	return nonDecreasing(offs[off:off+n+1], "list")
-}
-
-type integer interface {
-	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
 func indicesInRange(idx arrow.Array, dictLen int) error {
@@ -169,23 +160,11 @@ func indicesInRange(idx arrow.Array, dictLen int) error {
 	return fmt.Errorf("dictionary index type %s is not an integer", idx.DataType())
 }
 
-// inRange checks that every index of a non-null slot is below dictLen. It
-// first takes the largest index as unsigned (a negative one becomes huge)
-// in four independent lanes, with no branch per value; only when that is
-// out of range does it look for the first bad index, skipping nulls.
-func inRange[T integer](a arrow.Array, vals []T, dictLen int) error {
-	var m0, m1, m2, m3 uint64
-	i := 0
-	for ; i+4 <= len(vals); i += 4 {
-		m0 = max(m0, uint64(vals[i]))
-		m1 = max(m1, uint64(vals[i+1]))
-		m2 = max(m2, uint64(vals[i+2]))
-		m3 = max(m3, uint64(vals[i+3]))
-	}
-	for ; i < len(vals); i++ {
-		m0 = max(m0, uint64(vals[i]))
-	}
-	if max(m0, m1, m2, m3) < uint64(dictLen) {
+// inRange checks that every index of a non-null slot is below dictLen;
+// only when the branch-free pass finds one out of range does it look for
+// the first, skipping nulls.
+func inRange[T intscan.Integer](a arrow.Array, vals []T, dictLen int) error {
+	if intscan.MaxUnsigned(vals) < uint64(dictLen) {
 		return nil
 	}
 	nulls := a.NullN() > 0

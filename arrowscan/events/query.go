@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/ringstore/ringstore/internal/intscan"
 )
 
 // Query is one of the named analytic queries. Columns are the only columns
@@ -206,10 +207,8 @@ func RunBatches(name string, p Params, sources ...Batches) (*Result, error) {
 }
 
 // checkOffsets checks that a string column's offsets are non-negative, do
-// not decrease and stay inside its data, so that every Value is in bounds.
-// The first pass ORs the differences of neighbours (no overflow: each
-// offset is a non-negative int32 until one decreases) and only a negative
-// result makes it look for the row.
+// not decrease and stay inside its data, so that every Value is in bounds;
+// only when the branch-free pass finds a decrease does it look for the row.
 func checkOffsets(s *array.String) error {
 	if s.Len() == 0 {
 		return nil
@@ -222,11 +221,7 @@ func checkOffsets(s *array.String) error {
 	if offsets[0] < 0 {
 		return fmt.Errorf("row 0: negative string offset %d", offsets[0])
 	}
-	var neg int32
-	for i := 1; i < len(offsets); i++ {
-		neg |= offsets[i] - offsets[i-1]
-	}
-	if neg < 0 {
+	if !intscan.NonDecreasing(offsets) {
 		for i := 1; i < len(offsets); i++ {
 			if offsets[i] < offsets[i-1] {
 				return fmt.Errorf("row %d: string offsets decrease (%d after %d)", i-1, offsets[i], offsets[i-1])
@@ -262,22 +257,10 @@ func checkDictionary(d *array.Dictionary) error {
 	}
 }
 
-// indexesBelow checks 0 <= v < n for every index: first the largest as
-// unsigned (a negative one becomes huge) in four lanes with no branch per
-// value, then, only if that is out of range, the first bad row.
+// indexesBelow checks 0 <= v < n for every index; only when the
+// branch-free pass finds one outside does it look for the first bad row.
 func indexesBelow[T int8 | int16](idx []T, n int) error {
-	var m0, m1, m2, m3 uint64
-	i := 0
-	for ; i+4 <= len(idx); i += 4 {
-		m0 = max(m0, uint64(idx[i]))
-		m1 = max(m1, uint64(idx[i+1]))
-		m2 = max(m2, uint64(idx[i+2]))
-		m3 = max(m3, uint64(idx[i+3]))
-	}
-	for ; i < len(idx); i++ {
-		m0 = max(m0, uint64(idx[i]))
-	}
-	if max(m0, m1, m2, m3) < uint64(n) {
+	if intscan.MaxUnsigned(idx) < uint64(n) {
 		return nil
 	}
 	for i, v := range idx {
