@@ -112,14 +112,16 @@ func (p *FaultPlan) pick(op Op, fd, n int) injection {
 	if p == nil {
 		return noInjection
 	}
-	inj, hold := p.pickLocked(op, fd, n)
+	inj, hold := p.choose(op, fd, n)
 	if hold != nil {
 		<-hold
 	}
 	return inj
 }
 
-func (p *FaultPlan) pickLocked(op Op, fd, n int) (injection, <-chan struct{}) {
+// choose finds the fault that fires on the request, if any, under p.mu,
+// and returns its injection and Hold.
+func (p *FaultPlan) choose(op Op, fd, n int) (injection, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
