@@ -52,6 +52,24 @@
 // it look re-referenced: pin all the spans of one unit of work (a record
 // batch, a MultiGet) in one call.
 //
+// # Announcements
+//
+// Concurrent scans of one file drift apart; a frame the leading scan
+// loaded is wanted by the trailing ones a little later, and under pressure
+// the hand took it before they came, so it was read again. A caller that
+// knows what it will pin says so with Announce:
+//
+//	Announce(spans)  each distinct frame: want+1 (kept with the file while not loaded)
+//	Pin(spans)       each distinct frame: want-1 if want > 0, else a policy reference
+//	Retract(spans)   each distinct frame: want-1 if want > 0 (a scan closed early)
+//
+// A frame with want > 0 is passed over by the hand like a pinned one and is
+// never taken by Prefetch (which drops its load instead); a Pin that finds
+// nothing else to evict takes the newest announced frame
+// (Stats.AnnouncedEvictions), so announcements never make a Pin stall.
+// Every announcement must be met by a Pin or a Retract (Stats.
+// OpenAnnouncements counts those open); Unregister drops a file's.
+//
 // # I/O
 //
 //	Pin/Prefetch (any goroutine)            I/O goroutines (IOWorkers)

@@ -99,6 +99,7 @@ type Frame struct {
 	queue    queueID
 	io       ioState
 	freq     uint8  // references seen (saturates at maxFreq); S3-FIFO's counter
+	want     uint32 // open announcements (Announce calls no Pin or Retract has met)
 	prefetch bool   // loaded by Prefetch and not pinned since
 	loader   uint64 // the Pin call that installed it (0: Prefetch)
 	mark     uint64 // the last Pin call that counted it (once per call)

@@ -9,8 +9,8 @@ import (
 	"github.com/ringstore/ringstore/ioengine"
 )
 
-// FuzzPoolOps runs a sequence of Pin, Unpin, Prefetch, Unregister and
-// Register decoded from the input on a pool of 8 frames over three files,
+// FuzzPoolOps runs a sequence of Pin, Unpin, Prefetch, Announce, Retract,
+// Unregister and Register decoded from the input on a pool of 8 frames over three files,
 // and checks after every step that the invariants hold, that every held
 // frame still holds its file's bytes, and that errors are the documented
 // ones. The pool has no decoder of its own; this is its fuzz test.
@@ -19,6 +19,7 @@ func FuzzPoolOps(f *testing.F) {
 	f.Add([]byte{5, 0, 0, 0, 1, 9, 9, 2, 2, 2, 2, 1, 1, 1, 4})
 	f.Add([]byte{2, 0, 0, 200, 2, 1, 0, 200, 4, 0, 0, 1, 10, 3, 1, 0, 2, 1, 7, 1})
 	f.Add([]byte{0, 0, 0, 255, 0, 0, 40, 255, 0, 1, 3, 255, 3, 0, 1, 1, 1, 1})
+	f.Add([]byte{2, 1, 0, 0, 255, 1, 2, 1, 0, 0, 255, 1, 0, 0, 0, 128, 1, 1, 0, 0, 0, 200, 1, 2, 2, 0, 0, 255, 1})
 	dir := testdir.Direct(f)
 	eng := newEngine(f, ioengine.Syscall, nil)
 	const fs = 4096
@@ -113,9 +114,17 @@ func FuzzPoolOps(f *testing.F) {
 					unpinAll(held[0].frames)
 					held = held[1:]
 				}
-			case 2:
+			case 2: // Prefetch, Announce or Retract
+				op := next() % 3
 				s, _ := span()
-				p.Prefetch([]Span{s})
+				switch op {
+				case 0:
+					p.Prefetch([]Span{s})
+				case 1:
+					p.Announce([]Span{s})
+				case 2:
+					p.Retract([]Span{s})
+				}
 			case 3: // Unregister and register again
 				i := next() % len(files)
 				err := p.Unregister(ids[i])

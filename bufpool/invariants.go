@@ -82,6 +82,9 @@ func (p *Pool) checkInvariantsLocked() error {
 			if n := f.pins.Load(); n != 0 {
 				return fmt.Errorf("%d pins on the free list", n)
 			}
+			if f.want != 0 {
+				return fmt.Errorf("%d announcements on the free list", f.want)
+			}
 			return nil
 		}},
 		{"probation", &p.probation, inTable(queueProbation)},
@@ -127,8 +130,8 @@ func (p *Pool) checkInvariantsLocked() error {
 			}
 		case stateDetached:
 			detached++
-			if f.queue != queueNone {
-				return fmt.Errorf("%s: detached but on queue %d", f, f.queue)
+			if f.queue != queueNone || f.want != 0 {
+				return fmt.Errorf("%s: detached but on queue %d with %d announcements", f, f.queue, f.want)
 			}
 		}
 	}
@@ -142,6 +145,11 @@ func (p *Pool) checkInvariantsLocked() error {
 	for _, fl := range p.files {
 		if fl.frames != perFile[fl] {
 			return fmt.Errorf("%s: counts %d frames, table holds %d", fl, fl.frames, perFile[fl])
+		}
+		for k, n := range fl.announced {
+			if n == 0 || p.table[makeKey(fl.id, k)] != nil {
+				return fmt.Errorf("%s: keeps %d announcements of frame %d, which is in the table %v", fl, n, k, p.table[makeKey(fl.id, k)] != nil)
+			}
 		}
 	}
 	if p.ghost.len() > len(p.ghost.ring) {

@@ -181,7 +181,7 @@ func (p *Pool) tryPinLocked(spans []Span, dst []*Frame, call uint64) ([]*Frame, 
 			key := makeKey(s.File, k)
 			f := p.table[key]
 			if f == nil {
-				if f = p.takeFrameLocked(); f == nil {
+				if f = p.takeFrameLocked(true); f == nil {
 					p.undoLocked(dst[start:], call)
 					clear(dst[start:])
 					return dst[:start], false
@@ -223,17 +223,15 @@ func (p *Pool) accountLocked(pinned []*Frame, call uint64) {
 		switch {
 		case f.loader == call && f.state == stateLoading:
 			p.stats.Misses++
+			if f.want > 0 {
+				f.want-- // a load is no reference, but it meets an announcement
+			}
 			f.io = ioQueuedDemand
 			p.demandQ.pushBack(f)
 			queued++
 		case f.state == stateLoading:
 			p.stats.LoadWaits++
-			if f.prefetch {
-				p.stats.PrefetchHits++
-				f.prefetch = false
-			} else {
-				referenceLocked(f)
-			}
+			p.referenceLocked(f)
 			if f.io == ioQueuedPrefetch {
 				p.prefetchQ.remove(f)
 				f.io = ioQueuedDemand
@@ -242,12 +240,7 @@ func (p *Pool) accountLocked(pinned []*Frame, call uint64) {
 			}
 		default:
 			p.stats.Hits++
-			if f.prefetch {
-				p.stats.PrefetchHits++
-				f.prefetch = false
-			} else {
-				referenceLocked(f)
-			}
+			p.referenceLocked(f)
 		}
 	}
 	p.wakeWorkersLocked(queued)
@@ -296,7 +289,7 @@ func (p *Pool) Prefetch(spans []Span) {
 			}
 			var f *Frame
 			if !full {
-				f = p.takeFrameLocked()
+				f = p.takeFrameLocked(false)
 				full = f == nil
 			}
 			if full {
@@ -349,12 +342,7 @@ func (p *Pool) PinResident(spans []Span, dst []*Frame) ([]*Frame, bool, error) {
 		}
 		f.mark = call
 		p.stats.Hits++
-		if f.prefetch {
-			p.stats.PrefetchHits++
-			f.prefetch = false
-		} else {
-			referenceLocked(f)
-		}
+		p.referenceLocked(f)
 	}
 	if invariantsOn {
 		p.mustCheckInvariantsLocked()

@@ -59,20 +59,47 @@ func (g *ghostList) take(k frameKey) bool {
 
 func (g *ghostList) len() int { return len(g.keys) }
 
-// evictable reports whether the hand may take f.
+// evictable reports whether the hand may take f: resident, unpinned and
+// not announced (see Announce).
 func evictable(f *Frame) bool {
-	return f.state == stateResident && f.pins.Load() == 0
+	return f.state == stateResident && f.pins.Load() == 0 && f.want == 0
 }
 
 // takeFrameLocked returns an unused frame, from the free list or by
 // evicting one, out of every table, queue and list; or nil when every frame
-// is pinned or loading.
-func (p *Pool) takeFrameLocked() *Frame {
+// is pinned or loading. A frame with open announcements goes only for a
+// demand load (demand set), when no other frame can: a prefetch never
+// undoes what a scan said it will read.
+func (p *Pool) takeFrameLocked(demand bool) *Frame {
 	if f := p.free.popFront(); f != nil {
 		f.queue = queueNone
 		return f
 	}
-	return p.evictLocked()
+	if f := p.evictLocked(); f != nil || !demand {
+		return f
+	}
+	return p.evictAnnouncedLocked()
+}
+
+// evictAnnouncedLocked evicts the most recently queued resident, unpinned
+// frame that has announcements open, or returns nil when there is none.
+// Scans announce what lies ahead of them, so the newest such frame is the
+// one they need last: evicting it keeps the frames the laggards reach
+// first. Its announcements stay with its file (removeFromTableLocked).
+func (p *Pool) evictAnnouncedLocked() *Frame {
+	for _, l := range []*frameList{&p.probation, &p.main} {
+		for f := l.tail; f != nil; f = f.links[l.slot].prev {
+			if f.state == stateResident && f.pins.Load() == 0 {
+				p.stats.AnnouncedEvictions++
+				if l == &p.probation {
+					p.ghost.add(f.key)
+				}
+				p.evictFrameLocked(f)
+				return f
+			}
+		}
+	}
+	return nil
 }
 
 // evictLocked runs S3-FIFO's eviction until it frees a frame, or returns
@@ -145,6 +172,7 @@ func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, pr
 	f.state = stateLoading
 	f.io = ioNone
 	f.freq = 0
+	f.want = fl.takeAnnouncedLocked(key.index())
 	f.prefetch = prefetch
 	f.loader = loader
 	f.mark = 0
@@ -162,9 +190,19 @@ func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, pr
 	}
 }
 
-// referenceLocked records a reference to f (once per Pin call).
-func referenceLocked(f *Frame) {
-	if f.freq < maxFreq {
+// referenceLocked records a pin of f (once per Pin call): it meets one
+// open announcement if there is one, and counts as a reference for the
+// eviction policy otherwise. A scan's pin of what it announced is the
+// access it said would come, not a sign of reuse.
+func (p *Pool) referenceLocked(f *Frame) {
+	if f.prefetch {
+		p.stats.PrefetchHits++
+		f.prefetch = false
+	}
+	switch {
+	case f.want > 0:
+		f.want--
+	case f.freq < maxFreq:
 		f.freq++
 	}
 }

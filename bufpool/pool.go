@@ -43,6 +43,7 @@ type Pool struct {
 	calls       uint64              // guarded by mu: numbers Pin calls (Frame.loader, Frame.mark)
 	stats       Stats               // guarded by mu: the counters
 	logged      bool                // guarded by mu: the first prefetch failure was logged
+	scratchKeys []frameKey          // guarded by mu: Announce and Retract
 	busyWorkers int                 // guarded by mu: I/O goroutines inside an engine call
 	workers     sync.WaitGroup      // the I/O goroutines
 
@@ -59,6 +60,10 @@ type file struct {
 	name   string
 	frames int  // guarded by mu: frames of this file in the table
 	gone   bool // guarded by mu: Unregister has taken it out of Pool.files
+	// announced holds, by frame index, the open announcements (Announce
+	// calls no Pin or Retract has met) of frames not in the table; a
+	// frame in the table carries its own count (Frame.want). Guarded by mu.
+	announced map[int64]uint32
 }
 
 func (f *file) String() string { return fmt.Sprintf("%s (file %d)", f.name, f.id) }
@@ -175,6 +180,7 @@ func (p *Pool) Unregister(id FileID) error {
 	}
 	delete(p.files, id)
 	fl.gone = true
+	fl.announced = nil // its frames' own counts go as they leave the table
 	// Prefetches not yet issued are dropped (nobody waits for them: a Pin
 	// that does moves the load to demandQ); the loads left, queued for a
 	// Pin or in flight, still use fd: wait for them.
@@ -290,8 +296,13 @@ func (p *Pool) detachLocked(f *Frame) {
 }
 
 // removeFromTableLocked takes f out of the table and its eviction queue.
+// Its open announcements stay with its file, for the next load of the key.
 func (p *Pool) removeFromTableLocked(f *Frame) {
 	delete(p.table, f.key)
+	if f.want > 0 && !f.file.gone {
+		f.file.keepAnnouncedLocked(f.key.index(), f.want)
+	}
+	f.want = 0
 	f.file.frames--
 	switch f.queue {
 	case queueProbation:
@@ -309,6 +320,7 @@ func (p *Pool) freeLocked(f *Frame) {
 	f.detached.Store(false)
 	f.file, f.key, f.off, f.n = nil, 0, 0, 0
 	f.loadErr, f.prefetch, f.freq, f.loader = nil, false, 0, 0
+	f.want = 0
 	f.queue = queueFree
 	p.free.pushBack(f)
 }
@@ -348,13 +360,15 @@ func (p *Pool) unpinLocked(f *Frame) {
 	}
 }
 
-// Stats are a pool's counters. Frames, FrameSize, Pinned and Resident are
-// the state when Stats was called; the rest count since New.
+// Stats are a pool's counters. Frames, FrameSize, Pinned, Resident,
+// Loading and OpenAnnouncements are the state when Stats was called; the
+// rest count since New.
 type Stats struct {
 	Frames, FrameSize int
 	Pinned            int // frames with at least one pin
 	Resident          int // frames holding loaded data (in the table, not loading)
 	Loading           int // frames whose load is queued or in flight
+	OpenAnnouncements int // announcements no Pin or Retract has met yet (see Announce)
 
 	Hits      uint64 // frames a Pin found resident
 	Misses    uint64 // frames a Pin had to load
@@ -372,6 +386,9 @@ type Stats struct {
 	PrefetchDropped  uint64 // frames Prefetch skipped because no frame was evictable, or whose queued load Unregister or Close dropped
 	PrefetchRejected uint64 // Prefetch spans ignored: unknown file or out of range
 
+	Announced          uint64 // frame announcements made by Announce
+	AnnouncedEvictions uint64 // frames evicted with announcements open, because a Pin found no other frame to evict
+
 	Stalls     uint64 // Pins that waited because every frame was pinned or loading
 	ReadErrors uint64 // loads that failed
 }
@@ -388,10 +405,11 @@ func (s Stats) HitRatio() float64 {
 func (s Stats) String() string {
 	return fmt.Sprintf("frames %d × %d B: %d pinned, %d resident, %d loading; hits %d, misses %d, load waits %d (hit ratio %.3f); "+
 		"loads %d, %d B read in %d engine calls; evictions %d, promotions %d, ghost hits %d; "+
-		"prefetch issued %d, hits %d, dropped %d, rejected %d; stalls %d; read errors %d",
+		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d",
 		s.Frames, s.FrameSize, s.Pinned, s.Resident, s.Loading, s.Hits, s.Misses, s.LoadWaits, s.HitRatio(),
 		s.Loads, s.BytesRead, s.EngineCalls, s.Evictions, s.Promotions, s.GhostHits,
-		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected, s.Stalls, s.ReadErrors)
+		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected,
+		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors)
 }
 
 // Stats returns the pool's counters.
@@ -402,5 +420,6 @@ func (p *Pool) Stats() Stats {
 	s.Pinned = int(p.pinnedFrames.Load())
 	s.Loading = p.loading
 	s.Resident = len(p.table) - p.loading
+	s.OpenAnnouncements = p.openAnnouncementsLocked()
 	return s
 }

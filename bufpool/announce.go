@@ -1,0 +1,130 @@
+package bufpool
+
+import "slices"
+
+// Announcements: a scan that knows what it will read tells the pool ahead
+// of time, so that frames one scan loads stay until every scan that said
+// it needs them has pinned them.
+//
+//	Announce(spans)   each distinct frame the spans cover: want + 1
+//	Pin(spans)        each distinct frame pinned: want - 1 if want > 0
+//	                  (else an ordinary reference for the policy)
+//	Retract(spans)    each distinct frame: want - 1 if want > 0
+//
+// A frame with want > 0 is passed over by the eviction hand (like a pinned
+// one) and by Prefetch; a Pin that finds no other frame to evict takes the
+// newest such frame (Stats.AnnouncedEvictions), so announcements never
+// make a Pin wait. Counts of frames not in the table are kept with their
+// file until the frame is loaded; Unregister drops them.
+//
+// Every announcement must be met by a Pin or a Retract: one left open
+// keeps its frame out of the hand's reach until a Pin needs it. A frame
+// counts once per call, however many of the call's spans cover it, for
+// Announce, Pin and Retract alike; a caller that announces batch by batch
+// and pins batch by batch therefore balances.
+
+// Announce records that the frames covering the spans will be pinned (once
+// per call each). It loads nothing and never blocks on I/O. Bad spans are
+// skipped (counted in Stats.PrefetchRejected); after Close it does nothing.
+func (p *Pool) Announce(spans []Span) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.eachDistinctFrameLocked(spans, func(fl *file, k int64) {
+		p.stats.Announced++
+		if f := p.table[makeKey(fl.id, k)]; f != nil {
+			f.want++
+			return
+		}
+		if fl.announced == nil {
+			fl.announced = make(map[int64]uint32)
+		}
+		fl.announced[k]++
+	})
+}
+
+// Retract withdraws one announcement of each distinct frame the spans
+// cover, for frames a caller announced and will not pin after all (a scan
+// closed early). A frame with no open announcement is left as it is.
+func (p *Pool) Retract(spans []Span) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.eachDistinctFrameLocked(spans, func(fl *file, k int64) {
+		if f := p.table[makeKey(fl.id, k)]; f != nil {
+			if f.want > 0 {
+				f.want--
+			}
+			return
+		}
+		if n := fl.announced[k]; n > 1 {
+			fl.announced[k] = n - 1
+		} else if n == 1 {
+			delete(fl.announced, k)
+		}
+	})
+}
+
+// eachDistinctFrameLocked calls fn once for each distinct frame the valid
+// spans cover; bad spans are counted as rejected and skipped.
+func (p *Pool) eachDistinctFrameLocked(spans []Span, fn func(fl *file, index int64)) {
+	if p.closed {
+		return
+	}
+	keys := p.scratchKeys[:0]
+	for i, s := range spans {
+		if _, err := p.checkSpanLocked(i, s); err != nil {
+			p.stats.PrefetchRejected++
+			continue
+		}
+		if s.Len == 0 {
+			continue
+		}
+		first, last := p.frameRange(s)
+		for k := first; k <= last; k++ {
+			keys = append(keys, makeKey(s.File, k))
+		}
+	}
+	if !slices.IsSorted(keys) {
+		slices.Sort(keys)
+	}
+	for i, key := range keys {
+		if i > 0 && keys[i-1] == key {
+			continue
+		}
+		fn(p.files[key.file()], key.index())
+	}
+	p.scratchKeys = keys[:0]
+}
+
+// takeAnnouncedLocked returns and forgets the open announcements of frame
+// index k, which is being installed.
+func (fl *file) takeAnnouncedLocked(k int64) uint32 {
+	n, ok := fl.announced[k]
+	if ok {
+		delete(fl.announced, k)
+	}
+	return n
+}
+
+// keepAnnouncedLocked stores the open announcements of frame index k,
+// which leaves the table.
+func (fl *file) keepAnnouncedLocked(k int64, n uint32) {
+	if fl.announced == nil {
+		fl.announced = make(map[int64]uint32)
+	}
+	fl.announced[k] += n
+}
+
+// openAnnouncementsLocked counts the open announcements: those of frames in
+// the table and those kept by registered files for frames not loaded.
+func (p *Pool) openAnnouncementsLocked() int {
+	n := 0
+	for _, f := range p.table {
+		n += int(f.want)
+	}
+	for _, fl := range p.files {
+		for _, c := range fl.announced {
+			n += int(c)
+		}
+	}
+	return n
+}
