@@ -10,7 +10,11 @@
 //	        RINGSTORE_IO_URING), as covering 4 KiB-aligned ranges into aligned
 //	        memory, Options.Prefetch batches ahead of the decoder
 //	pool    the projected byte ranges pinned in a shared bufpool.Pool
-//	        (O_DIRECT frames), the next Options.Prefetch batches prefetched
+//	        (O_DIRECT frames), the next Options.Prefetch batches prefetched;
+//	        a scan announces every batch's frames when it starts and
+//	        retracts what it did not reach when it closes
+//	        (bufpool.Pool.Announce), so what one query loads stays until
+//	        the other queries that will read it have
 //
 // # How a scan works
 //

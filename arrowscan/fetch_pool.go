@@ -31,6 +31,8 @@ type poolFetcher struct {
 	bodies     *bodyPool
 	ahead      int
 	prefetched int   // highest batch handed to Prefetch
+	met        int   // batches below this were pinned, or retracted by close
+	announced  bool  // every batch was announced to the pool
 	frameSize  int64 // immutable
 	maxPin     int64 // most frames one Pin call may need
 
@@ -42,7 +44,7 @@ type poolFetcher struct {
 
 func newPoolFetcher(f *File, p *projection) *poolFetcher {
 	pool := f.opts.Pool
-	return &poolFetcher{
+	x := &poolFetcher{
 		f: f, p: p, pool: pool, id: f.poolID,
 		bodies:     newBodyPool(false, 2),
 		ahead:      f.opts.Prefetch,
@@ -50,6 +52,15 @@ func newPoolFetcher(f *File, p *projection) *poolFetcher {
 		frameSize:  int64(pool.FrameSize()),
 		maxPin:     max(1, int64(pool.Frames())/4),
 	}
+	// Tell the pool every batch this scan will pin, batch by batch as next
+	// pins them, so that frames other scans load stay until this one has
+	// been through them (bufpool.Pool.Announce).
+	for j := range f.batches {
+		x.ivs, x.spans = x.batchSpans(j, x.spans)
+		pool.Announce(x.spans)
+	}
+	x.announced = true
+	return x
 }
 
 // batchSpans returns batch i's intervals as pool spans (file offsets).
@@ -72,6 +83,7 @@ func (x *poolFetcher) next(i int) (*memory.Buffer, memory.Allocator, []placed, e
 	}
 	x.ivs, x.spans = x.batchSpans(i, x.spans)
 	ivs, spans := x.ivs, x.spans
+	x.met = i + 1 // the Pin below meets batch i's announcement
 	if len(spans) == 0 {
 		x.place = x.place[:0]
 		return memory.NewBufferBytes(nil), nil, x.place, nil
@@ -173,7 +185,17 @@ func (x *poolFetcher) zeroCopy(i int, ivs []interval, spans []bufpool.Span, lo, 
 	return memory.NewBufferWithAllocator(data[start:end:end], pf), pf, x.place, nil
 }
 
-func (x *poolFetcher) close() { x.bodies.close() }
+// close retracts the announcements of the batches the scan did not reach.
+func (x *poolFetcher) close() {
+	if x.announced {
+		for j := x.met; j < len(x.f.batches); j++ {
+			x.ivs, x.spans = x.batchSpans(j, x.spans)
+			x.pool.Retract(x.spans)
+		}
+		x.announced = false
+	}
+	x.bodies.close()
+}
 
 // pinnedFrames is the allocator of a zero-copy body: arrow-go's release of
 // the body's last reference unpins the frames it lies in.

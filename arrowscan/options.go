@@ -47,12 +47,25 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // DefaultPrefetch is the number of record batches read ahead of the
-// decoder in direct and pool modes when Options.Prefetch is 0. With a pool
-// made by PoolOptions, 4 batches ahead waited on loads a third less often
-// than 2 (about 5.5k against 8.6k load waits, 12 queries × 2 rounds over
-// 1279 MiB, pool of 288 MiB) and was faster in both interleaved rounds
-// (mean 1871 and 2027 ms against 2237 and 2205).
+// decoder in direct mode when Options.Prefetch is 0. In pool mode, 4
+// batches ahead waited on loads a third less often than 2 (about 5.5k
+// against 8.6k load waits, 12 queries × 2 rounds over 1279 MiB, pool of
+// 288 MiB) and was faster in both interleaved rounds (mean 1871 and 2027 ms
+// against 2237 and 2205); direct mode gained nothing from 12 (it only held
+// twice the memory).
 const DefaultPrefetch = 4
+
+// DefaultPoolPrefetch is the read-ahead of pool mode when Options.Prefetch
+// is 0. A pool scan announces the frames of every batch it will read
+// (bufpool.Pool.Announce), so frames read ahead for one query stay until
+// the others have been through them, and a prefetch that finds the pool
+// full of announced frames is dropped instead of evicting them. Without
+// announcements, 12 batches ahead made the drifting queries read data
+// again (3.3–4 GiB per trial instead of 2.5); with them, 12 read each byte
+// once per round and lowered mean latency against the old default (4, no
+// announcements) in 5 of 5 interleaved pairs (1312–1544 ms against
+// 1421–1710; 12 queries × 2 rounds over 1279 MiB, 288 MiB pool).
+const DefaultPoolPrefetch = 12
 
 // ScanProbationPercent is the probation share PoolOptions gives a pool
 // shared by concurrent scans. bufpool's default (10%) protects a working
@@ -91,8 +104,9 @@ type Options struct {
 	// Auto follows RINGSTORE_IO_URING.
 	IOMode ioengine.IOMode
 	// Prefetch is how many record batches are read ahead of the decoder in
-	// ModeDirect and ModePool. 0 means DefaultPrefetch; a negative value
-	// turns read-ahead off (each batch is read when the decoder asks).
+	// ModeDirect and ModePool. 0 means DefaultPrefetch (ModeDirect) or
+	// DefaultPoolPrefetch (ModePool); a negative value turns read-ahead off
+	// (each batch is read when the decoder asks).
 	Prefetch int
 	// TrustData skips the consistency check of every decoded column
 	// (buffer sizes, bitmaps, offsets, dictionary indices: see
@@ -118,6 +132,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: IOMode %s", ErrBadOptions, o.IOMode)
 	}
 	switch {
+	case o.Prefetch == 0 && o.Mode == ModePool:
+		o.Prefetch = DefaultPoolPrefetch
 	case o.Prefetch == 0:
 		o.Prefetch = DefaultPrefetch
 	case o.Prefetch < 0:

@@ -251,7 +251,44 @@ func TestConcurrentScansSmallPool(t *testing.T) {
 			if st.Pinned != 0 {
 				t.Errorf("%d frames still pinned after every scan closed", st.Pinned)
 			}
+			if st.Announced == 0 || st.OpenAnnouncements != 0 {
+				t.Errorf("scans announced %d frames and left %d announcements open; want some, and none open", st.Announced, st.OpenAnnouncements)
+			}
 		})
+	}
+}
+
+// TestPoolScanClosedEarlyRetracts: a pool scan announces the frames of
+// every batch it will read; one closed after its first batch retracts the
+// rest, so no frame stays out of the eviction hand's reach.
+func TestPoolScanClosedEarlyRetracts(t *testing.T) {
+	dir := testdir.Direct(t)
+	pool := newPool(t, ioengine.URing, 16<<10, 2<<20)
+	path := writeTestFile(t, dir, "early.arrow", genOptions{batches: 6, rows: 800, seed: 7})
+	f, err := Open(path, Options{Mode: ModePool, Pool: pool, Prefetch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := f.Scan([]string{"id", "name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := pool.Stats()
+	if st.OpenAnnouncements == 0 || st.Misses != 0 {
+		t.Fatalf("a scan not yet started: %s; want announcements open and nothing pinned", st)
+	}
+	if !s.Next() {
+		t.Fatalf("no first batch: %v", s.Err())
+	}
+	if open := pool.Stats().OpenAnnouncements; open >= st.OpenAnnouncements {
+		t.Errorf("after the first batch %d announcements open, before it %d: its Pin met none", open, st.OpenAnnouncements)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := pool.Stats(); st.OpenAnnouncements != 0 || st.Pinned != 0 {
+		t.Errorf("after Close of a scan one batch in: %s; want no announcement open, nothing pinned", st)
 	}
 }
 

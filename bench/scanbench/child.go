@@ -81,6 +81,7 @@ const (
 	xPoolPfHits    = "pool_prefetch_hits"
 	xPoolPfDrop    = "pool_prefetch_dropped"
 	xPoolStalls    = "pool_stalls"
+	xPoolAnnEvict  = "pool_announced_evictions"
 	xDeviceBytes   = "device_bytes"          // device mode: bytes its reads returned
 	xCgroupPeak    = "cgroup_peak_bytes"     // parent
 	xCgroupHits    = "cgroup_limit_hits"     // parent
@@ -334,6 +335,7 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 			xPoolRead: ps.BytesRead - ps0.BytesRead, xPoolHits: ps.Hits - ps0.Hits, xPoolMisses: ps.Misses - ps0.Misses,
 			xPoolWaits: ps.LoadWaits - ps0.LoadWaits, xPoolEvict: ps.Evictions - ps0.Evictions, xPoolPfHits: ps.PrefetchHits - ps0.PrefetchHits,
 			xPoolPfDrop: ps.PrefetchDropped - ps0.PrefetchDropped, xPoolStalls: ps.Stalls - ps0.Stalls,
+			xPoolAnnEvict: ps.AnnouncedEvictions - ps0.AnnouncedEvictions,
 		} {
 			tr.Extra[k] = float64(v)
 		}
