@@ -32,7 +32,6 @@ type poolFetcher struct {
 	ahead      int
 	prefetched int   // highest batch handed to Prefetch
 	met        int   // batches below this were pinned, or retracted by close
-	announced  bool  // every batch was announced to the pool
 	frameSize  int64 // immutable
 	maxPin     int64 // most frames one Pin call may need
 
@@ -59,7 +58,6 @@ func newPoolFetcher(f *File, p *projection) *poolFetcher {
 		x.ivs, x.spans = x.batchSpans(j, x.spans)
 		pool.Announce(x.spans)
 	}
-	x.announced = true
 	return x
 }
 
@@ -187,12 +185,9 @@ func (x *poolFetcher) zeroCopy(i int, ivs []interval, spans []bufpool.Span, lo, 
 
 // close retracts the announcements of the batches the scan did not reach.
 func (x *poolFetcher) close() {
-	if x.announced {
-		for j := x.met; j < len(x.f.batches); j++ {
-			x.ivs, x.spans = x.batchSpans(j, x.spans)
-			x.pool.Retract(x.spans)
-		}
-		x.announced = false
+	for ; x.met < len(x.f.batches); x.met++ {
+		x.ivs, x.spans = x.batchSpans(x.met, x.spans)
+		x.pool.Retract(x.spans)
 	}
 	x.bodies.close()
 }
