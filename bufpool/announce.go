@@ -11,10 +11,12 @@ import "slices"
 //	                  (else an ordinary reference for the policy)
 //	Retract(spans)    each distinct frame: want - 1 if want > 0
 //
-// A frame with want > 0 is passed over by the eviction hand (like a pinned
-// one) and by Prefetch; a Pin that finds no other frame to evict takes the
+// A frame with want > 0 waits off the eviction queues, on Pool.announced
+// (so evictions never walk over it, however many there are), and Prefetch
+// does not take it; a Pin that finds no other frame to evict takes the
 // newest such frame (Stats.AnnouncedEvictions), so announcements never
-// make a Pin wait. Counts of frames not in the table are kept with their
+// make a Pin wait. Meeting its last announcement puts it back at the tail
+// of its queue. Counts of frames not in the table are kept with their
 // file until the frame is loaded; Unregister drops them.
 //
 // Every announcement must be met by a Pin or a Retract: one left open
@@ -32,7 +34,7 @@ func (p *Pool) Announce(spans []Span) {
 	p.eachDistinctFrameLocked(spans, func(fl *file, k int64) {
 		p.stats.Announced++
 		if f := p.table[makeKey(fl.id, k)]; f != nil {
-			f.want++
+			p.announceLocked(f)
 			return
 		}
 		if fl.announced == nil {
@@ -50,9 +52,7 @@ func (p *Pool) Retract(spans []Span) {
 	defer p.mu.Unlock()
 	p.eachDistinctFrameLocked(spans, func(fl *file, k int64) {
 		if f := p.table[makeKey(fl.id, k)]; f != nil {
-			if f.want > 0 {
-				f.want--
-			}
+			p.meetLocked(f)
 			return
 		}
 		if n := fl.announced[k]; n > 1 {

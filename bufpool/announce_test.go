@@ -181,3 +181,58 @@ func TestAnnounceRetractAndUnregister(t *testing.T) {
 		p.Retract([]Span{{a.id, 0, fs}})
 	})
 }
+
+// TestAnnouncedFramesLeaveTheQueues: a frame with an open announcement is
+// on Pool.announced, not on a queue the eviction hand walks, so an eviction
+// costs the same however many frames wait for a scan
+// (BenchmarkAnnouncedMiss); meeting its last announcement puts it at the
+// tail of its home queue, in the order they are met.
+func TestAnnouncedFramesLeaveTheQueues(t *testing.T) {
+	dir := testdir.Direct(t)
+	eng := newEngine(t, ioengine.URing, nil)
+	const fs = 4096
+	p := newPool(t, eng, Options{FrameSize: fs, Budget: 8 * fs})
+	tf := register(t, p, dir, "f", 32*fs, 1)
+	lens := func() (probation, main, announced int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.probation.len(), p.main.len(), p.announced.len()
+	}
+	frame := func(k int64) Span { return Span{tf.id, k * fs, fs} }
+	for k := range int64(4) { // frames 0-3: two scans announce, one pins
+		p.Announce([]Span{frame(k)})
+		p.Announce([]Span{frame(k)})
+		pinOnce(t, p, tf, frame(k))
+	}
+	for k := int64(4); k < 20; k++ { // a stream through the other 4 frames
+		pinOnce(t, p, tf, frame(k))
+	}
+	if pr, m, a := lens(); pr+m != 4 || a != 4 {
+		t.Fatalf("with frames 0-3 announced: probation %d + main %d, announced %d; want 4 and 4", pr, m, a)
+	}
+	if !resident(p, Span{tf.id, 0, 4 * fs}) {
+		t.Fatal("an announced frame was evicted while others could go")
+	}
+	pinOnce(t, p, tf, frame(2)) // the second scan meets frames 2 and 0
+	pinOnce(t, p, tf, frame(0))
+	if pr, m, a := lens(); pr+m != 6 || a != 2 {
+		t.Fatalf("after frames 2 and 0 were met: probation %d + main %d, announced %d; want 6 and 2", pr, m, a)
+	}
+	p.mu.Lock()
+	tail := p.probation.tail
+	got := []int64{tail.key.index(), tail.links[0].prev.key.index()}
+	p.mu.Unlock()
+	if got[0] != 0 || got[1] != 2 {
+		t.Fatalf("probation ends with frames %d, %d (tail last); want 2 then 0", got[1], got[0])
+	}
+	for k := int64(20); k < 24; k++ { // four misses take the four older frames
+		pinOnce(t, p, tf, frame(k))
+	}
+	if !resident(p, frame(0)) || !resident(p, frame(2)) || !resident(p, Span{tf.id, fs, fs}) || !resident(p, frame(3)) {
+		t.Fatal("the frames met last, or the ones still announced, were evicted before older ones")
+	}
+	p.Retract([]Span{{tf.id, 0, 4 * fs}})
+	if pr, m, a := lens(); pr+m != 8 || a != 0 {
+		t.Fatalf("after Retract: probation %d + main %d, announced %d; want 8 and 0", pr, m, a)
+	}
+}

@@ -166,3 +166,52 @@ func benchPin(b *testing.B, fs int, mode ioengine.IOMode) {
 		b.ReportMetric(float64(st.EngineCalls-before.EngineCalls)/float64(b.N), "enginecalls/op")
 	})
 }
+
+// BenchmarkAnnouncedMiss measures a miss in a pool whose every frame is
+// announced and waiting for a second scan: two scans announced the whole
+// file, the leader has pinned the first Frames frames (each keeps one open
+// announcement, for the follower), and every op is the leader's Pin of its
+// next frame, which must take an announced frame (the newest). What the
+// eviction costs beside the read must not grow with the pool: compare
+// frames=1024 with frames=16384. Run it with, e.g.,
+//
+//	go test -run XXX -bench BenchmarkAnnouncedMiss -benchtime 4000x ./bufpool
+func BenchmarkAnnouncedMiss(b *testing.B) {
+	for _, frames := range []int{1024, 16384} {
+		b.Run(fmt.Sprintf("frames=%d", frames), func(b *testing.B) {
+			const fs = 4 << 10
+			dir := testdir.Direct(b)
+			eng := newEngine(b, ioengine.URing, nil)
+			p := newPool(b, eng, Options{FrameSize: fs, Budget: int64(frames * fs)})
+			fileFrames := int64(3 * frames)
+			tf := register(b, p, dir, "announced", int(fileFrames)*fs, 7)
+			whole := []Span{{tf.id, 0, fileFrames * fs}}
+			p.Announce(whole)
+			p.Announce(whole)
+			dst := make([]*Frame, 0, 1)
+			pin := func(k int64) {
+				got, err := p.Pin([]Span{{tf.id, k * fs, fs}}, dst[:0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				got[0].Unpin()
+			}
+			for k := range int64(frames) {
+				pin(k)
+			}
+			before := p.Stats()
+			b.SetBytes(fs)
+			b.ResetTimer()
+			i := int64(0)
+			for b.Loop() {
+				pin(int64(frames) + i%(2*int64(frames)))
+				i++
+			}
+			b.StopTimer()
+			st := p.Stats()
+			b.ReportMetric(float64(st.AnnouncedEvictions-before.AnnouncedEvictions)/float64(b.N), "announced-evictions/op")
+			p.Retract(whole)
+			p.Retract(whole)
+		})
+	}
+}

@@ -63,8 +63,10 @@
 //	Pin(spans)       each distinct frame: want-1 if want > 0, else a policy reference
 //	Retract(spans)   each distinct frame: want-1 if want > 0 (a scan closed early)
 //
-// A frame with want > 0 is passed over by the hand like a pinned one and is
-// never taken by Prefetch (which drops its load instead); a Pin that finds
+// A frame with want > 0 waits off the eviction queues (on a list of its
+// own, so an eviction never walks over it; its last announcement met, it
+// goes back to the tail of its queue) and is never taken by Prefetch
+// (which drops its load instead); a Pin that finds
 // nothing else to evict takes the newest announced frame
 // (Stats.AnnouncedEvictions), so announcements never make a Pin stall.
 // Every announcement must be met by a Pin or a Retract (Stats.

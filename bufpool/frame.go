@@ -64,6 +64,7 @@ const (
 	queueFree                     // Pool.free
 	queueProbation                // Pool.probation: S3-FIFO's small FIFO
 	queueMain                     // Pool.main: the CLOCK queue
+	queueAnnounced                // Pool.announced: out of the hand's reach (want > 0)
 )
 
 // ioState says where a frame's load is. Guarded by Pool.mu.
@@ -97,6 +98,7 @@ type Frame struct {
 	n        int   // valid bytes: FrameSize, or fewer for a file's last frame
 	state    frameState
 	queue    queueID
+	home     queueID // queueProbation or queueMain: the policy queue it is on, or goes back to off Pool.announced
 	io       ioState
 	freq     uint8  // references seen (saturates at maxFreq); S3-FIFO's counter
 	want     uint32 // open announcements (Announce calls no Pin or Retract has met)
@@ -105,7 +107,7 @@ type Frame struct {
 	mark     uint64 // the last Pin call that counted it (once per call)
 	loadErr  error  // why the last load failed (state detached)
 	loaded   sync.Cond
-	links    [2]listLinks // [0]: free/probation/main, [1]: demandQ/prefetchQ
+	links    [2]listLinks // [0]: free/probation/main/announced, [1]: demandQ/prefetchQ
 }
 
 // File returns the file the frame belongs to.

@@ -53,6 +53,16 @@ func (p *Pool) checkInvariantsLocked() error {
 			if f.queue != q {
 				return fmt.Errorf("queue field %d, want %d", f.queue, q)
 			}
+			if f.home != queueProbation && f.home != queueMain {
+				return fmt.Errorf("home queue %d", f.home)
+			}
+			if q == queueAnnounced {
+				if f.want == 0 {
+					return errors.New("on the announced list with no open announcement")
+				}
+			} else if f.want != 0 || f.home != q {
+				return fmt.Errorf("on queue %d with home %d and %d open announcements", q, f.home, f.want)
+			}
 			if f.state != stateLoading && f.state != stateResident {
 				return fmt.Errorf("state %s on an eviction queue", f.state)
 			}
@@ -89,6 +99,7 @@ func (p *Pool) checkInvariantsLocked() error {
 		}},
 		{"probation", &p.probation, inTable(queueProbation)},
 		{"main", &p.main, inTable(queueMain)},
+		{"announced", &p.announced, inTable(queueAnnounced)},
 		{"demand queue", &p.demandQ, queued(ioQueuedDemand)},
 		{"prefetch queue", &p.prefetchQ, queued(ioQueuedPrefetch)},
 	}
@@ -97,8 +108,17 @@ func (p *Pool) checkInvariantsLocked() error {
 			return err
 		}
 	}
-	if got, want := len(p.table), p.probation.len()+p.main.len(); got != want {
-		return fmt.Errorf("table holds %d frames, probation + main %d", got, want)
+	if got, want := len(p.table), p.probation.len()+p.main.len()+p.announced.len(); got != want {
+		return fmt.Errorf("table holds %d frames, probation + main + announced %d", got, want)
+	}
+	homeProbation := 0
+	for f := p.announced.head; f != nil; f = f.links[p.announced.slot].next {
+		if f.home == queueProbation {
+			homeProbation++
+		}
+	}
+	if homeProbation != p.announcedP {
+		return fmt.Errorf("%d announced frames have probation for home, counter says %d", homeProbation, p.announcedP)
 	}
 	loading, detached := 0, 0
 	perFile := map[*file]int{}
@@ -138,9 +158,9 @@ func (p *Pool) checkInvariantsLocked() error {
 	if loading != p.loading {
 		return fmt.Errorf("%d frames loading, counter says %d", loading, p.loading)
 	}
-	if total := p.free.len() + p.probation.len() + p.main.len() + detached; total != len(p.frames) {
-		return fmt.Errorf("free %d + probation %d + main %d + detached %d = %d, pool has %d frames",
-			p.free.len(), p.probation.len(), p.main.len(), detached, total, len(p.frames))
+	if total := p.free.len() + p.probation.len() + p.main.len() + p.announced.len() + detached; total != len(p.frames) {
+		return fmt.Errorf("free %d + probation %d + main %d + announced %d + detached %d = %d, pool has %d frames",
+			p.free.len(), p.probation.len(), p.main.len(), p.announced.len(), detached, total, len(p.frames))
 	}
 	for _, fl := range p.files {
 		if fl.frames != perFile[fl] {

@@ -223,9 +223,7 @@ func (p *Pool) accountLocked(pinned []*Frame, call uint64) {
 		switch {
 		case f.loader == call && f.state == stateLoading:
 			p.stats.Misses++
-			if f.want > 0 {
-				f.want-- // a load is no reference, but it meets an announcement
-			}
+			p.meetLocked(f) // a load is no reference, but it meets an announcement
 			f.io = ioQueuedDemand
 			p.demandQ.pushBack(f)
 			queued++

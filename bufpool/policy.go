@@ -13,6 +13,15 @@ package bufpool
 // Pinned and loading frames are never evicted: the hand passes over them
 // (they go to the back of their queue, freq unchanged). A one-time scan
 // therefore flows through probation and never displaces what main holds.
+//
+// Frames with open announcements (want > 0, see Announce) are not on
+// either queue: they wait on Pool.announced, newest at the tail, out of the
+// hand's reach, and go back to the tail of their home queue (Frame.home)
+// when the last announcement is met, as if inserted then. So an eviction
+// never walks over them, however many there are; only a Pin that finds
+// nothing else takes one, the newest. Those whose home is probation still
+// count toward probation's length when the hand picks a queue, so that
+// announcing does not move evictions onto main.
 
 // maxFreq is where the reference counter saturates: a frame survives at
 // most maxFreq passes of main's hand without a new reference.
@@ -59,10 +68,71 @@ func (g *ghostList) take(k frameKey) bool {
 
 func (g *ghostList) len() int { return len(g.keys) }
 
-// evictable reports whether the hand may take f: resident, unpinned and
-// not announced (see Announce).
+// evictable reports whether the hand may take f (a frame on probation or
+// main, so with no open announcement): resident and unpinned.
 func evictable(f *Frame) bool {
-	return f.state == stateResident && f.pins.Load() == 0 && f.want == 0
+	return f.state == stateResident && f.pins.Load() == 0
+}
+
+// queueLocked puts f, a frame in the table on no list, at the tail of the
+// list its announcements and home say: Pool.announced while want > 0,
+// otherwise its home queue.
+func (p *Pool) queueLocked(f *Frame) {
+	switch {
+	case f.want > 0:
+		f.queue = queueAnnounced
+		p.announced.pushBack(f)
+		if f.home == queueProbation {
+			p.announcedP++
+		}
+	case f.home == queueMain:
+		f.queue = queueMain
+		p.main.pushBack(f)
+	default:
+		f.queue = queueProbation
+		p.probation.pushBack(f)
+	}
+}
+
+// unqueueLocked takes f off the list it is on (its home stays).
+func (p *Pool) unqueueLocked(f *Frame) {
+	switch f.queue {
+	case queueProbation:
+		p.probation.remove(f)
+	case queueMain:
+		p.main.remove(f)
+	case queueAnnounced:
+		p.announced.remove(f)
+		if f.home == queueProbation {
+			p.announcedP--
+		}
+	}
+	f.queue = queueNone
+}
+
+// announceLocked records one more open announcement of f, a frame in the
+// table; its first takes f off its home queue.
+func (p *Pool) announceLocked(f *Frame) {
+	f.want++
+	if f.want == 1 {
+		p.unqueueLocked(f)
+		p.queueLocked(f)
+	}
+}
+
+// meetLocked meets one open announcement of f, a frame in the table, and
+// reports whether it had one; meeting the last puts f back at the tail of
+// its home queue.
+func (p *Pool) meetLocked(f *Frame) bool {
+	if f.want == 0 {
+		return false
+	}
+	f.want--
+	if f.want == 0 {
+		p.unqueueLocked(f)
+		p.queueLocked(f)
+	}
+	return true
 }
 
 // takeFrameLocked returns an unused frame, from the free list or by
@@ -81,22 +151,21 @@ func (p *Pool) takeFrameLocked(demand bool) *Frame {
 	return p.evictAnnouncedLocked()
 }
 
-// evictAnnouncedLocked evicts the most recently queued resident, unpinned
-// frame that has announcements open, or returns nil when there is none.
-// Scans announce what lies ahead of them, so the newest such frame is the
-// one they need last: evicting it keeps the frames the laggards reach
-// first. Its announcements stay with its file (removeFromTableLocked).
+// evictAnnouncedLocked evicts the newest resident, unpinned frame on
+// Pool.announced, or returns nil when there is none. Scans announce what
+// lies ahead of them, so the newest such frame is the one they need last:
+// evicting it keeps the frames the laggards reach first. Its
+// announcements stay with its file (removeFromTableLocked). It passes over
+// only the announced frames that are loading or pinned, at the tail.
 func (p *Pool) evictAnnouncedLocked() *Frame {
-	for _, l := range []*frameList{&p.probation, &p.main} {
-		for f := l.tail; f != nil; f = f.links[l.slot].prev {
-			if f.state == stateResident && f.pins.Load() == 0 {
-				p.stats.AnnouncedEvictions++
-				if l == &p.probation {
-					p.ghost.add(f.key)
-				}
-				p.evictFrameLocked(f)
-				return f
+	for f := p.announced.tail; f != nil; f = f.links[p.announced.slot].prev {
+		if f.state == stateResident && f.pins.Load() == 0 {
+			p.stats.AnnouncedEvictions++
+			if f.home == queueProbation {
+				p.ghost.add(f.key)
 			}
+			p.evictFrameLocked(f)
+			return f
 		}
 	}
 	return nil
@@ -117,17 +186,17 @@ func (p *Pool) evictLocked() *Frame {
 		if !probationOK && !mainOK {
 			return nil
 		}
-		if probationOK && (p.probation.len() >= p.target || !mainOK) {
+		if probationOK && (p.probation.len()+p.announcedP >= p.target || !mainOK) {
 			f := p.probation.front()
 			switch {
 			case !evictable(f):
 				p.probation.rotate()
 				skipProbation++
 			case f.freq > 0:
-				p.probation.remove(f)
+				p.unqueueLocked(f)
 				f.freq = 0
-				f.queue = queueMain
-				p.main.pushBack(f)
+				f.home = queueMain
+				p.queueLocked(f)
 				p.stats.Promotions++
 				skipMain = 0
 			default:
@@ -180,14 +249,12 @@ func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, pr
 	p.table[key] = f
 	fl.frames++
 	p.loading++
+	f.home = queueProbation
 	if p.ghost.take(key) {
 		p.stats.GhostHits++
-		f.queue = queueMain
-		p.main.pushBack(f)
-	} else {
-		f.queue = queueProbation
-		p.probation.pushBack(f)
+		f.home = queueMain
 	}
+	p.queueLocked(f)
 }
 
 // referenceLocked records a pin of f (once per Pin call): it meets one
@@ -200,8 +267,7 @@ func (p *Pool) referenceLocked(f *Frame) {
 		f.prefetch = false
 	}
 	switch {
-	case f.want > 0:
-		f.want--
+	case p.meetLocked(f):
 	case f.freq < maxFreq:
 		f.freq++
 	}

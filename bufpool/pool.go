@@ -36,6 +36,8 @@ type Pool struct {
 	free        frameList           // guarded by mu
 	probation   frameList           // guarded by mu: S3-FIFO's small FIFO
 	main        frameList           // guarded by mu: the CLOCK queue
+	announced   frameList           // guarded by mu: frames in the table with want > 0, newest at the tail
+	announcedP  int                 // guarded by mu: frames on announced whose home is probation
 	ghost       ghostList           // guarded by mu
 	demandQ     frameList           // guarded by mu: loads a Pin waits for
 	prefetchQ   frameList           // guarded by mu: loads of Prefetch
@@ -92,6 +94,7 @@ func New(opts Options) (*Pool, error) {
 		free:      frameList{slot: 0},
 		probation: frameList{slot: 0},
 		main:      frameList{slot: 0},
+		announced: frameList{slot: 0},
 		demandQ:   frameList{slot: 1},
 		prefetchQ: frameList{slot: 1},
 	}
@@ -304,13 +307,8 @@ func (p *Pool) removeFromTableLocked(f *Frame) {
 	}
 	f.want = 0
 	f.file.frames--
-	switch f.queue {
-	case queueProbation:
-		p.probation.remove(f)
-	case queueMain:
-		p.main.remove(f)
-	}
-	f.queue = queueNone
+	p.unqueueLocked(f)
+	f.queue, f.home = queueNone, queueNone
 }
 
 // freeLocked puts an unpinned frame that is in no table or queue on the
@@ -321,7 +319,7 @@ func (p *Pool) freeLocked(f *Frame) {
 	f.file, f.key, f.off, f.n = nil, 0, 0, 0
 	f.loadErr, f.prefetch, f.freq, f.loader = nil, false, 0, 0
 	f.want = 0
-	f.queue = queueFree
+	f.queue, f.home = queueFree, queueNone
 	p.free.pushBack(f)
 }
 
