@@ -70,19 +70,9 @@ func (p *Pool) eachDistinctFrameLocked(spans []Span, fn func(fl *file, index int
 		return
 	}
 	keys := p.scratchKeys[:0]
-	for i, s := range spans {
-		if _, err := p.checkSpanLocked(i, s); err != nil {
-			p.stats.PrefetchRejected++
-			continue
-		}
-		if s.Len == 0 {
-			continue
-		}
-		first, last := p.frameRange(s)
-		for k := first; k <= last; k++ {
-			keys = append(keys, makeKey(s.File, k))
-		}
-	}
+	p.eachFrameLocked(spans, func(_ *file, key frameKey) {
+		keys = append(keys, key)
+	})
 	if !slices.IsSorted(keys) {
 		slices.Sort(keys)
 	}

@@ -270,6 +270,33 @@ func (p *Pool) Prefetch(spans []Span) {
 		return
 	}
 	queued, full := 0, false
+	p.eachFrameLocked(spans, func(fl *file, key frameKey) {
+		if p.table[key] != nil {
+			return
+		}
+		var f *Frame
+		if !full {
+			f = p.takeFrameLocked(false)
+			full = f == nil
+		}
+		if full {
+			p.stats.PrefetchDropped++
+			return
+		}
+		p.installLocked(f, fl, key, 0, true)
+		f.io = ioQueuedPrefetch
+		p.prefetchQ.pushBack(f)
+		p.stats.PrefetchIssued++
+		queued++
+	})
+	p.wakeWorkersLocked(queued)
+}
+
+// eachFrameLocked calls fn for each frame the valid spans cover, in span
+// order (a frame two spans share comes twice); bad spans are counted in
+// Stats.PrefetchRejected and skipped. It serves the calls that take spans
+// as hints (Prefetch, Announce, Retract) and so never fail.
+func (p *Pool) eachFrameLocked(spans []Span, fn func(fl *file, key frameKey)) {
 	for i, s := range spans {
 		fl, err := p.checkSpanLocked(i, s)
 		if err != nil {
@@ -281,27 +308,9 @@ func (p *Pool) Prefetch(spans []Span) {
 		}
 		first, last := p.frameRange(s)
 		for k := first; k <= last; k++ {
-			key := makeKey(s.File, k)
-			if p.table[key] != nil {
-				continue
-			}
-			var f *Frame
-			if !full {
-				f = p.takeFrameLocked(false)
-				full = f == nil
-			}
-			if full {
-				p.stats.PrefetchDropped++
-				continue
-			}
-			p.installLocked(f, fl, key, 0, true)
-			f.io = ioQueuedPrefetch
-			p.prefetchQ.pushBack(f)
-			p.stats.PrefetchIssued++
-			queued++
+			fn(fl, makeKey(s.File, k))
 		}
 	}
-	p.wakeWorkersLocked(queued)
 }
 
 // PinResident pins the frames covering the spans only if every one of them
