@@ -31,16 +31,16 @@ import "slices"
 func (p *Pool) Announce(spans []Span) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.eachDistinctFrameLocked(spans, func(fl *file, k int64) {
+	p.eachDistinctFrameLocked(spans, func(fl *file, key frameKey) {
 		p.stats.Announced++
-		if f := p.table[makeKey(fl.id, k)]; f != nil {
+		if f := p.table[key]; f != nil {
 			p.announceLocked(f)
 			return
 		}
 		if fl.announced == nil {
 			fl.announced = make(map[int64]uint32)
 		}
-		fl.announced[k]++
+		fl.announced[key.index()]++
 	})
 }
 
@@ -50,11 +50,12 @@ func (p *Pool) Announce(spans []Span) {
 func (p *Pool) Retract(spans []Span) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.eachDistinctFrameLocked(spans, func(fl *file, k int64) {
-		if f := p.table[makeKey(fl.id, k)]; f != nil {
+	p.eachDistinctFrameLocked(spans, func(fl *file, key frameKey) {
+		if f := p.table[key]; f != nil {
 			p.meetLocked(f)
 			return
 		}
+		k := key.index()
 		if n := fl.announced[k]; n > 1 {
 			fl.announced[k] = n - 1
 		} else if n == 1 {
@@ -65,7 +66,7 @@ func (p *Pool) Retract(spans []Span) {
 
 // eachDistinctFrameLocked calls fn once for each distinct frame the valid
 // spans cover; bad spans are counted as rejected and skipped.
-func (p *Pool) eachDistinctFrameLocked(spans []Span, fn func(fl *file, index int64)) {
+func (p *Pool) eachDistinctFrameLocked(spans []Span, fn func(fl *file, key frameKey)) {
 	if p.closed {
 		return
 	}
@@ -80,7 +81,7 @@ func (p *Pool) eachDistinctFrameLocked(spans []Span, fn func(fl *file, index int
 		if i > 0 && keys[i-1] == key {
 			continue
 		}
-		fn(p.files[key.file()], key.index())
+		fn(p.files[key.file()], key)
 	}
 	p.scratchKeys = keys[:0]
 }
