@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -108,7 +109,7 @@ func TestTruncatedFiles(t *testing.T) {
 				t.Errorf("%s cut to %d of %d bytes: Open succeeded", o.Mode, n, len(data))
 				continue
 			}
-			if !strings.Contains(err.Error(), path) || !errors.Is(err, ErrCorrupt) {
+			if !strings.Contains(err.Error(), path) || !errors.Is(err, ErrCorrupt) || !errors.Is(err, ringstore.ErrCorrupt) {
 				t.Errorf("%s cut to %d bytes: %v, want a corrupt-file error naming %s", o.Mode, n, err, path)
 			}
 		}

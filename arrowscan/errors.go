@@ -3,6 +3,8 @@ package arrowscan
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ringstore/ringstore"
 )
 
 // Errors. A *CorruptError, *ColumnError and every read failure unwrap to
@@ -11,7 +13,7 @@ var (
 	// ErrCorrupt: the file is not a well-formed Arrow IPC file (bad magic,
 	// truncated, a flatbuffer offset out of bounds, a block outside the
 	// file, buffers outside their body, ...).
-	ErrCorrupt = errors.New("arrowscan: corrupt arrow file")
+	ErrCorrupt = ringstore.NewCorruptSentinel("arrowscan: corrupt arrow file")
 	// ErrUnknownColumn: Scan was asked for a column the schema does not have.
 	ErrUnknownColumn = errors.New("arrowscan: unknown column")
 	// ErrBadOptions: Options or Scan arguments that cannot be used.

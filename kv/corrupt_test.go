@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/internal/testengine"
 	"github.com/ringstore/ringstore/ioengine"
@@ -94,8 +95,8 @@ func checkSSTCorrupt(t *testing.T, what string, err error, path string, lo, hi u
 		t.Errorf("%s: no error from a damaged block", what)
 		return
 	}
-	if !errors.Is(err, sstable.ErrCorrupt) {
-		t.Errorf("%s: %v: not errors.Is(err, sstable.ErrCorrupt)", what, err)
+	if !errors.Is(err, sstable.ErrCorrupt) || !errors.Is(err, ringstore.ErrCorrupt) {
+		t.Errorf("%s: %v: not errors.Is(err, sstable.ErrCorrupt) and ringstore.ErrCorrupt", what, err)
 	}
 	var ce *sstable.CorruptError
 	if !errors.As(err, &ce) {
@@ -358,7 +359,7 @@ func TestCorruptLog(t *testing.T) {
 			t.Fatalf("%s: Open of a store with a damaged sealed log segment succeeded", c.name)
 		}
 		var ce *wal.CorruptError
-		if !errors.Is(err, wal.ErrCorrupt) || !errors.As(err, &ce) || ce.Path != segs[0] || !strings.Contains(err.Error(), segs[0]) {
+		if !errors.Is(err, wal.ErrCorrupt) || !errors.Is(err, ringstore.ErrCorrupt) || !errors.As(err, &ce) || ce.Path != segs[0] || !strings.Contains(err.Error(), segs[0]) {
 			t.Errorf("%s: Open: %v: want a wal.CorruptError naming %s", c.name, err, segs[0])
 		}
 		t.Logf("%s: Open: %v", c.name, err)
@@ -403,8 +404,8 @@ func TestCorruptLog(t *testing.T) {
 	if db, err := Open(dir, o); err == nil {
 		db.Close()
 		t.Errorf("Open of a store whose log entry %d is not a batch succeeded", seq)
-	} else if !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), fmt.Sprintf("entry %d", seq)) || !errors.Is(err, errBadBatch) {
-		t.Errorf("Open: %v: does not name the entry %d, where it is (%s) and errBadBatch", err, seq, where)
+	} else if !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), fmt.Sprintf("entry %d", seq)) || !errors.Is(err, errBadBatch) || !errors.Is(err, ringstore.ErrCorrupt) {
+		t.Errorf("Open: %v: does not name the entry %d, where it is (%s), errBadBatch and ringstore.ErrCorrupt", err, seq, where)
 	} else {
 		t.Logf("Open: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/ioengine"
@@ -234,7 +235,7 @@ func (db *DB) replay(flushedSeq uint64) error {
 			if path, off, lerr := db.log.Locate(walSeq); lerr == nil {
 				where = fmt.Sprintf("%s at offset %d", path, off)
 			}
-			return fmt.Errorf("kv: log entry %d (%s) is not a valid batch: %w", walSeq, where, err)
+			return fmt.Errorf("kv: log entry %d (%s) is not a valid batch: %w", walSeq, where, ringstore.MarkCorrupt(err))
 		}
 		if applied {
 			db.mem.walLast = walSeq

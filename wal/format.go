@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/ringstore/ringstore"
 )
 
 // Sizes of the fixed parts of the format.
@@ -26,7 +28,7 @@ var (
 var (
 	ErrEndOfEntries = errors.New("wal: end of entries")
 	ErrTruncated    = errors.New("wal: truncated")
-	ErrCorrupt      = errors.New("wal: corrupt")
+	ErrCorrupt      = ringstore.NewCorruptSentinel("wal: corrupt")
 )
 
 // SegmentHeader is the first 40 bytes of a segment.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -161,3 +162,8 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is makes every *CorruptError corruption (ringstore.ErrCorrupt), also one
+// that unwraps to ErrTruncated: an entry cut short where the log cannot
+// have been torn is damage.
+func (e *CorruptError) Is(target error) bool { return target == ringstore.ErrCorrupt }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -295,6 +296,9 @@ func fuzzRecoverOne(t *testing.T, body []byte, sealed bool) {
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTruncated) {
 				t.Fatalf("Open: %v is neither ErrCorrupt nor ErrTruncated", err)
+			}
+			if !errors.Is(err, ringstore.ErrCorrupt) {
+				t.Fatalf("Open: %v is not ringstore.ErrCorrupt", err)
 			}
 			return
 		}

@@ -62,6 +62,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
 
@@ -80,7 +81,7 @@ const (
 
 var (
 	// ErrCorrupt is wrapped by every *CorruptError.
-	ErrCorrupt = errors.New("manifest: corrupt")
+	ErrCorrupt = ringstore.NewCorruptSentinel("manifest: corrupt")
 	// ErrInvalid is wrapped by every *InvalidError.
 	ErrInvalid = errors.New("manifest: invalid version")
 )

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
 
@@ -83,7 +84,7 @@ func equalVersions(a, b *Version) bool {
 func checkCorrupt(t *testing.T, err error, path string, n int) *CorruptError {
 	t.Helper()
 	var ce *CorruptError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || !errors.Is(err, ringstore.ErrCorrupt) {
 		t.Fatalf("error %v is not a *CorruptError", err)
 	}
 	if ce.Path != path || ce.Offset < 0 || ce.Offset > int64(n) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ringstore/ringstore"
 )
 
 // region is a byte range of an SST file and the sections errors about it
@@ -106,7 +108,7 @@ func TestTruncated(t *testing.T) {
 			err = checkBytes(data[:n:n], cut, -1)
 		}
 		var ce *CorruptError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || !errors.Is(err, ringstore.ErrCorrupt) {
 			t.Fatalf("file cut to %d of %d bytes: %v; want a *CorruptError", n, len(data), err)
 		}
 		if ce.Path != cut || ce.Offset < 0 || ce.Offset > int64(n) {

@@ -3,12 +3,14 @@ package sstable
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ringstore/ringstore"
 )
 
 var (
 	// ErrCorrupt is wrapped by every *CorruptError: errors.Is(err,
 	// ErrCorrupt) tells a damaged file from an I/O error.
-	ErrCorrupt = errors.New("sstable: corrupt")
+	ErrCorrupt = ringstore.NewCorruptSentinel("sstable: corrupt")
 	// ErrOutOfOrder is returned by Writer.Add for a key that does not sort
 	// strictly after the previous one.
 	ErrOutOfOrder = errors.New("sstable: keys out of order")
