@@ -2,12 +2,12 @@ package bench
 
 import (
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strings"
 
 	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/internal/buildinfo"
 )
 
 // Machine records where a benchmark ran.
@@ -41,32 +41,7 @@ func DescribeMachine(dir string) Machine {
 	return m
 }
 
-func commit() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		rev, dirty := "", false
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-		if rev != "" {
-			if len(rev) > 12 {
-				rev = rev[:12]
-			}
-			if dirty {
-				rev += "+dirty"
-			}
-			return rev
-		}
-	}
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		return strings.TrimSpace(string(out)) + " (from git)"
-	}
-	return "unknown"
-}
+func commit() string { return buildinfo.Read().Commit }
 
 // blockDevice names the device under dir from /proc/self/mountinfo, best
 // effort.

@@ -46,6 +46,7 @@ usage:
   ringstore kv stat|get|put|delete|scan DIR ...
                                          the kv store in DIR: options and stats, get KEY, put KEY VALUE,
                                          delete KEY, scan [--from K] [--to K] [--limit N]
+  ringstore version [--json]             the module version and commit this binary was built from
   ringstore help                         this text
 
 Run 'ringstore <command> --help' for a command's flags.
@@ -95,6 +96,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdScan(args[1:], stdout, stderr)
 	case "kv":
 		return cmdKV(args[1:], stdout, stderr)
+	case "version", "--version":
+		return cmdVersion(args[1:], stdout, stderr)
 	}
 	return usagef("unknown command %q", args[0])
 }
