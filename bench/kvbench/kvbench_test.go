@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,7 @@ func TestRunTiny(t *testing.T) {
 		Results []Result `json:"results"`
 		Bars    []Bar    `json:"bars"`
 		Device  *Device  `json:"device"`
+		Limits  *Limits  `json:"limits"`
 		Cold    Cold     `json:"cold"`
 		Loads   []Load   `json:"loads"`
 	}
@@ -64,8 +66,23 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("no device figure beside io_uring modes")
 		}
 	}
-	if len(rep.Bars) != 3 {
-		t.Fatalf("%d bars, want 3", len(rep.Bars))
+	if len(rep.Bars) != 4 {
+		t.Fatalf("%d bars, want 4", len(rep.Bars))
+	}
+	if _, ok := byMode[nameMultiGetURing]; ok {
+		// The hot mode: every block cached, so no block read in the measured
+		// part, and the limits derived from this run's rows.
+		hot, ok := byMode[nameMultiGetHot]
+		if !ok || hot.CacheHitRate < 0.99 || hot.BlockReadsPerS != 0 {
+			t.Errorf("hot mode %+v: want every lookup served by the cache", hot)
+		}
+		l := rep.Limits
+		if l == nil || l.CPUBoundKeysPerS != hot.KeysPerS || l.DeviceBoundKeysPerS <= 0 ||
+			math.Abs(l.DeviceBoundKeysPerS-rep.Device.IOPS/byMode[nameMultiGetURing].BlocksPerKey) > 1e-6*l.DeviceBoundKeysPerS {
+			t.Errorf("limits %+v do not follow from the rows", l)
+		} else if b := rep.Bars[3]; b.Value != l.ColdVsLimit || !b.Valid {
+			t.Errorf("limit bar %+v, limits %+v", b, l)
+		}
 	}
 	for _, b := range rep.Bars {
 		if b.Valid && b.Met != (b.Value >= b.Limit) {

@@ -17,6 +17,9 @@ const (
 	BarVsSyscall = 3.0
 	BarVsPebble  = 2.0
 	BarVsDevice  = 0.8
+	// BarVsLimit: the cold MultiGet at least this share of the lower of
+	// the device-bound and the CPU-bound rate (Limits).
+	BarVsLimit = 0.8
 )
 
 func median(vs []float64) float64 {
@@ -143,6 +146,19 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 		rep.Bars = append(rep.Bars, bar("MultiGet io_uring block reads/s vs the device's QD64 IOPS (medians of trials)", BarVsDevice, 0, false, "the device or MultiGet on io_uring did not run"))
 	}
 
+	rep.Limits = limits(rows, rep.Device)
+	const limitBar = "MultiGet io_uring keys/s vs min(device-bound, CPU-bound rate) (medians of trials)"
+	if l := rep.Limits; l != nil {
+		why := fmt.Sprintf("device-bound %.0f keys/s (%.0f IOPS ÷ %.2f blocks/key), CPU-bound %.0f keys/s (every block cached): %s-bound", l.DeviceBoundKeysPerS, rep.Device.IOPS, l.BlocksPerKey, l.CPUBoundKeysPerS, l.Bound)
+		valid := l.HotCacheHitRate >= 0.99
+		if !valid {
+			why += fmt.Sprintf("; NOT a CPU bound: the hot mode's cache hit rate was %.1f%%", 100*l.HotCacheHitRate)
+		}
+		rep.Bars = append(rep.Bars, bar(limitBar, BarVsLimit, l.ColdVsLimit, valid, why))
+	} else {
+		rep.Bars = append(rep.Bars, bar(limitBar, BarVsLimit, 0, false, "the device, the hot mode or MultiGet on io_uring did not run"))
+	}
+
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("Data: %d keys of %d–%d bytes (\"user\" + zero-padded digits of a scrambled index), values of %d–%d bytes (state rows, incompressible past their first fields), %.0f MiB of keys and values, %.1f× the %d MiB block cache every system is given.",
 			o.Keys, MinKeyLen, MaxKeyLen, MinValueLen, MaxValueLen, float64(dataBytes)/(1<<20), rep.DataVsCache, o.CacheSize>>20),
@@ -168,6 +184,31 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 	return rep
 }
 
+// limits computes the device-bound and CPU-bound rates of the cold
+// MultiGet on io_uring from the rows of one run; nil when a mode is missing.
+func limits(rows []Result, dev *Device) *Limits {
+	var cold, hot *Result
+	for i := range rows {
+		switch rows[i].Mode {
+		case nameMultiGetURing:
+			cold = &rows[i]
+		case nameMultiGetHot:
+			hot = &rows[i]
+		}
+	}
+	if cold == nil || hot == nil || dev == nil || dev.IOPS <= 0 || cold.BlocksPerKey <= 0 || hot.KeysPerS <= 0 {
+		return nil
+	}
+	l := &Limits{DeviceBoundKeysPerS: dev.IOPS / cold.BlocksPerKey, BlocksPerKey: cold.BlocksPerKey, CPUBoundKeysPerS: hot.KeysPerS,
+		HotCacheHitRate: hot.CacheHitRate, HotCPUusPerKey: hot.CPUusPerKey, ColdKeysPerS: cold.KeysPerS, Bound: "device"}
+	lim := l.DeviceBoundKeysPerS
+	if l.CPUBoundKeysPerS < lim {
+		lim, l.Bound = l.CPUBoundKeysPerS, "cpu"
+	}
+	l.ColdVsLimit = cold.KeysPerS / lim
+	return l
+}
+
 func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 
 func writeText(w io.Writer, rep *report, modes []*mode, results []bench.ModeResult) {
@@ -185,6 +226,10 @@ func writeText(w io.Writer, rep *report, modes []*mode, results []bench.ModeResu
 	}
 	if rep.Device != nil {
 		fmt.Fprintf(w, "device:  %.0f IOPS at QD64 (median; trials %s), p50 %.0f µs per batch of 64\n", rep.Device.IOPS, joinF(rep.Device.TrialIOPS), rep.Device.P50us)
+	}
+	if l := rep.Limits; l != nil {
+		fmt.Fprintf(w, "limits:  device-bound %.0f keys/s (QD64 IOPS ÷ %.2f blocks read per key), CPU-bound %.0f keys/s (MultiGet with every block cached, %.1f µs of CPU per key); the cold MultiGet is %s-bound\n",
+			l.DeviceBoundKeysPerS, l.BlocksPerKey, l.CPUBoundKeysPerS, l.HotCPUusPerKey, l.Bound)
 	}
 	if len(rep.PeerVersions) > 0 {
 		var vs []string
