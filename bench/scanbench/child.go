@@ -29,6 +29,12 @@ func init() { bench.RegisterChild(Workload, child) }
 // queries.
 const modeDevice = "device"
 
+// modeMemory is the pool mode with a pool that holds all of the data,
+// filled by one unmeasured round before the measured ones: the same queries
+// and the same decoding with no device read, the CPU's floor under the
+// pool's latency.
+const modeMemory = "memory"
+
 // childConfig is one trial's instructions.
 type childConfig struct {
 	// Mode is an arrowscan mode (mmap, pread, direct, pool) or "device".
@@ -88,6 +94,7 @@ const (
 	xCgroupOOM     = "cgroup_oom_kills"      // parent
 	xResidentPre   = "resident_before_bytes" // parent: data bytes in the page cache after the drop, before the child started
 	xQueryMSPrefx  = "query_mean_ms/"        // + query name: mean latency of that query's runs
+	xNeedBytes     = "need_bytes"            // memory mode: bytes the pool loaded in the unmeasured round, every frame the queries touch once
 )
 
 // child runs one trial in this process.
@@ -157,9 +164,13 @@ type run struct {
 }
 
 func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
-	mode, err := arrowscan.ParseMode(c.Mode)
-	if err != nil {
-		return bench.Trial{}, err
+	memory := c.Mode == modeMemory
+	mode := arrowscan.ModePool
+	if !memory {
+		var err error
+		if mode, err = arrowscan.ParseMode(c.Mode); err != nil {
+			return bench.Trial{}, err
+		}
 	}
 	if len(c.Files) == 0 || len(c.Queries) == 0 || c.Rounds < 1 {
 		return bench.Trial{}, fmt.Errorf("bad child config: %d files, %d queries, %d rounds", len(c.Files), len(c.Queries), c.Rounds)
@@ -167,6 +178,7 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 	opts := arrowscan.Options{Mode: mode, IOMode: ioMode, Prefetch: c.Prefetch}
 	var eng *ioengine.Engine
 	var pool *bufpool.Pool
+	var err error
 	if mode == arrowscan.ModeDirect || mode == arrowscan.ModePool {
 		if eng, err = ioengine.New(ioengine.Options{Mode: ioMode}); err != nil {
 			return bench.Trial{}, err
@@ -226,6 +238,29 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 	ref, err := loadReference(c.RefPath)
 	if err != nil {
 		return bench.Trial{}, err
+	}
+	var needBytes uint64
+	if memory {
+		// One round, unmeasured, fills the pool with every frame the
+		// queries touch.
+		var wg sync.WaitGroup
+		errs := make([]error, len(c.Queries))
+		for i, q := range c.Queries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = runQuery(files, q, params)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return bench.Trial{}, fmt.Errorf("memory mode, filling the pool: %w", err)
+		}
+		st := pool.Stats()
+		if st.Evictions > 0 {
+			return bench.Trial{}, fmt.Errorf("memory mode: the %d MiB pool evicted %d frames while filling: it does not hold the data", c.PoolBytes>>20, st.Evictions)
+		}
+		needBytes = st.BytesRead
 	}
 	io0, err := readProcIO()
 	if err != nil {
@@ -328,6 +363,9 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 	}
 	if eng != nil {
 		tr.Extra[xEngineBytes] = float64(eng.Stats().Bytes - es0.Bytes)
+	}
+	if memory {
+		tr.Extra[xNeedBytes] = float64(needBytes)
 	}
 	if pool != nil {
 		ps := pool.Stats()

@@ -18,6 +18,11 @@ const (
 	barMean   = 0.5 // pool mean latency ≤ 0.5× mmap's
 	barP95    = 0.4 // pool p95 ≤ 0.4× mmap's
 	barDevice = 0.8 // pool GB/s ≥ 0.8× the device's sequential GB/s
+	// barFloor: pool mean latency ≤ 1.25 × max(memory mode's mean, the
+	// bytes a round needs ÷ the device's bandwidth).
+	barFloor = 1.25
+	// barQPS: pool queries/s ≥ 2× mmap's.
+	barQPS = 2.0
 )
 
 // trialFigure returns one figure of a trial.
@@ -182,8 +187,39 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		}
 	}
 
+	const floorBar = "pool mean ≤ 1.25× max(CPU floor, device floor)"
+	if fl := floors(byMode, rep.Device); fl != nil {
+		rep.Floors = fl
+		rep.Bars = append(rep.Bars, bench.NewBar(floorBar, fl.PoolVsFloor, barFloor, true, valid, why))
+	} else {
+		rep.Bars = append(rep.Bars, bench.NewBar(floorBar, 0, barFloor, true, false, "the pool, memory or device mode has no successful trial"))
+	}
+	const qpsBar = "pool queries/s ≥ 2× mmap's"
+	if r, ok := bench.Compare(results, "pool", "mmap"); ok {
+		rep.Bars = append(rep.Bars, bench.NewBar(qpsBar, r.Median, barQPS, false, valid, why))
+	} else {
+		rep.Bars = append(rep.Bars, bench.NewBar(qpsBar, 0, barQPS, false, false, "pool or mmap has no successful trial"))
+	}
+
 	rep.Notes = append(rep.Notes, measurementNotes(o, data, ml, ioMode, results, residentMax)...)
 	return rep
+}
+
+// floors derives the pool's two floors from the rows of one run; nil when
+// the pool, memory or device mode is missing.
+func floors(byMode map[string]*Result, dev *Device) *Floors {
+	pool, mem := byMode["pool"], byMode[modeMemory]
+	if pool == nil || mem == nil || dev == nil || dev.GBps <= 0 || mem.MeanMS <= 0 {
+		return nil
+	}
+	fl := &Floors{MemoryMeanMS: mem.MeanMS, NeedBytes: mem.Extra[xNeedBytes], PoolMeanMS: pool.MeanMS}
+	fl.DeviceMS = fl.NeedBytes / (dev.GBps * 1e9) * 1e3
+	fl.FloorMS, fl.Bound = fl.MemoryMeanMS, "cpu"
+	if fl.DeviceMS > fl.FloorMS {
+		fl.FloorMS, fl.Bound = fl.DeviceMS, "device"
+	}
+	fl.PoolVsFloor = pool.MeanMS / fl.FloorMS
+	return fl
 }
 
 func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, results []bench.ModeResult, residentMax int64) []string {
@@ -312,7 +348,12 @@ func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
 	} else {
 		fmt.Fprintf(w, "memory:  NO LIMIT — %s\n", rep.MemoryLimit.Reason)
 	}
-	fmt.Fprintf(w, "cache:   dropped before every trial; at most %d KiB of the data still resident after the drop\n\n", rep.ResidentMax>>10)
+	fmt.Fprintf(w, "cache:   dropped before every trial; at most %d KiB of the data still resident after the drop\n", rep.ResidentMax>>10)
+	if fl := rep.Floors; fl != nil {
+		fmt.Fprintf(w, "floors:  CPU %.0f ms (the memory mode's mean), device %.0f ms (%.0f MiB a round needs ÷ %.2f GB/s): the pool's mean of %.0f ms is %.2f× the %s floor\n",
+			fl.MemoryMeanMS, fl.DeviceMS, fl.NeedBytes/(1<<20), rep.Device.GBps, fl.PoolMeanMS, fl.PoolVsFloor, fl.Bound)
+	}
+	fmt.Fprintln(w)
 
 	t := bench.Table{Header: []string{"mode", "mean ms", "min–max", "p95 ms", "min–max", "GB/s", "min–max", "× device", "MiB read", "major faults", "minor faults", "max RSS MiB", "cgroup peak MiB", "queries/s"}}
 	for _, row := range rep.Results.([]Result) {

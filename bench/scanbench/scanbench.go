@@ -212,6 +212,20 @@ type LatencyRatio struct {
 // the limit).
 type Bar = bench.Bar
 
+// Floors are the two limits under the pool's mean latency, both measured
+// in the same run: the CPU's (the memory mode's mean: the same queries and
+// decoding with every frame resident) and the device's (the bytes a round
+// of the queries needs, read once, at the device's sequential bandwidth).
+type Floors struct {
+	MemoryMeanMS float64 `json:"memory_mean_ms"`
+	NeedBytes    float64 `json:"need_bytes"` // distinct bytes of a round's projections, as the memory mode's pool loaded them
+	DeviceMS     float64 `json:"device_ms"`  // NeedBytes ÷ the device's sequential bandwidth
+	FloorMS      float64 `json:"floor_ms"`   // the larger of the two
+	Bound        string  `json:"bound"`      // "cpu" or "device"
+	PoolMeanMS   float64 `json:"pool_mean_ms"`
+	PoolVsFloor  float64 `json:"pool_vs_floor"`
+}
+
 // MemoryLimit says whether the children ran under a memory limit.
 type MemoryLimit = bench.MemoryLimit
 
@@ -223,6 +237,7 @@ type report struct {
 	ResidentMax   int64          `json:"resident_after_drop_max_bytes"`
 	Device        *Device        `json:"device,omitempty"`
 	DeviceFio     *Device        `json:"device_fio,omitempty"` // the same reads by fio
+	Floors        *Floors        `json:"floors,omitempty"`
 	LatencyRatios []LatencyRatio `json:"latency_ratios"`
 	Bars          []Bar          `json:"bars"`
 	Data          *dataSet       `json:"data"`
@@ -238,6 +253,15 @@ var scanModes = []mode{
 	{"pread", "pread (page cache)"},
 	{"direct", "direct (O_DIRECT, no cache)"},
 	{"pool", "pool (O_DIRECT + bufpool)"},
+	{modeMemory, "memory: pool holding all data (CPU floor)"},
+}
+
+// memoryPoolBytes sizes the memory mode's pool: every byte of the data and
+// an eighth more (a frame holds one file's bytes only, so the files' last
+// frames are part full), in whole frames.
+func memoryPoolBytes(dataBytes int64, frameSize int) int64 {
+	fs := int64(frameSize)
+	return (dataBytes + dataBytes/8 + fs - 1) / fs * fs
 }
 
 // Run runs the benchmark and writes the report.
@@ -299,13 +323,16 @@ func Run(opts Options) (err error) {
 		return func() (bench.Trial, error) {
 			cfg := base
 			cfg.Mode = m
+			if m == modeMemory {
+				cfg.PoolBytes = memoryPoolBytes(data.Bytes, o.FrameSize)
+			}
 			resident, err := dropCaches(files)
 			if err != nil {
 				return bench.Trial{}, err
 			}
 			residentMax = max(residentMax, resident)
 			var cg *bench.MemCgroup
-			if cgroups != nil {
+			if cgroups != nil && m != modeMemory {
 				if cg, err = cgroups.New(o.MemLimit); err != nil {
 					return bench.Trial{}, err
 				}

@@ -78,6 +78,7 @@ type jsonReport struct {
 	Device      map[string]any `json:"device"`
 	DeviceFio   map[string]any `json:"device_fio"`
 	Bars        []Bar          `json:"bars"`
+	Floors      *Floors        `json:"floors"`
 	Ratios      []LatencyRatio `json:"latency_ratios"`
 	Notes       []string       `json:"notes"`
 }
@@ -113,7 +114,14 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 		mean, _ := row["mean_ms"].(float64)
 		p95, _ := row["p95_ms"].(float64)
 		gb, _ := row["gbps"].(float64)
-		if !(mean > 0 && p95 >= mean*0.5 && gb > 0) {
+		if m == modeMemory {
+			// Every frame resident: the measured part reads nothing.
+			rb, _ := row["device_bytes"].(float64)
+			extra, _ := row["extra"].(map[string]any)
+			if need, _ := extra[xNeedBytes].(float64); !(mean > 0 && p95 >= mean*0.5) || rb != 0 || need <= 0 {
+				t.Errorf("mode %s: mean %v p95 %v, %v bytes read in the measured part, %v needed", m, mean, p95, rb, need)
+			}
+		} else if !(mean > 0 && p95 >= mean*0.5 && gb > 0) {
 			t.Errorf("mode %s: implausible mean %v p95 %v GB/s %v", m, mean, p95, gb)
 		}
 		if tm, _ := row["trial_mean_ms"].([]any); len(tm) != trials {
@@ -123,7 +131,7 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 			t.Errorf("mode %s: no per-query latencies", m)
 		}
 	}
-	for _, m := range []string{"mmap", "pread", "direct", "pool"} {
+	for _, m := range []string{"mmap", "pread", "direct", "pool", modeMemory} {
 		if !modes[m] {
 			t.Errorf("no result for mode %s: %v", m, modes)
 		}
@@ -142,8 +150,12 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 	} else if r.DeviceFio != nil {
 		t.Errorf("fio measured without fio: %v", r.DeviceFio)
 	}
-	if len(r.Bars) != 3 {
+	if len(r.Bars) != 5 {
 		t.Errorf("bars: %+v", r.Bars)
+	}
+	if fl := r.Floors; fl == nil || fl.MemoryMeanMS <= 0 || fl.DeviceMS <= 0 || fl.FloorMS != max(fl.MemoryMeanMS, fl.DeviceMS) ||
+		math.Abs(fl.PoolVsFloor-fl.PoolMeanMS/fl.FloorMS) > 1e-9 || len(r.Bars) == 5 && r.Bars[3].Value != fl.PoolVsFloor {
+		t.Errorf("floors %+v do not follow from the run (bars %+v)", fl, r.Bars)
 	}
 	found := false
 	for _, lr := range r.Ratios {
@@ -197,6 +209,12 @@ func TestRunTinyUnderACgroup(t *testing.T) {
 			t.Errorf("memory limit %+v, want applied under %s", r.MemoryLimit, cg.Parent)
 		}
 		for _, row := range r.Results {
+			if row["mode"] == modeMemory {
+				if _, ok := row["cgroup_peak_bytes"]; ok {
+					t.Errorf("the memory mode ran in a cgroup: %v", row)
+				}
+				continue
+			}
 			if p, _ := row["cgroup_peak_bytes"].(float64); p <= 0 || p > float64(o.MemLimit+int64(os.Getpagesize())) {
 				t.Errorf("mode %v: cgroup peak %v", row["mode"], p)
 			}
