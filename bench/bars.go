@@ -64,3 +64,25 @@ func SetUpMemoryLimit(detect func() (*MemCgroups, error), limit int64, off bool,
 	}
 	return MemoryLimit{Applied: true, Cgroup: fmt.Sprintf("v%d", cg.Version), Parent: cg.Parent, LimitBytes: limit, NotV2: cg.NotV2}, cg
 }
+
+// WriteBars writes one line per bar: its name, value, limit and whether it
+// was met, not met, or not tested (and why).
+func WriteBars(w io.Writer, bars []Bar) {
+	for _, b := range bars {
+		state, cmp := "NOT met", "≥"
+		switch {
+		case !b.Valid:
+			state = "not tested"
+		case b.Met:
+			state = "met"
+		}
+		if b.AtMost {
+			cmp = "≤"
+		}
+		why := ""
+		if b.Why != "" {
+			why = " (" + b.Why + ")"
+		}
+		fmt.Fprintf(w, "  %-80s %6.2f  (bar %s %.2f): %s%s\n", b.Name, b.Value, cmp, b.Limit, state, why)
+	}
+}

@@ -19,7 +19,11 @@ type Report struct {
 }
 
 // WriteJSON writes the report to path, indented.
-func (r *Report) WriteJSON(path string) error {
+func (r *Report) WriteJSON(path string) error { return WriteJSON(path, r) }
+
+// WriteJSON writes any report (a Report embedded in a benchmark's own) to
+// path, indented.
+func WriteJSON(path string, r any) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

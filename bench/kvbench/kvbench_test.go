@@ -98,7 +98,7 @@ func TestRunTiny(t *testing.T) {
 	if len(rep.Loads) != 1 || rep.Loads[0].Keys != 20_000 || rep.Loads[0].DiskBytes <= 0 {
 		t.Errorf("load not reported: %+v", rep.Loads)
 	}
-	if !strings.Contains(out.String(), "bar:") {
+	if !strings.Contains(out.String(), "bars:") || !strings.Contains(out.String(), "(bar ≥ 0.80)") {
 		t.Error("no bar section in the text report")
 	}
 }

@@ -262,21 +262,8 @@ func writeText(w io.Writer, rep *report, modes []*mode, results []bench.ModeResu
 	}
 	fmt.Fprintln(w, "\nratios measured in this run:")
 	bench.WriteRatios(w, rep.Ratios, labels)
-	fmt.Fprintln(w, "\nbar:")
-	for _, b := range rep.Bars {
-		state := "NOT met"
-		switch {
-		case !b.Valid:
-			state = "not tested"
-		case b.Met:
-			state = "met"
-		}
-		why := ""
-		if b.Why != "" {
-			why = " (" + b.Why + ")"
-		}
-		fmt.Fprintf(w, "  %-80s %6.2f  (bar ≥ %.2f): %s%s\n", b.Name, b.Value, b.Limit, state, why)
-	}
+	fmt.Fprintln(w, "\nbars:")
+	bench.WriteBars(w, rep.Bars)
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

@@ -180,6 +180,7 @@ func Run(o Options) error {
 			ratios = append(ratios, r)
 		}
 	}
+	bars := fioBars(rows)
 	notes = append(notes,
 		"4 KiB random reads with O_DIRECT (cold: no page cache), uniformly over the file.",
 		"Latency is per call: one pread for the pread modes, one whole batch for io_uring modes; fio reports per-read completion latency.",
@@ -191,12 +192,17 @@ func Run(o Options) error {
 	t.Write(o.Out)
 	fmt.Fprintln(o.Out, "\nratios measured in this run:")
 	bench.WriteRatios(o.Out, ratios, labels)
+	fmt.Fprintln(o.Out, "\nbars (against fio in batches of 64, the like-for-like case):")
+	bench.WriteBars(o.Out, bars)
 	for _, n := range notes {
 		fmt.Fprintf(o.Out, "note: %s\n", n)
 	}
 	if o.JSON != "" {
-		rep := bench.Report{Benchmark: "read", Machine: machine, Config: map[string]any{"file": file, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "block_size": blockSize}, Results: rows, Ratios: ratios, Notes: notes}
-		if err := rep.WriteJSON(o.JSON); err != nil {
+		rep := struct {
+			bench.Report
+			Bars []bench.Bar `json:"bars"`
+		}{bench.Report{Benchmark: "read", Machine: machine, Config: map[string]any{"file": file, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "block_size": blockSize}, Results: rows, Ratios: ratios, Notes: notes}, bars}
+		if err := bench.WriteJSON(o.JSON, rep); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
@@ -205,6 +211,37 @@ func Run(o Options) error {
 }
 
 // createFile writes size bytes of incompressible data and syncs them.
+// The bars against fio in batches of 64 (submit 64, wait for all 64: how
+// ringstore's batch call works): io_uring batch 64 at least BarVsFio of
+// fio's IOPS, at most BarCPUVsFio of its CPU per read.
+const (
+	BarVsFio    = 0.85
+	BarCPUVsFio = 1.5
+)
+
+// fioBars checks io_uring batch 64 against fio's batches of 64 in the rows
+// of one run; without fio the bars are there, not tested.
+func fioBars(rows []Result) []bench.Bar {
+	const iops, cpu = "io_uring batch 64 IOPS vs fio's batches of 64 (median of trials)", "io_uring batch 64 CPU per read vs fio's batches of 64"
+	var ours, fio *Result
+	for i := range rows {
+		switch rows[i].Mode {
+		case "uring-b64":
+			ours = &rows[i]
+		case "fio-qd64-batch":
+			fio = &rows[i]
+		}
+	}
+	if ours == nil || fio == nil || fio.IOPS <= 0 || fio.CPUPerM <= 0 {
+		why := "fio or io_uring batch 64 did not run"
+		return []bench.Bar{bench.NewBar(iops, 0, BarVsFio, false, false, why), bench.NewBar(cpu, 0, BarCPUVsFio, true, false, why)}
+	}
+	return []bench.Bar{
+		bench.NewBar(iops, ours.IOPS/fio.IOPS, BarVsFio, false, true, fmt.Sprintf("%.0f against %.0f IOPS", ours.IOPS, fio.IOPS)),
+		bench.NewBar(cpu, ours.CPUPerM/fio.CPUPerM, BarCPUVsFio, true, true, fmt.Sprintf("%.1f against %.1f CPU-seconds per million reads", ours.CPUPerM, fio.CPUPerM)),
+	}
+}
+
 func createFile(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
