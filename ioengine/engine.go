@@ -205,7 +205,7 @@ func logOnce(logf func(string, ...any), reason string) {
 	logged[reason] = true
 	loggedMu.Unlock()
 	if !seen {
-		logf("ringstore: %s", reason)
+		logf("ioengine: %s", reason)
 	}
 }
 

@@ -42,7 +42,7 @@ const (
 	seccompEnv    = "RINGSTORE_TEST_SECCOMP" // "1": deny io_uring with a seccomp filter first
 	laterEnv      = "RINGSTORE_TEST_LATER"   // cached child: "set=VALUE" or "unset", applied after EnvSwitch
 	resultPrefix  = "RINGSTORE_TEST_RESULT " // starts the child's one line of JSON on stdout
-	fallbackLog   = "ringstore: falling back"
+	fallbackLog   = "ioengine: falling back"
 	childBlocks   = 16
 	childDeadline = 60 * time.Second
 )
