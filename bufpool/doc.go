@@ -74,21 +74,29 @@
 //
 // # I/O
 //
-//	Pin/Prefetch (any goroutine)            I/O goroutines (IOWorkers)
-//	──────────────────────────              ──────────────────────────
+//	Pin (io_uring)                          the engine
+//	──────────────                          ──────────
+//	install frames, mark its misses issued
+//	unlock; one engine.Do of every miss ───▶ one submission, across files
+//	lock; complete: resident or failed  ◀───
+//	wait on frames other calls are loading
+//
+//	Prefetch (any goroutine),               I/O goroutines (IOWorkers)
+//	Pin on the syscall backend              ──────────────────────────
+//	──────────────────────────
 //	install frames, queue loads  ─demandQ──▶ take ≤ MaxBatch loads
 //	(Pin's before Prefetch's)    ─prefetchQ▶ (demand first), one engine.Do,
 //	wait on each loading frame  ◀─────────── complete: resident or failed
 //
-// Callers never call the engine: a miss is handed to the I/O goroutines,
-// and all misses of one Pin are queued together, so they go to the kernel
-// in as few engine calls as MaxBatch allows, whatever files they are in.
-// On the syscall backend, where one engine call runs its reads one after
-// another, a worker takes only its share of the queue (queued loads divided
-// by the workers not inside an engine call), so the workers read in
-// parallel: a Pin of 64 cold 4 KiB frames took 5.0–6.5 ms shared against
-// 8.8–11.3 ms in one call (BenchmarkPin path=miss-batch64, two workers,
-// three interleaved rounds on the 2-vCPU VM).
+// A Pin must wait for its misses anyway, so on io_uring it hands them to
+// the engine itself, all in one call whatever files they are in (with the
+// queued prefetches it now needs): no hop to an I/O goroutine and back.
+// The I/O goroutines serve Prefetch, and every load on the syscall backend
+// (or with Options.DemandViaWorkers): there one engine call runs its reads
+// one after another, so a worker takes only its share of the queue (queued
+// loads divided by the workers not inside an engine call) and the workers
+// read in parallel. Either way other Pins of a frame being loaded wait on
+// it (load once).
 //
 // # Concurrency
 //

@@ -74,7 +74,7 @@ const (
 	ioNone           ioState = iota
 	ioQueuedDemand           // on Pool.demandQ (a Pin waits for it)
 	ioQueuedPrefetch         // on Pool.prefetchQ (nobody waits yet)
-	ioIssued                 // handed to the engine by an I/O goroutine
+	ioIssued                 // handed to the engine by an I/O goroutine or by the Pin that loads it
 )
 
 // Frame is one FrameSize piece of the pool's arena holding (part of) a

@@ -68,9 +68,17 @@ type Options struct {
 	// IOMode is the backend of the pool's own engine (when Engine is nil);
 	// Auto follows RINGSTORE_IO_URING.
 	IOMode ioengine.IOMode
-	// MaxBatch is the most loads handed to the engine in one call.
-	// Default 64.
+	// MaxBatch is the most loads an I/O goroutine hands to the engine in
+	// one call. Default 64. (A Pin that issues its own loads hands all of
+	// them over in one call.)
 	MaxBatch int
+	// DemandViaWorkers sends a Pin's own misses to the I/O goroutines, as
+	// prefetches go, instead of issuing them from the Pin's goroutine (the
+	// default on io_uring: the caller waits anyway, and the hop to a worker
+	// and back is two goroutine hand-offs). For measurements. The syscall
+	// backend always uses the workers, whose parallel preads are its only
+	// read parallelism.
+	DemandViaWorkers bool
 	// ProbationPercent is the share of frames the probation FIFO aims for
 	// (S3-FIFO's small queue), 1 to 90. Default 10.
 	ProbationPercent int

@@ -2,6 +2,8 @@ package bufpool
 
 import (
 	"fmt"
+
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 // Span is a byte range [Off, Off+Len) of a registered file.
@@ -143,7 +145,9 @@ func (p *Pool) Pin(spans []Span, dst []*Frame) ([]*Frame, error) {
 		p.stallWaiters.Add(-1)
 	}
 	pinned := dst[start:]
-	p.accountLocked(pinned, call)
+	if own := p.accountLocked(pinned, call); len(own) > 0 {
+		p.loadLocked(own)
+	}
 	var failed *Frame
 	for _, f := range pinned {
 		for f.state == stateLoading {
@@ -211,10 +215,23 @@ func (p *Pool) undoLocked(pinned []*Frame, call uint64) {
 }
 
 // accountLocked counts each distinct frame of a successful Pin once,
-// records the reference for the eviction policy, and queues the call's
-// loads (and pulls forward prefetch loads it now waits for).
-func (p *Pool) accountLocked(pinned []*Frame, call uint64) {
+// records the reference for the eviction policy, and starts the call's
+// loads: its misses, and the queued prefetches it now waits for. With
+// callerLoads it returns them, marked issued, for the Pin to hand to the
+// engine itself; otherwise it queues them for the I/O goroutines (a
+// prefetch ahead of the other prefetches) and returns nil.
+func (p *Pool) accountLocked(pinned []*Frame, call uint64) (own []*Frame) {
 	queued := 0
+	start := func(f *Frame) {
+		if p.callerLoads {
+			f.io = ioIssued
+			own = append(own, f)
+			return
+		}
+		f.io = ioQueuedDemand
+		p.demandQ.pushBack(f)
+		queued++
+	}
 	for _, f := range pinned {
 		if f.mark == call {
 			continue
@@ -224,17 +241,13 @@ func (p *Pool) accountLocked(pinned []*Frame, call uint64) {
 		case f.loader == call && f.state == stateLoading:
 			p.stats.Misses++
 			p.meetLocked(f) // a load is no reference, but it meets an announcement
-			f.io = ioQueuedDemand
-			p.demandQ.pushBack(f)
-			queued++
+			start(f)
 		case f.state == stateLoading:
 			p.stats.LoadWaits++
 			p.referenceLocked(f)
 			if f.io == ioQueuedPrefetch {
 				p.prefetchQ.remove(f)
-				f.io = ioQueuedDemand
-				p.demandQ.pushBack(f)
-				queued++
+				start(f)
 			}
 		default:
 			p.stats.Hits++
@@ -242,6 +255,28 @@ func (p *Pool) accountLocked(pinned []*Frame, call uint64) {
 		}
 	}
 	p.wakeWorkersLocked(queued)
+	return own
+}
+
+// loadLocked hands the loads of one Pin to the engine in one call from the
+// Pin's own goroutine, with mu released for the call, and completes them.
+// The frames are pinned by the caller, so neither Close nor eviction can
+// take them meanwhile; other Pins of them wait on Frame.loaded as they
+// would for an I/O goroutine's load.
+func (p *Pool) loadLocked(own []*Frame) {
+	reqs := make([]ioengine.Request, len(own))
+	for i, f := range own {
+		reqs[i] = ioengine.Request{Op: ioengine.OpRead, Fd: f.file.fd, Off: f.off, Buf: f.buf[:readLen(f)]}
+	}
+	p.stats.EngineCalls++
+	p.stats.CallerEngineCalls++
+	p.mu.Unlock()
+	if p.testBeforeDo != nil {
+		p.testBeforeDo(len(reqs))
+	}
+	err := p.eng.Do(reqs)
+	p.mu.Lock()
+	p.completeLocked(own, reqs, err)
 }
 
 // wakeWorkersLocked wakes enough I/O goroutines for n newly queued loads.

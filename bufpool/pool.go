@@ -49,8 +49,11 @@ type Pool struct {
 	busyWorkers int                 // guarded by mu: I/O goroutines inside an engine call
 	workers     sync.WaitGroup      // the I/O goroutines
 
-	// testBeforeDo, when set (tests only, before any Pin), runs on the I/O
-	// goroutine before each engine call, outside mu.
+	// callerLoads: a Pin issues its own misses (immutable after New).
+	callerLoads bool
+
+	// testBeforeDo, when set (tests only, before any Pin), runs before
+	// each engine call, on the I/O goroutine or the Pin's, outside mu.
 	testBeforeDo func(loads int)
 }
 
@@ -118,6 +121,7 @@ func New(opts Options) (*Pool, error) {
 		}
 		p.ownEngine = true
 	}
+	p.callerLoads = !o.DemandViaWorkers && p.eng.Backend() != ioengine.BackendSyscall
 	p.workers.Add(o.IOWorkers)
 	for range o.IOWorkers {
 		go p.ioWorker()
@@ -372,12 +376,13 @@ type Stats struct {
 	Misses    uint64 // frames a Pin had to load
 	LoadWaits uint64 // frames a Pin found being loaded by someone else and waited for
 
-	Loads       uint64 // loads finished (successfully or not)
-	BytesRead   uint64 // bytes the loads transferred
-	EngineCalls uint64 // engine calls the I/O goroutines made (each up to MaxBatch loads)
-	Evictions   uint64 // resident frames evicted to make room
-	Promotions  uint64 // frames moved from probation to main because they were referenced again
-	GhostHits   uint64 // misses whose key was on the ghost list and went straight to main
+	Loads             uint64 // loads finished (successfully or not)
+	BytesRead         uint64 // bytes the loads transferred
+	EngineCalls       uint64 // engine calls made for loads: by the I/O goroutines (each up to MaxBatch loads) and by Pins issuing their own
+	CallerEngineCalls uint64 // of EngineCalls, those a Pin made from its own goroutine (its misses, in one call)
+	Evictions         uint64 // resident frames evicted to make room
+	Promotions        uint64 // frames moved from probation to main because they were referenced again
+	GhostHits         uint64 // misses whose key was on the ghost list and went straight to main
 
 	PrefetchIssued   uint64 // frame loads Prefetch started
 	PrefetchHits     uint64 // Pins of a frame Prefetch loaded (or is loading)

@@ -849,14 +849,19 @@ func TestPinWaitsForPrefetch(t *testing.T) {
 }
 
 // TestBatchAcrossFiles: the misses of one Pin across files go to the
-// engine in ceil(misses / MaxBatch) calls.
+// engine in one call from the Pin's goroutine, or, through the I/O
+// goroutines (DemandViaWorkers), in ceil(misses / MaxBatch) calls.
 func TestBatchAcrossFiles(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
-		for _, maxBatch := range []int{64, 16} {
+		for _, c := range []struct {
+			maxBatch   int
+			viaWorkers bool
+		}{{64, false}, {16, false}, {64, true}, {16, true}} {
+			maxBatch := c.maxBatch
 			dir := testdir.Direct(t)
 			eng := newEngine(t, mode, nil)
 			const fs = 4096
-			p := newPool(t, eng, Options{FrameSize: fs, Budget: 128 * fs, MaxBatch: maxBatch, IOWorkers: 2})
+			p := newPool(t, eng, Options{FrameSize: fs, Budget: 128 * fs, MaxBatch: maxBatch, IOWorkers: 2, DemandViaWorkers: c.viaWorkers})
 			var files []*testFile
 			for i := range 4 {
 				files = append(files, register(t, p, dir, "f"+string(rune('a'+i)), 20*fs, uint64(i)))
@@ -877,7 +882,10 @@ func TestBatchAcrossFiles(t *testing.T) {
 				checkFrames(t, p, files[i%4], s, frames[i:i+1])
 			}
 			unpinAll(frames)
-			want := uint64((40 + maxBatch - 1) / maxBatch)
+			want, wantCaller := uint64((40+maxBatch-1)/maxBatch), uint64(0)
+			if !c.viaWorkers {
+				want, wantCaller = 1, 1
+			}
 			st := p.Stats()
 			if mode == ioengine.Syscall {
 				// The syscall backend shares the loads out among the two
@@ -887,9 +895,9 @@ func TestBatchAcrossFiles(t *testing.T) {
 				}
 				continue
 			}
-			if st.EngineCalls != want || eng.Stats().Calls-before != want || st.Misses != 40 {
-				t.Errorf("MaxBatch %d: %d engine calls (engine counts %d) for 40 misses, want %d; %s",
-					maxBatch, st.EngineCalls, eng.Stats().Calls-before, want, st)
+			if st.EngineCalls != want || st.CallerEngineCalls != wantCaller || eng.Stats().Calls-before != want || st.Misses != 40 {
+				t.Errorf("MaxBatch %d, via workers %v: %d engine calls (%d by the Pin; engine counts %d) for 40 misses, want %d (%d); %s",
+					maxBatch, c.viaWorkers, st.EngineCalls, st.CallerEngineCalls, eng.Stats().Calls-before, want, wantCaller, st)
 			}
 		}
 	})
