@@ -180,6 +180,7 @@ type backend interface {
 // as few io_uring_enter calls as the backend can manage.
 type Engine struct {
 	backend  backend
+	opts     Options // immutable: as given to New, with defaults
 	kind     Backend // immutable
 	reason   string  // immutable: why the engine is not on io_uring
 	requests atomic.Uint64
@@ -219,7 +220,7 @@ func New(opts Options) (*Engine, error) {
 	if mode < Auto || mode > Syscall {
 		return nil, fmt.Errorf("ioengine: invalid I/O mode %d", int(mode))
 	}
-	e := &Engine{}
+	e := &Engine{opts: opts}
 	if mode == Auto {
 		if sw := EnvSwitch(); sw.Enabled {
 			mode = URing
@@ -241,6 +242,30 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.backend, e.kind = newSyscall(opts), BackendSyscall
 	return e, nil
+}
+
+// NewInline returns an engine for one hot caller of e's I/O: on io_uring,
+// an inline engine (Options.Inline: each call submits and waits on its own
+// thread, no ring goroutine) with e's ring size and fault plan, which the
+// caller closes. It makes inline submission a property of how an engine is
+// used rather than of who created it. On any other backend, or when the
+// ring cannot be made, it returns nil and the reason: the caller stays on
+// e.
+func (e *Engine) NewInline() (*Engine, error) {
+	if e.kind != BackendURing {
+		return nil, fmt.Errorf("ioengine: no inline engine on the %s backend", e.kind)
+	}
+	o := e.opts
+	o.Mode, o.Inline = URing, true
+	ie, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	if ie.kind != BackendURing {
+		ie.Close()
+		return nil, fmt.Errorf("ioengine: inline engine: %s", ie.reason)
+	}
+	return ie, nil
 }
 
 // Backend returns the backend the engine runs on.

@@ -8,9 +8,10 @@ import (
 )
 
 // TestInlineFlushEngine: at depth 1 on io_uring the group flushes go
-// through the committer's own inline engine, and entries written through it
-// read back; NoInlineFlush, depth 2 and the syscall backend keep them on
-// the log's engine.
+// through the committer's own inline engine — also when the log is given a
+// shared engine, as kv gives it one — and entries written through it read
+// back; NoInlineFlush, depth 2 and the syscall backend keep them on the
+// log's engine.
 func TestInlineFlushEngine(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -18,6 +19,7 @@ func TestInlineFlushEngine(t *testing.T) {
 		inline bool
 	}{
 		{"uring default", Options{IOMode: ioengine.URing}, true},
+		{"uring shared engine", Options{Engine: sharedEngine(t)}, true},
 		{"uring NoInlineFlush", Options{IOMode: ioengine.URing, NoInlineFlush: true}, false},
 		{"uring depth 2", Options{IOMode: ioengine.URing, PipelineDepth: 2}, false},
 		{"syscall", Options{IOMode: ioengine.Syscall}, false},
@@ -25,7 +27,7 @@ func TestInlineFlushEngine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			l := openTest(t, dir, tc.opts)
-			if l.eng.Backend() != ioengine.BackendURing && tc.opts.IOMode == ioengine.URing {
+			if l.eng.Backend() != ioengine.BackendURing && (tc.opts.IOMode == ioengine.URing || tc.opts.Engine != nil) {
 				l.Close()
 				t.Skipf("io_uring not available: %s", l.eng.FallbackReason())
 			}
@@ -66,4 +68,15 @@ func TestInlineFlushEngine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sharedEngine is an io_uring engine the test closes, as a caller's engine
+// given to the log (Options.Engine).
+func sharedEngine(t *testing.T) *ioengine.Engine {
+	e, err := ioengine.New(ioengine.Options{Mode: ioengine.URing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

@@ -191,14 +191,11 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		l.opts.PipelineDepth = opts.PipelineDepth
 	}
-	if l.ownEngine && opts.PipelineDepth == 1 && l.eng.Backend() == ioengine.BackendURing && !opts.NoInlineFlush {
-		// A fallback here leaves the flushes on eng.
-		if fe, err := ioengine.New(ioengine.Options{Mode: ioengine.URing, Inline: true, Logf: opts.Logf}); err == nil {
-			if fe.Backend() == ioengine.BackendURing {
-				l.flushEng = fe
-			} else {
-				fe.Close()
-			}
+	if opts.PipelineDepth == 1 && l.eng.Backend() == ioengine.BackendURing && !opts.NoInlineFlush {
+		// The log's own engine or a shared one (kv's): the committer
+		// flushes inline either way. A failure leaves the flushes on eng.
+		if fe, err := l.eng.NewInline(); err == nil {
+			l.flushEng = fe
 		}
 	}
 	l.slots = make(chan struct{}, opts.PipelineDepth)
