@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/kv"
 	"github.com/ringstore/ringstore/wal"
 )
 
@@ -26,9 +27,12 @@ type ChildConfig struct {
 	// name (raft-wal, tidwall-wal, etcd-wal) in the peers' program.
 	Mode string `json:"mode"`
 	// IOMode is ringstore's backend: uring, sqpoll or syscall.
-	IOMode     string        `json:"io_mode,omitempty"`
-	Writers    int           `json:"writers"`
-	EntrySize  int           `json:"entry_size"`
+	IOMode    string `json:"io_mode,omitempty"`
+	Writers   int    `json:"writers"`
+	EntrySize int    `json:"entry_size"`
+	// WriteSize is the device-group mode's write: the bytes of a group of
+	// Writers entries as the log writes them.
+	WriteSize  int           `json:"write_size,omitempty"`
 	Duration   time.Duration `json:"duration"`
 	WarmupFrac float64       `json:"warmup_frac"`
 }
@@ -159,8 +163,12 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		return fsyncPerWrite(c, dir)
 	case "device-fdatasync":
 		return deviceFdatasync(c, dir)
+	case "device-group":
+		return deviceGroup(c, dir)
 	case "ringstore":
 		return ringstore(c, dir)
+	case "kv":
+		return kvWrite(c, dir)
 	}
 	return bench.Trial{}, fmt.Errorf("unknown mode %q", c.Mode)
 }
@@ -232,6 +240,80 @@ func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
 		return lat, nil
 	}, PerCall(&calls))
 	return MarkInferred(tr), err
+}
+
+// deviceGroup measures what one group commit cannot beat: a pwrite of
+// c.WriteSize bytes in place into already written blocks, then fdatasync,
+// both timed: the device's cost of one group's flush with no file-system
+// metadata to commit.
+func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "device.dat"), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	size := max(1<<20, int64(c.WriteSize))
+	if err := preallocate(fd, size); err != nil {
+		return bench.Trial{}, fmt.Errorf("fallocate: %w", err)
+	}
+	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+		return bench.Trial{}, err
+	}
+	if err := f.Sync(); err != nil {
+		return bench.Trial{}, err
+	}
+	buf := make([]byte, c.WriteSize)
+	var mu sync.Mutex
+	var calls atomic.Uint64
+	c.EntrySize = 8 // the payload is buf, not the entry measure makes
+	tr, err := measure(c, func(_ int, _ []byte) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		t0 := time.Now()
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			return 0, err
+		}
+		if err := fdatasync(fd); err != nil {
+			return 0, fmt.Errorf("fdatasync: %w", err)
+		}
+		lat := time.Since(t0)
+		calls.Add(1)
+		return lat, nil
+	}, PerCall(&calls))
+	return MarkInferred(tr), err
+}
+
+// kvWrite runs c.Writers goroutines each putting its own keys (one
+// c.EntrySize value per kv.DB.Put, durable when it returns) into one store.
+func kvWrite(c ChildConfig, dir string) (bench.Trial, error) {
+	mode, err := ioengine.ParseIOMode(c.IOMode)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	db, err := kv.Open(filepath.Join(dir, "kv"), kv.Options{IOMode: mode, Logf: func(string, ...any) {}})
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	if st := db.Stats(); (mode == ioengine.URing) != (st.Backend == ioengine.BackendURing) {
+		db.Close()
+		return bench.Trial{}, fmt.Errorf("wanted io mode %s, the store is on %s: %s", mode, st.Backend, st.FallbackCause)
+	}
+	next := make([]uint64, c.Writers)
+	tr, err := Measure(c, func(w int, p []byte) error {
+		var key [16]byte
+		binary.BigEndian.PutUint64(key[:8], uint64(w))
+		binary.BigEndian.PutUint64(key[8:], next[w])
+		next[w]++
+		return db.Put(key[:], p)
+	}, func() Counts {
+		st := db.Stats()
+		return Counts{Entries: st.Writes, Flushes: st.Commits}
+	})
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	return tr, err
 }
 
 // ringstore runs c.Writers goroutines appending to one wal.Log.

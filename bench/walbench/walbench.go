@@ -25,6 +25,7 @@ import (
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal"
 )
 
 // Workload is the child workload name.
@@ -91,7 +92,9 @@ type LatencyRatio struct {
 type report struct {
 	bench.Report
 	Device        *DeviceSync       `json:"device_fdatasync,omitempty"`
+	DeviceGroup   *DeviceSync       `json:"device_group_write,omitempty"` // one 64-entry group's in-place write + fdatasync
 	LatencyRatios []LatencyRatio    `json:"latency_ratios,omitempty"`
+	Bars          []bench.Bar       `json:"bars"`
 	PeerVersions  map[string]string `json:"peer_versions,omitempty"`
 }
 
@@ -106,9 +109,26 @@ type mode struct {
 }
 
 const (
-	modeFsync  = "fsync-per-write"
-	modeDevice = "device-fdatasync"
-	mode64     = "ringstore-uring-w64"
+	modeFsync       = "fsync-per-write"
+	modeDevice      = "device-fdatasync"
+	modeDeviceGroup = "device-group-w64"
+	mode64          = "ringstore-uring-w64"
+	mode1           = "ringstore-uring-w1"
+	modeKV1         = "kv-uring-w1"
+	modeKV64        = "kv-uring-w64"
+)
+
+// The bars: 64 writers on io_uring at least BarVsFsync× fsync per write
+// and BarVsPeer× the best peer with 64 writers, their append p99 at most
+// BarP99VsGroup× the device's p99 for one group's in-place write +
+// fdatasync; kv's 64 writers at least BarKVScale× its one, and a lone kv
+// write at most BarKVVsLog× a lone log append's time.
+const (
+	BarVsFsync    = 20.0
+	BarVsPeer     = 2.0
+	BarP99VsGroup = 2.0
+	BarKVScale    = 10.0
+	BarKVVsLog    = 1.2
 )
 
 func plural(n int) string {
@@ -129,9 +149,12 @@ func Run(o Options) error {
 	cfg := func(m string, writers int, io string) ChildConfig {
 		return ChildConfig{Dir: o.Dir, Mode: m, IOMode: io, Writers: writers, EntrySize: EntrySize, Duration: o.Duration, WarmupFrac: 0.1}
 	}
+	groupCfg := cfg("device-group", 1, "")
+	groupCfg.WriteSize = 64 * (EntrySize + wal.EntryHeaderSize)
 	modes := []mode{
 		{Mode: bench.Mode{Name: modeFsync, Label: "os.File append + fdatasync", Exec: bench.ChildExec(Workload, cfg(modeFsync, 1, ""))}, system: "os.File", writers: 1},
 		{Mode: bench.Mode{Name: modeDevice, Label: "device: one fdatasync (in place)", Exec: bench.ChildExec(Workload, cfg(modeDevice, 1, ""))}, system: "device", writers: 1},
+		{Mode: bench.Mode{Name: modeDeviceGroup, Label: fmt.Sprintf("device: %d KiB write + fdatasync (in place)", groupCfg.WriteSize>>10), Exec: bench.ChildExec(Workload, groupCfg)}, system: "device", writers: 1},
 	}
 
 	var notes []string
@@ -158,6 +181,12 @@ func Run(o Options) error {
 	}
 	if sqpollOK {
 		modes = append(modes, ring("sqpoll", "SQPOLL", 64))
+	}
+	if uringOK {
+		for _, w := range []int{1, 64} {
+			modes = append(modes, mode{Mode: bench.Mode{Name: fmt.Sprintf("kv-uring-w%d", w), Label: fmt.Sprintf("ringstore kv Put, io_uring, %s", plural(w)),
+				Exec: bench.ChildExec(Workload, cfg("kv", w, "uring"))}, system: "kv", writers: w, backend: "uring"})
+		}
 	}
 	modes = append(modes, ring("syscall", "syscall", 64))
 
@@ -215,11 +244,11 @@ func Run(o Options) error {
 		}
 		rows = append(rows, row)
 		x := "-"
-		if fsync != nil && len(fsync.Trials) > 0 && m.Name != modeDevice {
+		if fsync != nil && len(fsync.Trials) > 0 && m.system != "device" {
 			x = fmt.Sprintf("%.2f×", row.OpsPerS/fsync.Median().Rate())
 		}
 		epf, fps := "-", "-"
-		if m.Name != modeDevice && row.FlushesPerS > 0 {
+		if m.system != "device" && row.FlushesPerS > 0 {
 			mark := ""
 			if row.FlushesInferred {
 				mark = "†"
@@ -243,7 +272,8 @@ func Run(o Options) error {
 	if best := bestPeer(results, modes, 1); best != "" {
 		pairs = append(pairs, [2]string{"ringstore-uring-w1", best})
 	}
-	pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}, {"ringstore-syscall-w64", modeFsync}}...)
+	pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}, {"ringstore-syscall-w64", modeFsync},
+		{modeKV64, modeKV1}, {mode1, modeKV1}, {modeKV64, mode64}}...)
 	for _, p := range pairs {
 		if r, ok := bench.Compare(results, p[0], p[1]); ok {
 			ratios = append(ratios, r)
@@ -271,6 +301,16 @@ func Run(o Options) error {
 			latRatios = append(latRatios, LatencyRatio{A: "ringstore-uring-w1 p50", B: "device fdatasync p50", Ratio: r.Median().P50us / med.P50us})
 		}
 	}
+
+	var group *DeviceSync
+	if d := bench.Find(results, modeDeviceGroup); d != nil && len(d.Trials) > 0 {
+		med := d.Median()
+		group = &DeviceSync{P50us: med.P50us, P99us: med.P99us, Measurement: fmt.Sprintf("a %d-byte pwrite in place into already written blocks of a preallocated file, then fdatasync, both timed: one group of 64 entries as the log writes it, with no file-system metadata to commit", groupCfg.WriteSize)}
+		for _, tr := range d.Trials {
+			group.TrialP50us = append(group.TrialP50us, tr.P50us)
+		}
+	}
+	bars := walBars(results, modes, group)
 
 	notes = append(notes,
 		fmt.Sprintf("%d-byte entries; every append is durable (fdatasync or fsync) before it returns. Latency is per append call, waits for a lock or a group included.", EntrySize),
@@ -303,6 +343,8 @@ func Run(o Options) error {
 	for _, r := range latRatios {
 		fmt.Fprintf(o.Out, "  %-28s vs %-28s %6.2f×\n", r.A, r.B, r.Ratio)
 	}
+	fmt.Fprintln(o.Out, "\nbars:")
+	bench.WriteBars(o.Out, bars)
 	for _, n := range notes {
 		fmt.Fprintf(o.Out, "note: %s\n", n)
 	}
@@ -311,7 +353,7 @@ func Run(o Options) error {
 			Report: bench.Report{Benchmark: "wal", Machine: machine,
 				Config:  map[string]any{"dir": o.Dir, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "entry_size": EntrySize, "warmup_frac": 0.1, "peers": o.Peers},
 				Results: rows, Ratios: ratios, Notes: notes},
-			Device: device, LatencyRatios: latRatios, PeerVersions: versions,
+			Device: device, DeviceGroup: group, LatencyRatios: latRatios, PeerVersions: versions, Bars: bars,
 		}
 		data, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -323,6 +365,39 @@ func Run(o Options) error {
 		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
 	}
 	return runErr
+}
+
+// walBars checks the run's figures against the bars; a bar whose modes did
+// not run is there, not tested.
+func walBars(results []bench.ModeResult, modes []mode, group *DeviceSync) []bench.Bar {
+	rate := func(name string) float64 {
+		if r := bench.Find(results, name); r != nil && len(r.Trials) > 0 {
+			return r.Median().Rate()
+		}
+		return 0
+	}
+	ratio := func(name string, a, b float64, limit float64, atMost bool, why string) bench.Bar {
+		if a <= 0 || b <= 0 {
+			return bench.NewBar(name, 0, limit, atMost, false, "a mode it compares did not run")
+		}
+		return bench.NewBar(name, a/b, limit, atMost, true, why)
+	}
+	var bars []bench.Bar
+	bars = append(bars, ratio("io_uring 64 writers vs fsync per write (appends/s)", rate(mode64), rate(modeFsync), BarVsFsync, false, ""))
+	best := bestPeer(results, modes, 64)
+	bars = append(bars, ratio("io_uring 64 writers vs the best peer at 64 writers (appends/s)", rate(mode64), rate(best), BarVsPeer, false, "against "+best))
+	var p99, groupP99 float64
+	if r := bench.Find(results, mode64); r != nil && len(r.Trials) > 0 {
+		p99 = r.Median().P99us
+	}
+	if group != nil {
+		groupP99 = group.P99us
+	}
+	bars = append(bars, ratio("io_uring 64 writers' append p99 vs the device's p99 for one group write + fdatasync", p99, groupP99, BarP99VsGroup, true,
+		fmt.Sprintf("%.0f against %.0f µs", p99, groupP99)))
+	bars = append(bars, ratio("kv Put 64 writers vs 1 writer (writes/s)", rate(modeKV64), rate(modeKV1), BarKVScale, false, ""))
+	bars = append(bars, ratio("a lone kv Put's time vs a lone log append's", rate(mode1), rate(modeKV1), BarKVVsLog, true, "the inverse of their rates"))
+	return bars
 }
 
 const deviceMeasurement = "a 1 KiB pwrite in place into an already written block of a preallocated (fallocate) file, then fdatasync, timing only the fdatasync"
