@@ -27,7 +27,7 @@ func (db *DB) flushLoop() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for {
-		for len(db.imm) == 0 && !db.closed && db.bgErr == nil {
+		for (len(db.imm) == 0 || db.imm[0].inflight > 0) && !db.closed && db.bgErr == nil {
 			db.cond.Wait()
 		}
 		if db.closed || db.bgErr != nil {

@@ -47,6 +47,10 @@ type memTable struct {
 	*memtable.Memtable
 	lastSeq uint64 // largest seq applied (0: none)
 	walLast uint64 // last wal entry holding its writes (0: none)
+	// inflight counts the commit groups given this memtable whose writes
+	// are not applied yet (guarded by DB.mu). A memtable is flushed only
+	// once it is immutable and inflight is 0.
+	inflight int
 }
 
 // DB is an LSM key-value store in one directory. All methods are safe for
@@ -61,12 +65,23 @@ type DB struct {
 	log     *wal.Log
 	visible atomic.Uint64 // reads see writes with seq <= visible
 
-	// The write queue: the writer at the front is the leader; it commits
-	// every queued batch in one wal append. lastSeq is the leader's.
+	// The write queue: the writer at the front is the leader; it numbers
+	// every queued batch and queues them to the log in one request, then
+	// leaves the front to the next leader while its request is flushed
+	// (the commit pipeline, write.go). lastSeq is the leaders'; applied is
+	// closed once the newest group in the pipeline has been applied (nil
+	// before the first).
 	wmu     sync.Mutex
 	wcond   *sync.Cond
 	writers []*writer
 	lastSeq uint64
+	applied chan struct{}
+
+	// applyMu guards the pipeline: the groups queued to the log and not yet
+	// applied, in sequence order (their log order). Lock order: wmu, then
+	// applyMu, then mu.
+	applyMu  sync.Mutex
+	pipeline []*commitGroup
 
 	mu          sync.Mutex
 	cond        *sync.Cond // broadcast on every change of mem/imm/current/bgErr/closed
@@ -327,13 +342,18 @@ func (db *DB) Close() error {
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.bgWG.Wait()
-	// Wait for the write in progress: the leader checks closed before it
-	// commits, so once the queue is empty nobody writes.
+	// Wait for the writes in progress: a leader checks closed before it
+	// queues to the log, so once the queue is empty no group joins the
+	// pipeline, and the newest group is applied after all the others.
 	db.wmu.Lock()
 	for len(db.writers) > 0 {
 		db.wcond.Wait()
 	}
+	last := db.applied
 	db.wmu.Unlock()
+	if last != nil {
+		<-last
+	}
 	return db.closeResources()
 }
 

@@ -16,17 +16,24 @@
 //
 // # Write path
 //
-//	Write ──▶ queue ──▶ leader: seqs, one wal AppendBatch (write + fdatasync)
-//	                         ──▶ memtable (skiplist) ──▶ visible seq advances
-//	full memtable ──▶ immutable ──▶ background: flush to an L0 table,
-//	                                 manifest, wal TruncateFront
+//	Write ──▶ queue ──▶ leader (under wmu): seqs, wal.StartAppendBatch ─┐ next leader
+//	          log committer: gathers many leaders' requests, one write + fdatasync
+//	          flushed ──▶ pipeline head (under applyMu), in seq order: memtable, visible seq
+//	full memtable ──▶ immutable ──▶ background: flush to an L0 table (once no
+//	                                 group in flight targets it), manifest, wal TruncateFront
 //
-// Writers queue; the writer at the front (the leader) takes every batch queued
-// behind it (up to 4 MiB), gives them consecutive sequence numbers, appends
-// them to the log (package wal) in one group, each batch one entry, applies
-// them to the memtable and publishes the new visible sequence number. A batch
-// is one wal entry, so after a crash it is there whole or not at all. The log
-// order is the sequence order. A failed log append turns the store read-only.
+// The commit pipeline. Writers queue; the writer at the front (the leader)
+// takes every batch queued behind it (up to 4 MiB), gives them consecutive
+// sequence numbers and queues them to the log (package wal) as one request,
+// each batch one entry, still holding the queue's lock — so the log order is
+// the sequence order — and leaves the front to the next leader while its
+// request is flushed: the log's committer gathers the requests of many
+// leaders into one group commit. A flushed group waits for every group before
+// it; whoever finds groups at the head of the pipeline flushed applies them to
+// the memtable (its single writer) and publishes the visible sequence number,
+// in order. A batch is one wal entry, so after a crash it is there whole or
+// not at all. A failed log request turns the store read-only; the groups
+// behind it fail too.
 //
 // When the memtable reaches MemtableSize it becomes immutable and the
 // flush goroutine writes it to a new L0 table; writes stall while two

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ringstore/ringstore/kv/memtable"
 	"github.com/ringstore/ringstore/kv/sstable"
+	"github.com/ringstore/ringstore/wal"
 )
 
 // maxGroupBytes bounds the batches one leader commits in one log append.
@@ -14,11 +15,24 @@ const maxGroupBytes = 4 << 20
 // queue.
 type writer struct {
 	batch *Batch
+	taken bool // a leader took it into its group (guarded by DB.wmu)
 	done  bool
 	err   error
 	// flushed is set for a Flush writer: the memtable it made immutable
 	// (nil when the memtable was empty).
 	flushed *memTable
+}
+
+// commitGroup is one leader's batches on their way through the commit
+// pipeline.
+type commitGroup struct {
+	mem      *memTable          // immutable after Write queued it
+	payloads [][]byte           // immutable after Write queued it
+	pending  *wal.PendingAppend // waited for by the group's leader alone
+	applied  chan struct{}      // closed once the group is applied or has failed
+	flushed  bool               // guarded by DB.applyMu: its log request is done
+	first    uint64             // guarded by DB.applyMu: its first log entry
+	err      error              // guarded by DB.applyMu; read after applied is closed
 }
 
 // Put sets key to value.
@@ -37,11 +51,19 @@ func (db *DB) Delete(key []byte) error {
 
 // Write applies the batch atomically: once it returns nil every operation is
 // durable (one wal entry, flushed, unless Options.NoSync) and visible to
-// later reads; after a crash either all of the batch is there or none.
-// Concurrent Writes are committed together: the first queued writer commits
-// every batch queued behind it in one log append (one write and one
-// fdatasync). On an error the batch may or may not be in the log; the store
-// turns read-only after a log failure.
+// later reads; after a crash either all of the batch is there or none. On an
+// error the batch may or may not be in the log; the store turns read-only
+// after a log failure.
+//
+// The commit pipeline: the writer at the front of the queue leads. Holding
+// the queue's lock it takes the batches queued behind it, numbers them and
+// queues them to the log as one request (wal.StartAppendBatch), so the
+// log's order is the sequence order; then it leaves the front to the next
+// leader and waits for its request to be flushed. The log gathers the
+// requests of many leaders into one group commit (one write, one
+// fdatasync). Flushed groups are applied to the memtable one at a time in
+// sequence order, each becoming visible to reads as it is applied; then
+// their writers return.
 func (db *DB) Write(b *Batch) error {
 	if b.Len() == 0 {
 		return nil
@@ -52,7 +74,7 @@ func (db *DB) Write(b *Batch) error {
 	w := &writer{batch: b}
 	db.wmu.Lock()
 	db.writers = append(db.writers, w)
-	for !w.done && db.writers[0] != w {
+	for !w.done && (w.taken || db.writers[0] != w) {
 		db.wcond.Wait()
 	}
 	if w.done {
@@ -66,58 +88,106 @@ func (db *DB) Write(b *Batch) error {
 		n++
 	}
 	group := append([]*writer(nil), db.writers[:n]...)
-	mem, err := db.makeRoom()
-	var payloads [][]byte
+	for _, g := range group {
+		g.taken = true
+	}
+	g := &commitGroup{applied: make(chan struct{})}
+	var err error
+	g.mem, err = db.makeRoom()
 	if err == nil {
-		for _, g := range group {
-			payloads = append(payloads, g.batch.encode(db.lastSeq+1))
-			db.lastSeq += uint64(g.batch.Len())
+		for _, x := range group {
+			g.payloads = append(g.payloads, x.batch.encode(db.lastSeq+1))
+			db.lastSeq += uint64(x.batch.Len())
+		}
+		if g.pending, err = db.log.StartAppendBatch(g.payloads); err == nil {
+			db.mu.Lock()
+			g.mem.inflight++
+			db.mu.Unlock()
+			db.applyMu.Lock()
+			db.pipeline = append(db.pipeline, g)
+			db.applyMu.Unlock()
+			db.applied = g.applied
+		} else {
+			err = db.logFailed(err)
 		}
 	}
+	db.writers = db.writers[n:]
+	db.wcond.Broadcast()
 	db.wmu.Unlock()
 
 	if err == nil {
-		err = db.commit(mem, payloads)
+		err = db.finishCommit(g)
 	}
 
 	db.wmu.Lock()
-	for _, g := range group {
-		g.done, g.err = true, err
+	for _, x := range group {
+		x.done, x.err = true, err
 	}
-	db.writers = db.writers[n:]
 	db.wcond.Broadcast()
 	db.wmu.Unlock()
 	return err
 }
 
-// commit appends the group's payloads to the log, applies them to mem and
-// makes them visible. Only the leader calls it.
-func (db *DB) commit(mem *memTable, payloads [][]byte) error {
-	first, err := db.log.AppendBatch(payloads)
+// finishCommit waits for the group's log request to be flushed, then
+// applies, in sequence order, every group at the head of the pipeline whose
+// request is done — its own and those of leaders that have not come back
+// yet — so the memtable's single writer is whoever finds groups ready, not
+// a relay of every leader in turn. It returns once its own group is
+// applied. A failed group is taken off in its turn too.
+func (db *DB) finishCommit(g *commitGroup) error {
+	first, err := g.pending.Wait()
 	if err != nil {
-		err = fmt.Errorf("kv: write: %w", err)
-		db.mu.Lock()
-		if db.bgErr == nil {
-			db.bgErr = err
+		err = db.logFailed(err)
+	}
+	db.applyMu.Lock()
+	g.flushed, g.first, g.err = true, first, err
+	for len(db.pipeline) > 0 && db.pipeline[0].flushed {
+		h := db.pipeline[0]
+		db.pipeline[0] = nil
+		db.pipeline = db.pipeline[1:]
+		db.applyLocked(h)
+		close(h.applied)
+	}
+	db.applyMu.Unlock()
+	<-g.applied
+	return g.err
+}
+
+// applyLocked adds a flushed group's writes to its memtable and makes them
+// visible. Called with applyMu held, in sequence order.
+func (db *DB) applyLocked(g *commitGroup) {
+	if g.err == nil {
+		var last uint64
+		for _, p := range g.payloads {
+			decodeBatch(p, func(seq uint64, kind sstable.Kind, key, value []byte) error { //nolint:errcheck // checked in Write
+				g.mem.Add(seq, kind, key, value)
+				last = seq
+				return nil
+			})
 		}
-		db.cond.Broadcast()
-		db.mu.Unlock()
-		return err
+		g.mem.lastSeq = last
+		g.mem.walLast = g.first + uint64(len(g.payloads)) - 1
+		db.visible.Store(last)
+		db.stats.writes.Add(uint64(len(g.payloads)))
+		db.stats.commits.Add(1)
 	}
-	var last uint64
-	for _, p := range payloads {
-		decodeBatch(p, func(seq uint64, kind sstable.Kind, key, value []byte) error { //nolint:errcheck // checked in Write
-			mem.Add(seq, kind, key, value)
-			last = seq
-			return nil
-		})
+	db.mu.Lock()
+	g.mem.inflight--
+	db.cond.Broadcast()
+	db.mu.Unlock()
+}
+
+// logFailed records a failure of the log: the store turns read-only (every
+// later write fails with it). It returns the error as writes report it.
+func (db *DB) logFailed(err error) error {
+	err = fmt.Errorf("kv: write: %w", err)
+	db.mu.Lock()
+	if db.bgErr == nil {
+		db.bgErr = err
 	}
-	mem.lastSeq = last
-	mem.walLast = first + uint64(len(payloads)) - 1
-	db.visible.Store(last)
-	db.stats.writes.Add(uint64(len(payloads)))
-	db.stats.commits.Add(1)
-	return nil
+	db.cond.Broadcast()
+	db.mu.Unlock()
+	return err
 }
 
 // makeRoom returns the memtable the leader writes into, making the current

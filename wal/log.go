@@ -253,21 +253,51 @@ func (l *Log) AppendBatch(payloads [][]byte) (uint64, error) {
 	return seq, err
 }
 
+// PendingAppend is a batch StartAppendBatch queued. Wait must be called
+// exactly once.
+type PendingAppend struct {
+	l *Log
+	r *request
+}
+
+// StartAppendBatch queues payloads as AppendBatch does and returns without
+// waiting for them to be durable. Batches go into the log in the order
+// their StartAppendBatch (or Append, AppendBatch) calls queued them: a
+// caller that serializes its calls — kv's commit pipeline, which numbers
+// its writes under a lock and queues them under the same lock — gets its
+// order as the log's. The log's committer gathers what is queued into its
+// group commits as it does with concurrent Appends.
+func (l *Log) StartAppendBatch(payloads [][]byte) (*PendingAppend, error) {
+	if len(payloads) == 0 {
+		return nil, errors.New("wal: StartAppendBatch of an empty batch")
+	}
+	r := requestPool.Get().(*request)
+	if err := l.startAppend(r, payloads); err != nil {
+		requestPool.Put(r)
+		return nil, err
+	}
+	return &PendingAppend{l: l, r: r}, nil
+}
+
+// Wait returns the sequence number of the batch's first entry once all of
+// its entries are on stable storage, or the error that failed them (then
+// any prefix of the batch may be in the log; the log is read-only).
+func (p *PendingAppend) Wait() (uint64, error) {
+	seq, err := p.r.wait()
+	requestPool.Put(p.r)
+	p.r = nil
+	return seq, err
+}
+
 func (l *Log) appendRequest(r *request, payloads [][]byte) (uint64, error) {
-	size := 0
-	for i, p := range payloads {
-		if len(p) > l.opts.MaxEntrySize {
-			return 0, fmt.Errorf("%w: entry %d of the batch is %d bytes, the limit is %d", ErrEntryTooLarge, i, len(p), l.opts.MaxEntrySize)
-		}
-		size += EncodedLen(len(p))
-	}
-	if size > l.capacity {
-		return 0, fmt.Errorf("%w: a batch of %d entries encodes to %d bytes, more than a segment of %d bytes holds (%d)", ErrEntryTooLarge, len(payloads), size, l.opts.SegmentSize, l.capacity)
-	}
-	r.kind, r.payloads, r.size, r.seq, r.err = reqAppend, payloads, size, 0, nil
-	if err := l.enqueue(r); err != nil {
+	if err := l.startAppend(r, payloads); err != nil {
 		return 0, err
 	}
+	return r.wait()
+}
+
+// wait waits for an append request and returns its first seq.
+func (r *request) wait() (uint64, error) {
 	<-r.done
 	seq, err := r.seq, r.err
 	r.payloads = nil
@@ -275,6 +305,22 @@ func (l *Log) appendRequest(r *request, payloads [][]byte) (uint64, error) {
 		return 0, err
 	}
 	return seq, nil
+}
+
+// startAppend checks payloads and queues r to append them.
+func (l *Log) startAppend(r *request, payloads [][]byte) error {
+	size := 0
+	for i, p := range payloads {
+		if len(p) > l.opts.MaxEntrySize {
+			return fmt.Errorf("%w: entry %d of the batch is %d bytes, the limit is %d", ErrEntryTooLarge, i, len(p), l.opts.MaxEntrySize)
+		}
+		size += EncodedLen(len(p))
+	}
+	if size > l.capacity {
+		return fmt.Errorf("%w: a batch of %d entries encodes to %d bytes, more than a segment of %d bytes holds (%d)", ErrEntryTooLarge, len(payloads), size, l.opts.SegmentSize, l.capacity)
+	}
+	r.kind, r.payloads, r.size, r.seq, r.err = reqAppend, payloads, size, 0, nil
+	return l.enqueue(r)
 }
 
 func (l *Log) enqueue(r *request) error {
