@@ -31,7 +31,8 @@ type LevelStats struct {
 // Stats are a DB's counters (since Open) and its current shape.
 type Stats struct {
 	Writes      uint64 // batches committed
-	Commits     uint64 // log appends (each commits one or more batches)
+	Commits     uint64 // leaders' log requests (each commits one or more batches)
+	LogFlushes  uint64 // the log's group commits (one write + fdatasync each, many requests)
 	WriteStalls uint64 // commits that waited for a flush or compaction
 
 	Gets          uint64
@@ -70,6 +71,9 @@ func (db *DB) Stats() Stats {
 		CompactionTime: time.Duration(c.compactNanos.Load()),
 		Engine:         db.eng.Stats(), Backend: db.eng.Backend(), FallbackCause: db.eng.FallbackReason(),
 		LastSeq: db.visible.Load(),
+	}
+	if db.log != nil {
+		s.LogFlushes = db.log.Stats().Flushes
 	}
 	if db.pool != nil {
 		ps := db.pool.Stats()

@@ -308,7 +308,7 @@ func kvWrite(c ChildConfig, dir string) (bench.Trial, error) {
 		return db.Put(key[:], p)
 	}, func() Counts {
 		st := db.Stats()
-		return Counts{Entries: st.Writes, Flushes: st.Commits}
+		return Counts{Entries: st.Writes, Flushes: st.LogFlushes}
 	})
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
