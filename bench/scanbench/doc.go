@@ -52,7 +52,7 @@
 //
 // # Data set
 //
-// events.Generate writes about --data-mb of events into
+// events.Generate writes about --data of events into
 // <dir>/ringstore-scan-data-v<version>-<MiB>MiB-<files>f-<compression>/ in
 // files of about 128 MiB (at least 2); rows are sized from one sample
 // batch. manifest.json, written last (fsync, rename), lists the files and

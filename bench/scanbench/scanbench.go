@@ -289,7 +289,7 @@ func Run(opts Options) (err error) {
 	}
 
 	// The memory limit.
-	ml, cgroups := bench.SetUpMemoryLimit(o.detectCgroups, o.MemLimit, o.NoMemLimit, "no memory limit asked for (--mem-limit-mb 0)", o.Progress)
+	ml, cgroups := bench.SetUpMemoryLimit(o.detectCgroups, o.MemLimit, o.NoMemLimit, "no memory limit asked for (--mem-limit none)", o.Progress)
 	if ml.Applied {
 		fmt.Fprintf(o.Progress, "memory limit: %d MiB per child, cgroup %s under %s\n", o.MemLimit>>20, ml.Cgroup, ml.Parent)
 	} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/ringstore/ringstore/bench/readbench"
 	"github.com/ringstore/ringstore/bench/scanbench"
 	"github.com/ringstore/ringstore/bench/walbench"
+	"github.com/ringstore/ringstore/bufpool"
 )
 
 const benchUsage = `usage: ringstore bench [read|wal|scan|kv] [flags]
@@ -86,25 +87,26 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	}
 	var kvKeys *uint64
 	var kvCache *string
-	var kvBatch, kvCallers, kvMemMB *int
-	var kvDist *string
+	var kvBatch, kvCallers *int
+	var kvDist, kvMem *string
 	if kvb {
 		kvKeys = fs.Uint64("keys", kvbench.DefaultKeys, "kv: keys loaded into every store")
 		kvCache = fs.String("cache", "64MiB", "kv: block cache of every store (K, M, G, KiB, MiB, GiB suffixes)")
 		kvBatch = fs.Int("batch", kvbench.DefaultBatch, "kv: keys per batch (one MultiGet, or as many Gets)")
 		kvCallers = fs.Int("callers", kvbench.DefaultCallers, "kv: concurrent callers, each with its own batches")
 		kvDist = fs.String("dist", kvbench.Uniform, "kv: key distribution: uniform or zipfian")
-		kvMemMB = fs.Int("kv-mem-limit-mb", 0, "kv: memory cgroup limit of every read child in MiB, page cache included (default: the cache + 96); -1 for none")
+		kvMem = fs.String("kv-mem-limit", "", "kv: memory cgroup limit of every read child, page cache included (default: the cache + 96MiB); none for no limit")
 	}
-	var dataMB, memMB, poolMB, frameKB, queries, rounds *int
+	var dataSize, memSize, poolSize, frameSize *string
+	var queries, rounds *int
 	var devTime *time.Duration
 	var compression *string
 	var keep *bool
 	if scan {
-		dataMB = fs.Int("data-mb", scanbench.DefaultDataBytes>>20, "scan: size of the Arrow data set in MiB (at least twice --mem-limit-mb for the comparison the benchmark is for)")
-		memMB = fs.Int("mem-limit-mb", scanbench.DefaultMemLimit>>20, "scan: memory cgroup limit of every child in MiB, page cache included; 0 for none")
-		poolMB = fs.Int("pool-mb", scanbench.DefaultPoolBytes>>20, "scan: buffer pool budget in MiB (pool mode)")
-		frameKB = fs.Int("frame-kb", scanbench.DefaultFrameSize>>10, "scan: buffer pool frame size in KiB")
+		dataSize = fs.String("data", humanSize(scanbench.DefaultDataBytes), "scan: size of the Arrow data set (at least twice --mem-limit for the comparison the benchmark is for)")
+		memSize = fs.String("mem-limit", humanSize(scanbench.DefaultMemLimit), "scan: memory cgroup limit of every child, page cache included; none for no limit")
+		poolSize = fs.String("pool", humanSize(scanbench.DefaultPoolBytes), "scan: buffer pool budget (pool mode)")
+		frameSize = fs.String("frame", humanSize(scanbench.DefaultFrameSize), "scan: buffer pool frame size, a multiple of 4KiB")
 		queries = fs.Int("queries", scanbench.DefaultQueries, "scan: queries run at once in each round")
 		rounds = fs.Int("rounds", scanbench.DefaultRounds, "scan: rounds of concurrent queries per trial")
 		devTime = fs.Duration("device-time", scanbench.DefaultDeviceTime, "scan: time of each trial of the device's sequential-read measurement")
@@ -127,21 +129,39 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --size: %v", name, err)
 		}
 	}
+	var dataBytes, memBytes, poolBytes, frameBytes int64
 	if scan {
+		var err error
+		if dataBytes, err = sizeArg(name, "data", *dataSize, 1<<20, 1<<44); err != nil {
+			return err
+		}
+		if *memSize != "none" {
+			if memBytes, err = sizeArg(name, "mem-limit", *memSize, 64<<20, 1<<44); err != nil {
+				return err
+			}
+		}
+		if frameBytes, err = sizeArg(name, "frame", *frameSize, 4<<10, 1<<30); err != nil {
+			return err
+		}
+		if frameBytes%(4<<10) != 0 {
+			return usagef("%s: --frame must be a multiple of 4KiB, got %s", name, *frameSize)
+		}
+		// The pool's own limits (bufpool.MinFrames frames at least), checked
+		// here rather than found by the child.
+		if poolBytes, err = sizeArg(name, "pool", *poolSize, bufpool.MinFrames*frameBytes, 1<<44); err != nil {
+			return usagef("%s (a pool holds at least %d frames of --frame %s)", err.Error(), bufpool.MinFrames, *frameSize)
+		}
 		for _, f := range []struct {
 			name     string
 			v        int
 			min, max int
-		}{{"data-mb", *dataMB, 1, 1 << 24}, {"mem-limit-mb", *memMB, 0, 1 << 24}, {"pool-mb", *poolMB, 1, 1 << 24}, {"frame-kb", *frameKB, 4, 1 << 20}, {"queries", *queries, 1, 4096}, {"rounds", *rounds, 1, 1 << 16}} {
+		}{{"queries", *queries, 1, 4096}, {"rounds", *rounds, 1, 1 << 16}} {
 			if f.v < f.min || f.v > f.max {
 				return usagef("%s: --%s must be between %d and %d, got %d", name, f.name, f.min, f.max, f.v)
 			}
 		}
-		if *frameKB%4 != 0 {
-			return usagef("%s: --frame-kb must be a multiple of 4, got %d", name, *frameKB)
-		}
-		if *memMB > 0 && *poolMB >= *memMB {
-			return usagef("%s: --pool-mb %d must be below --mem-limit-mb %d", name, *poolMB, *memMB)
+		if memBytes > 0 && poolBytes >= memBytes {
+			return usagef("%s: --pool %s must be below --mem-limit %s", name, *poolSize, *memSize)
 		}
 		if *devTime <= 0 {
 			return usagef("%s: --device-time must be positive, got %s", name, *devTime)
@@ -152,11 +172,11 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --compression must be none, lz4 or zstd, got %q", name, *compression)
 		}
 	}
-	var kvCacheBytes int64
+	var kvCacheBytes, kvMemBytes int64
 	if kvb {
 		var err error
-		if kvCacheBytes, err = parseSize(*kvCache); err != nil {
-			return usagef("%s: --cache: %v", name, err)
+		if kvCacheBytes, err = sizeArg(name, "cache", *kvCache, 32<<10, 1<<44); err != nil {
+			return err
 		}
 		if *kvKeys < 1 || *kvBatch < 1 || *kvCallers < 1 {
 			return usagef("%s: --keys, --batch and --callers must be at least 1", name)
@@ -164,11 +184,15 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		if *kvDist != kvbench.Uniform && *kvDist != kvbench.Zipfian {
 			return usagef("%s: --dist must be uniform or zipfian, got %q", name, *kvDist)
 		}
-		if *kvMemMB < -1 {
-			return usagef("%s: --kv-mem-limit-mb must be -1, 0 or a size in MiB, got %d", name, *kvMemMB)
+		switch *kvMem {
+		case "", "none":
+		default:
+			if kvMemBytes, err = sizeArg(name, "kv-mem-limit", *kvMem, 64<<20, 1<<44); err != nil {
+				return err
+			}
 		}
 	}
-	if wal || scan || kvb {
+	if wal || scan || kvb || read && *file == "" {
 		if st, err := os.Stat(*dir); err != nil {
 			return usagef("%s: --dir: %v", name, err)
 		} else if !st.IsDir() {
@@ -190,16 +214,43 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			Peers: !*noPeers, JSON: walJSON, Out: stdout, Progress: stderr}))
 	}
 	if scan {
-		errs = append(errs, scanbench.Run(scanbench.Options{Dir: *dir, DataBytes: int64(*dataMB) << 20, MemLimit: int64(*memMB) << 20, NoMemLimit: *memMB == 0,
-			PoolBytes: int64(*poolMB) << 20, FrameSize: *frameKB << 10, Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
+		errs = append(errs, scanbench.Run(scanbench.Options{Dir: *dir, DataBytes: dataBytes, MemLimit: memBytes, NoMemLimit: memBytes == 0,
+			PoolBytes: poolBytes, FrameSize: int(frameBytes), Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
 			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, Out: stdout, Progress: stderr}))
 	}
 	if kvb {
 		errs = append(errs, kvbench.Run(kvbench.Options{Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
-			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: int64(max(0, *kvMemMB)) << 20, NoMemLimit: *kvMemMB == -1,
+			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: kvMemBytes, NoMemLimit: *kvMem == "none",
 			Peers: !*noPeers, JSON: kvJSON, Out: stdout, Progress: stderr}))
 	}
 	return errors.Join(errs...)
+}
+
+// sizeArg parses the value of flag --flag of command name as a size
+// between lo and hi bytes; a mistake is a usage error naming both.
+func sizeArg(name, flag, v string, lo, hi int64) (int64, error) {
+	n, err := parseSize(v)
+	if err != nil {
+		return 0, usagef("%s: --%s: %v", name, flag, err)
+	}
+	if n < lo || n > hi {
+		return 0, usagef("%s: --%s must be between %s and %s, got %s", name, flag, humanSize(lo), humanSize(hi), v)
+	}
+	return n, nil
+}
+
+// humanSize writes n bytes as the largest binary unit that divides it
+// ("288MiB", "4KiB", "1000B").
+func humanSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
 }
 
 // parseSize parses "1GiB", "512M", "4096", "1g".

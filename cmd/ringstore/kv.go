@@ -67,7 +67,7 @@ func cmdKV(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kv "+name, stderr)
 	synopsis := strings.Join(append([]string{"DIR"}, cmd.args...), " ")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ringstore kv %s %s [flags]\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "usage: ringstore kv %s %s [flags]\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	f := &kvFlags{}

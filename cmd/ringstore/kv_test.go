@@ -133,8 +133,8 @@ func TestKVHelp(t *testing.T) {
 			t.Errorf("%v: exit %d, %q", args, code, out)
 		}
 	}
-	if code, _, stderr := runCLI("kv", "scan", "--help"); code != 0 || !strings.Contains(stderr, "-limit") {
-		t.Errorf("kv scan --help: exit %d, %q", code, stderr)
+	if code, out, stderr := runCLI("kv", "scan", "--help"); code != 0 || !strings.Contains(out, "-limit") || stderr != "" {
+		t.Errorf("kv scan --help: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if code, out, _ := runCLI("help"); code != 0 || !strings.Contains(out, "ringstore kv stat|get|put|delete|scan") {
 		t.Errorf("help does not list kv: %q", out)

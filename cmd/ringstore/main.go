@@ -12,17 +12,24 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/ringstore/ringstore/bench"
 )
 
 // usageError is a mistake in the command line; it exits with status 2.
 type usageError struct{ msg string }
+
+// helpText is what --help asked for: printed on stdout, exit status 0.
+type helpText struct{ text string }
+
+func (h *helpText) Error() string { return "help requested" }
 
 func (e *usageError) Error() string { return e.msg }
 
@@ -32,10 +39,14 @@ const usage = `ringstore — fast, safe storage I/O on io_uring
 
 usage:
   ringstore probe [--dir D] [--json]     kernel, io_uring, backend and O_DIRECT support
-  ringstore bench [flags]                every benchmark, side by side: read, wal, then scan
+  ringstore bench [flags]                every benchmark, side by side: read, wal, scan, then kv
   ringstore bench read [flags]           4 KiB O_DIRECT random reads: pread vs io_uring vs fio
   ringstore bench wal [flags]            1 KiB durable appends: fdatasync per write vs ringstore's
-                                         wal (1–256 writers) vs raft-wal, tidwall/wal, etcd's wal
+                                         wal (1–256 writers) and kv vs raft-wal, tidwall/wal, etcd's wal
+  ringstore bench scan [flags]           12 concurrent Arrow queries under a memory limit: mmap,
+                                         pread, O_DIRECT and the buffer pool, against the device
+  ringstore bench kv [flags]             cold batched point reads: MultiGet on io_uring vs syscalls,
+                                         Pebble, the device's QD64 IOPS and the CPU's limit
   ringstore wal verify DIR [--json]      check every byte of the write-ahead log in DIR (read-only)
   ringstore wal stat DIR [--json]        its segments, entries, bytes on disk, first and last seq
   ringstore wal dump DIR [flags]         print its entries (--from, --to, --limit, --format hex|text|json)
@@ -58,15 +69,21 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs one command line and returns its exit status: 0, 1 for a
+// failure while running, 2 for a mistake in the command line. Help goes to
+// stdout; every error is one line on stderr with one "ringstore:" prefix
+// (and, for a usage error, a pointer to the help).
 func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
 	if err == nil {
 		return 0
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	var help *helpText
+	if errors.As(err, &help) {
+		fmt.Fprint(stdout, help.text)
 		return 0
 	}
-	fmt.Fprintf(stderr, "ringstore: %v\n", err)
+	fmt.Fprintf(stderr, "ringstore: %s\n", strings.TrimPrefix(err.Error(), "ringstore: "))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprint(stderr, "run 'ringstore help' for usage\n")
@@ -102,19 +119,31 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	return usagef("unknown command %q", args[0])
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
+// newFlags returns a flag set named for the command ("gen events") that
+// reports errors instead of exiting. Its usage text (a synopsis and the
+// flags) goes to fs.Output(); parse captures it for --help.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("ringstore "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: ringstore %s [flags]\n", name)
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
-// parse parses flags and turns flag errors into usage errors; it rejects
-// stray positional arguments unless allowArgs.
+// parse parses flags: --help returns the command's usage (printed on
+// stdout by run), a bad flag a one-line usage error; stray positional
+// arguments are an error unless allowArgs.
 func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return &helpText{buf.String()}
 		}
 		return usagef("%s: %v", fs.Name(), err)
 	}

@@ -233,7 +233,9 @@ func TestBenchWALEndToEnd(t *testing.T) {
 		if r.System == "" || r.Writers < 1 || r.OpsPerS <= 0 || r.P50 <= 0 || r.P99 < r.P50 {
 			t.Errorf("implausible row %+v", r)
 		}
-		if r.Mode != "device-fdatasync" && (r.EntriesPerFlush < 1 || r.FlushesPerS <= 0) {
+		// kv's writes and its log's flushes are two counters read one after
+		// the other: a flush may be counted before its writes are.
+		if r.Mode != "device-fdatasync" && (r.EntriesPerFlush < 0.99 || r.FlushesPerS <= 0) {
 			t.Errorf("row without flush counts: %+v", r)
 		}
 		if r.Writers == 1 && r.EntriesPerFlush > 1.0001 {

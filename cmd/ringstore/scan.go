@@ -39,7 +39,7 @@ Flags:
 func cmdScan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("scan", stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, scanUsage)
+		fmt.Fprint(fs.Output(), scanUsage)
 		fs.PrintDefaults()
 	}
 	modeName := fs.String("mode", "", "how files are read: mmap, pread, direct or pool (required)")

@@ -68,7 +68,7 @@ func cmdWAL(args []string, stdout, stderr io.Writer) error {
 func walFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := newFlags("wal "+name, stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ringstore wal %s %s\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "usage: ringstore wal %s %s\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs

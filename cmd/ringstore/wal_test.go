@@ -336,8 +336,8 @@ func TestWALBadArguments(t *testing.T) {
 			t.Errorf("%v: exit %d, %q", args, code, out)
 		}
 	}
-	if code, _, stderr := runCLI("wal", "dump", "--help"); code != 0 || !strings.Contains(stderr, "usage: ringstore wal dump DIR") {
-		t.Errorf("wal dump --help: exit %d, %q", code, stderr)
+	if code, out, stderr := runCLI("wal", "dump", "--help"); code != 0 || !strings.Contains(out, "usage: ringstore wal dump DIR") || stderr != "" {
+		t.Errorf("wal dump --help: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if code, out, _ := runCLI("help"); code != 0 || !strings.Contains(out, "ringstore wal verify") {
 		t.Errorf("the usage text does not mention wal:\n%s", out)

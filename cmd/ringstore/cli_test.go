@@ -1,0 +1,56 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHelpGoesToStdout: --help of every command prints its usage on stdout,
+// nothing on stderr, and exits 0.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"help"}, {"--help"}, {"probe"}, {"bench"}, {"bench", "read"}, {"bench", "wal"}, {"bench", "scan"}, {"bench", "kv"},
+		{"wal", "verify"}, {"wal", "stat"}, {"wal", "dump"}, {"wal", "repair"},
+		{"gen", "events"}, {"scan"}, {"kv", "stat"}, {"kv", "get"}, {"kv", "put"}, {"kv", "delete"}, {"kv", "scan"}, {"version"},
+	} {
+		args := cmd
+		if cmd[0] != "help" && cmd[0] != "--help" {
+			args = append(append([]string(nil), cmd...), "--help")
+		}
+		code, out, stderr := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "usage: ringstore") && !strings.Contains(out, "ringstore —") || stderr != "" {
+			t.Errorf("%v: exit %d, stdout %.80q, stderr %q", args, code, out, stderr)
+		}
+	}
+	_, out, _ := runCLI("help")
+	for _, want := range []string{"bench read", "bench wal", "bench scan", "bench kv", "wal verify", "gen events", "kv stat", "version"} {
+		if !strings.Contains(out, "ringstore "+want) {
+			t.Errorf("the top-level help does not list %q", want)
+		}
+	}
+}
+
+// TestErrorsOneLineOnePrefix: a mistake is one line on stderr with one
+// "ringstore:" prefix, then the pointer to the help; usage errors exit 2,
+// whichever command makes them, and name no temporary file.
+func TestErrorsOneLineOnePrefix(t *testing.T) {
+	missing := t.TempDir() + "/missing"
+	for _, args := range [][]string{
+		{"gen", "events", "--bogus"},
+		{"bench", "read", "--dir", missing},
+		{"bench", "wal", "--dir", missing},
+		{"bench", "scan", "--pool", "1MiB"},
+		{"bench", "--trials", "0"},
+		{"kv", "get"},
+		{"wal", "verify"},
+		{"scan", "--mode", "nope", "--query", "bytes_total", missing},
+		{"nosuchcommand"},
+	} {
+		code, out, stderr := runCLI(args...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 2 || out != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], "ringstore: ") ||
+			strings.Count(lines[0], "ringstore") != 1 || lines[1] != "run 'ringstore help' for usage" || strings.Contains(stderr, ".directio-check") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+		}
+	}
+}
