@@ -54,3 +54,15 @@ func TestErrorsOneLineOnePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeUnwritableDir: a directory the check cannot write into (sysfs
+// refuses new files even to root) is "not known", never "not supported".
+func TestProbeUnwritableDir(t *testing.T) {
+	code, out, stderr := runCLI("probe", "--dir", "/sys")
+	if code != 0 {
+		t.Fatalf("probe --dir /sys: exit %d, %s", code, stderr)
+	}
+	if !strings.Contains(out, "not known: the check cannot write its test file here") || strings.Contains(out, "not supported") {
+		t.Errorf("probe --dir /sys:\n%s", out)
+	}
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/directio"
@@ -14,26 +17,30 @@ import (
 
 // probeReport is what `ringstore probe --json` prints.
 type probeReport struct {
-	Kernel       string   `json:"kernel"`
-	Compiled     bool     `json:"io_uring_compiled"`
-	Available    bool     `json:"io_uring_available"`
-	SetupError   string   `json:"io_uring_error,omitempty"`
-	SetupFlags   string   `json:"setup_flags,omitempty"`
-	Features     []string `json:"features,omitempty"`
-	Ops          []string `json:"ops,omitempty"`
-	MissingOps   []string `json:"missing_ops,omitempty"`
-	SQPoll       string   `json:"sqpoll"`
-	SelfTest     string   `json:"self_test"`
-	Switch       string   `json:"switch"`
-	Backend      string   `json:"backend"`
-	Reason       string   `json:"backend_reason,omitempty"`
-	Dir          string   `json:"dir"`
-	FileSystem   string   `json:"file_system,omitempty"`
-	Direct       bool     `json:"o_direct"`
-	DirectError  string   `json:"o_direct_error,omitempty"`
-	MemAlign     uint32   `json:"o_direct_memory_alignment,omitempty"`
-	OffsetAlign  uint32   `json:"o_direct_offset_alignment,omitempty"`
-	AlignmentSrc string   `json:"o_direct_alignment_source,omitempty"`
+	Kernel      string   `json:"kernel"`
+	Compiled    bool     `json:"io_uring_compiled"`
+	Available   bool     `json:"io_uring_available"`
+	SetupError  string   `json:"io_uring_error,omitempty"`
+	SetupFlags  string   `json:"setup_flags,omitempty"`
+	Features    []string `json:"features,omitempty"`
+	Ops         []string `json:"ops,omitempty"`
+	MissingOps  []string `json:"missing_ops,omitempty"`
+	SQPoll      string   `json:"sqpoll"`
+	SelfTest    string   `json:"self_test"`
+	Switch      string   `json:"switch"`
+	Backend     string   `json:"backend"`
+	Reason      string   `json:"backend_reason,omitempty"`
+	Dir         string   `json:"dir"`
+	FileSystem  string   `json:"file_system,omitempty"`
+	Direct      bool     `json:"o_direct"`
+	DirectError string   `json:"o_direct_error,omitempty"`
+	// DirectUnknown: the check could not create its test file in Dir
+	// (permissions, a read-only file system), so whether the file system
+	// takes O_DIRECT is not known; Direct is false.
+	DirectUnknown bool   `json:"o_direct_unknown,omitempty"`
+	MemAlign      uint32 `json:"o_direct_memory_alignment,omitempty"`
+	OffsetAlign   uint32 `json:"o_direct_offset_alignment,omitempty"`
+	AlignmentSrc  string `json:"o_direct_alignment_source,omitempty"`
 }
 
 func cmdProbe(args []string, stdout, stderr io.Writer) error {
@@ -78,6 +85,7 @@ func cmdProbe(args []string, stdout, stderr io.Writer) error {
 	e.Close()
 	if a, err := directio.Check(*dir); err != nil {
 		r.DirectError = err.Error()
+		r.DirectUnknown = errors.Is(err, iofs.ErrPermission) || errors.Is(err, syscall.EROFS)
 	} else {
 		r.Direct, r.MemAlign, r.OffsetAlign, r.AlignmentSrc = true, a.Memory, a.Offset, a.Source
 	}
@@ -110,9 +118,12 @@ func cmdProbe(args []string, stdout, stderr io.Writer) error {
 	} else {
 		w("backend", "%s", r.Backend)
 	}
-	if r.Direct {
+	switch {
+	case r.Direct:
 		w("O_DIRECT", "%s on %s: supported, alignment memory %d B, offset %d B (%s)", r.Dir, r.FileSystem, r.MemAlign, r.OffsetAlign, r.AlignmentSrc)
-	} else {
+	case r.DirectUnknown:
+		w("O_DIRECT", "%s on %s: not known: the check cannot write its test file here (%s); probe a directory you can write on the same file system", r.Dir, r.FileSystem, r.DirectError)
+	default:
 		w("O_DIRECT", "%s on %s: not supported: %s", r.Dir, r.FileSystem, r.DirectError)
 	}
 	return nil
