@@ -222,9 +222,14 @@ func Find(results []ModeResult, name string) *ModeResult {
 // Ratio compares mode a with mode b in the same run: the ratio of median
 // rates, of best rates, and whether every trial of a beat every trial of b.
 type Ratio struct {
-	A, B           string
-	Median, Best   float64
-	EveryTrialWins bool
+	A              string  `json:"a"`
+	B              string  `json:"b"`
+	Median         float64 `json:"median"`
+	Best           float64 `json:"best"`
+	EveryTrialWins bool    `json:"every_trial_wins"`
+	// Trials is the fewer of the two modes' trial counts: with fewer than
+	// three, EveryTrialWins says little and the report says so.
+	Trials int `json:"trials"`
 }
 
 // Compare returns a / b, or false when either has no trials.
@@ -238,5 +243,6 @@ func Compare(results []ModeResult, a, b string) (Ratio, bool) {
 		Median:         ra.Median().Rate() / rb.Median().Rate(),
 		Best:           ra.Best() / rb.Best(),
 		EveryTrialWins: ra.Min() > rb.Max(),
+		Trials:         min(len(ra.Trials), len(rb.Trials)),
 	}, true
 }

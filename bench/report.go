@@ -88,9 +88,12 @@ func (t *Table) Write(w io.Writer) {
 // WriteRatios prints ratio lines.
 func WriteRatios(w io.Writer, ratios []Ratio, labels map[string]string) {
 	for _, r := range ratios {
-		every := "not every trial"
-		if r.EveryTrialWins {
-			every = "every trial"
+		every := "not every trial of the first above every trial of the second"
+		switch {
+		case r.Trials < 3:
+			every = fmt.Sprintf("%d %s: too few to say whether every trial of the first beats every trial of the second", r.Trials, plural(r.Trials, "trial"))
+		case r.EveryTrialWins:
+			every = "every trial of the first above every trial of the second"
 		}
 		la, lb := labels[r.A], labels[r.B]
 		if la == "" {
@@ -99,6 +102,13 @@ func WriteRatios(w io.Writer, ratios []Ratio, labels map[string]string) {
 		if lb == "" {
 			lb = r.B
 		}
-		fmt.Fprintf(w, "  %-28s vs %-28s %6.2f× median, %6.2f× best (%s of the first above every trial of the second)\n", la, lb, r.Median, r.Best, every)
+		fmt.Fprintf(w, "  %-28s vs %-28s %6.2f× median, %6.2f× best (%s)\n", la, lb, r.Median, r.Best, every)
 	}
+}
+
+func plural(n int, s string) string {
+	if n == 1 {
+		return s
+	}
+	return s + "s"
 }

@@ -210,6 +210,11 @@ func Run(o Options) error {
 
 	machine := bench.DescribeMachine(o.Dir)
 	bench.WriteMachine(o.Progress, machine)
+	tmpfs := machine.FileSystem == "tmpfs" || machine.FileSystem == "ramfs"
+	if tmpfs {
+		// Before the run, not only in its report.
+		fmt.Fprintf(o.Progress, "CAUTION: %s is on %s, where fdatasync does nothing: the figures will not be those of durable writes. Use a directory on a disk (e.g. under /var/tmp).\n", o.Dir, machine.FileSystem)
+	}
 	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process and a fresh directory, modes interleaved\n", len(modes), o.Trials, o.Duration)
 	bm := make([]bench.Mode, len(modes))
 	for i, m := range modes {
@@ -324,7 +329,7 @@ func Run(o Options) error {
 			"Peers, as their users use them: one entry per call. Each needs consecutive indexes from one writer, so every call takes the next index and writes under one mutex; concurrent writers queue on it. None of them groups concurrent callers, and no grouping was done for them: that is the comparison. † = not counted: one sync per call, by the peer's code.",
 			"hashicorp/raft-wal: StoreLogs with one raft.Log (it fsyncs the segment on every StoreLogs). tidwall/wal: Write with NoSync=false (os.File.Sync, an fsync, on every Write). etcd wal: Save(empty HardState, one entry), which fdatasyncs when it has entries.")
 	}
-	if machine.FileSystem == "tmpfs" || machine.FileSystem == "ramfs" {
+	if tmpfs {
 		notes = append(notes, "CAUTION: "+o.Dir+" is on "+machine.FileSystem+", where fdatasync does nothing: these are not figures of durable writes. Use a directory on a disk (e.g. under /var/tmp).")
 	}
 
