@@ -3,6 +3,7 @@ module github.com/ringstore/ringstore
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/google/flatbuffers v25.12.19+incompatible
 	github.com/hashicorp/raft v1.8.0

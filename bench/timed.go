@@ -11,9 +11,6 @@ import (
 // again as soon as its last call returned, for a set time.
 type Timed struct {
 	Workers int
-	// LatencyCap is how many latencies each worker keeps (see
-	// NewLatencies).
-	LatencyCap int
 	// Step makes worker g's next call and returns the operations it
 	// completed and its latency (the part of it worth timing). An error
 	// ends the trial.
@@ -25,7 +22,7 @@ type Timed struct {
 }
 
 // Run runs the trial for d and returns its operations, wall and CPU time
-// and the p50 and p99 of the calls' latencies. A call that returns after
+// and the percentiles of the calls' latencies (every call counted). A call that returns after
 // the time is up is not counted. The first error stops every worker; Run
 // returns the errors joined.
 func (t Timed) Run(d time.Duration) (Trial, error) {
@@ -41,7 +38,7 @@ func (t Timed) Run(d time.Duration) (Trial, error) {
 	}
 	cpu0, t0 := CPUTime(), time.Now()
 	for g := range t.Workers {
-		lats[g] = NewLatencies(t.LatencyCap)
+		lats[g] = NewLatencies()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -75,12 +72,12 @@ func (t Timed) Run(d time.Duration) (Trial, error) {
 	if err := errors.Join(errs...); err != nil {
 		return tr, err
 	}
-	all := NewLatencies(0)
+	all := NewLatencies()
 	for g := range t.Workers {
 		tr.Ops += ops[g]
 		all.Merge(lats[g])
 	}
-	tr.P50us, tr.P99us = all.Percentile(50), all.Percentile(99)
+	all.Fill(&tr)
 	return tr, nil
 }
 

@@ -118,8 +118,7 @@ func deviceRead(c ChildConfig) (bench.Trial, error) {
 	var io0, io1 int64
 	var ioErr error
 	t := bench.Timed{
-		Workers:    callers,
-		LatencyCap: 1 << 20,
+		Workers: callers,
 		Step: func(g int) (int64, time.Duration, error) {
 			s := &states[g]
 			for i := range s.reqs {

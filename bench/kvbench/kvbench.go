@@ -136,9 +136,12 @@ type Result struct {
 	KeysPerSBest float64 `json:"keys_per_s_best"`
 	KeysPerSMin  float64 `json:"keys_per_s_min"`
 	KeysPerSMax  float64 `json:"keys_per_s_max"`
-	// P50us and P99us are of one batch, in the median trial.
-	P50us float64 `json:"p50_us"`
-	P99us float64 `json:"p99_us"`
+	// The percentiles are of one batch, in the median trial.
+	P50us  float64 `json:"p50_us"`
+	P90us  float64 `json:"p90_us"`
+	P99us  float64 `json:"p99_us"`
+	P999us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
 	// BlockReadsPerS is 4 KiB blocks read from the device per second by
 	// the store's own count (ringstore); BlocksPerKey the same per key.
 	BlockReadsPerS float64 `json:"block_reads_per_s,omitempty"`

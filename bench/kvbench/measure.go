@@ -144,8 +144,7 @@ func Measure(c ChildConfig, read BatchFunc, counters Counters) (bench.Trial, err
 	var io0, io1 int64
 	var ioErr error
 	t := bench.Timed{
-		Workers:    c.Callers,
-		LatencyCap: 1 << 20,
+		Workers: c.Callers,
 		Step: func(g int) (int64, time.Duration, error) {
 			s := &states[g]
 			s.buf = s.buf[:0]

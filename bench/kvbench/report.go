@@ -71,7 +71,7 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 		}
 		med := r.Median()
 		row := Result{System: m.system, Mode: m.Name, Label: m.Label, Access: m.access, IOBackend: m.backend, Batch: m.Mode.Batch, Callers: o.Callers,
-			KeysPerS: med.Rate(), KeysPerSBest: r.Best(), KeysPerSMin: r.Min(), KeysPerSMax: r.Max(), P50us: med.P50us, P99us: med.P99us,
+			KeysPerS: med.Rate(), KeysPerSBest: r.Best(), KeysPerSMin: r.Min(), KeysPerSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs,
 			BlockReadsPerS: perSecond(r, XBlockReads), KVBlockReadsPerS: perSecond(r, XKVBlockReads), DeviceMBps: perSecond(r, XReadBytes) / 1e6, MaxRSS: extraMedian(r, XMaxRSS),
 			CgroupPeak: extraMedian(r, XCgroupPeak), ResidentStart: extraMedian(r, XResident), TrialKeysPerS: r.Rates(), Version: m.version}
 		if m.system == SystemDevice {

@@ -67,6 +67,9 @@ type Result struct {
 	IOPSMax  float64   `json:"iops_max"`
 	P50us    float64   `json:"p50_us"` // of the median trial; per call (a batch for uring modes)
 	P99us    float64   `json:"p99_us"`
+	P90us    float64   `json:"p90_us"`
+	P999us   float64   `json:"p999_us"`
+	MaxUs    float64   `json:"max_us"`
 	CPUPerM  float64   `json:"cpu_s_per_million"`
 	Trials   []float64 `json:"trial_iops"`
 }
@@ -162,7 +165,7 @@ func Run(o Options) error {
 			continue
 		}
 		med := r.Median()
-		row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, Batch: r.Mode.Batch, IOPS: med.Rate(), IOPSBest: r.Best(), IOPSMin: r.Min(), IOPSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, Trials: r.Rates()}
+		row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, Batch: r.Mode.Batch, IOPS: med.Rate(), IOPSBest: r.Best(), IOPSMin: r.Min(), IOPSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, Trials: r.Rates()}
 		if med.Ops > 0 {
 			row.CPUPerM = med.CPUSeconds / float64(med.Ops) * 1e6
 		}
@@ -378,7 +381,7 @@ func measure(warm, d time.Duration, workers int, work func(g int, rng *rand.Rand
 		errs := make([]error, workers)
 		cpu0, t0 := bench.CPUTime(), time.Now()
 		for g := range workers {
-			lats[g] = bench.NewLatencies(1 << 21)
+			lats[g] = bench.NewLatencies()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -393,12 +396,12 @@ func measure(warm, d time.Duration, workers int, work func(g int, rng *rand.Rand
 		if err := errors.Join(errs...); err != nil {
 			return tr, err
 		}
-		all := bench.NewLatencies(0)
+		all := bench.NewLatencies()
 		for g := range workers {
 			tr.Ops += ops[g]
 			all.Merge(lats[g])
 		}
-		tr.P50us, tr.P99us = all.Percentile(50), all.Percentile(99)
+		all.Fill(&tr)
 		return tr, nil
 	}
 	if warm > 0 {

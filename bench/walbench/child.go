@@ -106,8 +106,7 @@ func measure(c ChildConfig, op func(writer int, payload []byte) (time.Duration, 
 	var c0, c1 Counts
 	seq := make([]uint64, c.Writers) // calls so far, per writer, into the payload
 	t := bench.Timed{
-		Workers:    c.Writers,
-		LatencyCap: max(1024, (1<<21)/c.Writers), // latency samples kept per writer
+		Workers: c.Writers,
 		Step: func(w int) (int64, time.Duration, error) {
 			p := payloads[w]
 			binary.LittleEndian.PutUint64(p, seq[w])

@@ -60,6 +60,9 @@ type Result struct {
 	OpsMax          float64 `json:"ops_per_s_max"`
 	P50us           float64 `json:"p50_us"` // of the median trial, per append call
 	P99us           float64 `json:"p99_us"`
+	P90us           float64 `json:"p90_us"`
+	P999us          float64 `json:"p999_us"`
+	MaxUs           float64 `json:"max_us"`
 	EntriesPerFlush float64 `json:"entries_per_flush"`
 	FlushesPerS     float64 `json:"flushes_per_s"`
 	FlushesInferred bool    `json:"flushes_inferred"` // one sync per call by the code, not counted
@@ -234,7 +237,7 @@ func Run(o Options) error {
 		}
 		med := r.Median()
 		row := Result{System: m.system, Mode: m.Name, Label: m.Label, Writers: m.writers, Backend: m.backend, Version: m.version,
-			OpsPerS: med.Rate(), OpsBest: r.Best(), OpsMin: r.Min(), OpsMax: r.Max(), P50us: med.P50us, P99us: med.P99us, TrialOpsPerS: r.Rates()}
+			OpsPerS: med.Rate(), OpsBest: r.Best(), OpsMin: r.Min(), OpsMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, TrialOpsPerS: r.Rates()}
 		for _, tr := range r.Trials {
 			row.TrialP99us = append(row.TrialP99us, tr.P99us)
 		}
