@@ -6,24 +6,48 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/ringstore/ringstore/internal/buildinfo"
 )
 
-// Report is what a benchmark prints and saves.
+// SchemaVersion is the version of the JSON reports' shape
+// (bench/report.schema.json): it changes when a field is renamed or
+// removed or changes meaning, not when one is added.
+const SchemaVersion = 1
+
+// Report is what a benchmark prints and saves. Every benchmark's JSON
+// report embeds it: the fields below are common to all of them, in
+// snake_case, and WriteJSON stamps the first four.
 type Report struct {
-	Benchmark string   `json:"benchmark"`
-	Machine   Machine  `json:"machine"`
-	Config    any      `json:"config"`
-	Results   any      `json:"results"`
-	Ratios    []Ratio  `json:"ratios"`
-	Notes     []string `json:"notes,omitempty"`
+	Benchmark     string   `json:"benchmark"`
+	SchemaVersion int      `json:"schema_version"`
+	Timestamp     string   `json:"timestamp"` // RFC 3339, UTC, when the report was written
+	Version       string   `json:"version"`   // ringstore's module version ("(devel)" from a checkout)
+	Commit        string   `json:"commit"`
+	Machine       Machine  `json:"machine"`
+	Config        any      `json:"config"`
+	Results       any      `json:"results"`
+	Ratios        []Ratio  `json:"ratios"`
+	Notes         []string `json:"notes,omitempty"`
 }
+
+// common returns the Report a benchmark's report embeds.
+func (r *Report) common() *Report { return r }
+
+// Stamped is a report WriteJSON can stamp: a pointer to Report or to a
+// struct embedding it.
+type Stamped interface{ common() *Report }
 
 // WriteJSON writes the report to path, indented.
 func (r *Report) WriteJSON(path string) error { return WriteJSON(path, r) }
 
-// WriteJSON writes any report (a Report embedded in a benchmark's own) to
-// path, indented.
-func WriteJSON(path string, r any) error {
+// WriteJSON stamps a report (schema version, time, version, commit) and
+// writes it to path, indented.
+func WriteJSON(path string, r Stamped) error {
+	c := r.common()
+	bi := buildinfo.Read()
+	c.SchemaVersion, c.Timestamp, c.Version, c.Commit = SchemaVersion, time.Now().UTC().Format(time.RFC3339), bi.Version, bi.Commit
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

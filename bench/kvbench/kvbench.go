@@ -1,7 +1,6 @@
 package kvbench
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -459,11 +458,7 @@ func Run(opts Options) (err error) {
 	rep.Notes = append(notes, rep.Notes...)
 	writeText(o.Out, rep, modes, results)
 	if o.JSON != "" {
-		data, jerr := json.MarshalIndent(rep, "", "  ")
-		if jerr == nil {
-			jerr = os.WriteFile(o.JSON, append(data, '\n'), 0o644)
-		}
-		if jerr != nil {
+		if jerr := bench.WriteJSON(o.JSON, rep); jerr != nil {
 			return errors.Join(runErr, fmt.Errorf("bench kv: write report: %w", jerr))
 		}
 		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)

@@ -45,6 +45,9 @@ func TestRunTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := bench.ValidateReport(data); err != nil {
+		t.Error(err)
+	}
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}

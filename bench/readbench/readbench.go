@@ -201,7 +201,7 @@ func Run(o Options) error {
 		fmt.Fprintf(o.Out, "note: %s\n", n)
 	}
 	if o.JSON != "" {
-		rep := struct {
+		rep := &struct {
 			bench.Report
 			Bars []bench.Bar `json:"bars"`
 		}{bench.Report{Benchmark: "read", Machine: machine, Config: map[string]any{"file": file, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "block_size": blockSize}, Results: rows, Ratios: ratios, Notes: notes}, bars}

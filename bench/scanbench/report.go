@@ -1,11 +1,9 @@
 package scanbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 
@@ -302,12 +300,8 @@ func ioModeOf(s string) ioengine.IOMode {
 }
 
 func writeJSON(path string, rep *report) error {
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("bench scan: JSON report: %w", err)
-	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("bench scan: write report: %w", err)
+	if err := bench.WriteJSON(path, rep); err != nil {
+		return fmt.Errorf("bench scan: %w", err)
 	}
 	return nil
 }

@@ -93,6 +93,9 @@ func readReport(t *testing.T, path string) jsonReport {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
+	if err := bench.ValidateReport(data); err != nil {
+		t.Error(err)
+	}
 	return r
 }
 

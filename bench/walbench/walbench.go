@@ -15,7 +15,6 @@
 package walbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -357,18 +356,14 @@ func Run(o Options) error {
 		fmt.Fprintf(o.Out, "note: %s\n", n)
 	}
 	if o.JSON != "" {
-		rep := report{
+		rep := &report{
 			Report: bench.Report{Benchmark: "wal", Machine: machine,
 				Config:  map[string]any{"dir": o.Dir, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "entry_size": EntrySize, "warmup_frac": 0.1, "peers": o.Peers},
 				Results: rows, Ratios: ratios, Notes: notes},
 			Device: device, DeviceGroup: group, LatencyRatios: latRatios, PeerVersions: versions, Bars: bars,
 		}
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.JSON, append(data, '\n'), 0o644); err != nil {
-			return fmt.Errorf("bench wal: write report: %w", err)
+		if err := bench.WriteJSON(o.JSON, rep); err != nil {
+			return fmt.Errorf("bench wal: %w", err)
 		}
 		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
 	}

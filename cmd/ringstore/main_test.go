@@ -142,6 +142,9 @@ func TestBenchReadEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := bench.ValidateReport(data); err != nil {
+		t.Error(err)
+	}
 	var rep struct {
 		Results []struct {
 			Mode  string  `json:"mode"`
@@ -198,6 +201,9 @@ func TestBenchWALEndToEnd(t *testing.T) {
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := bench.ValidateReport(data); err != nil {
+		t.Error(err)
 	}
 	var rep struct {
 		Results []struct {
