@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
@@ -51,6 +52,8 @@ type Options struct {
 	detectCgroups func() (*bench.MemCgroups, error)
 	// dropSystem replaces dropSystemCache in tests.
 	dropSystem func() error
+	// Modes selects the modes to run (all when empty).
+	Modes bench.Selection
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -434,6 +437,14 @@ func Run(opts Options) (err error) {
 		}
 	}
 
+	var names []string
+	for _, m := range modes {
+		names = append(names, m.Name)
+	}
+	if err := o.Modes.Check("kv", names); err != nil {
+		return err
+	}
+	modes = slices.DeleteFunc(modes, func(m *mode) bool { return !o.Modes.Keep(m.Name) })
 	machine := bench.DescribeMachine(o.Dir)
 	bench.WriteMachine(o.Progress, machine)
 	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process after a page cache drop, modes interleaved; %d callers × batches of %d keys, %s keys\n",

@@ -44,6 +44,8 @@ type Options struct {
 	JSON     string
 	Out      io.Writer // report
 	Progress io.Writer
+	// Modes selects the modes to run (all when empty).
+	Modes bench.Selection
 }
 
 // childConfig is one trial's instructions.
@@ -149,6 +151,10 @@ func Run(o Options) error {
 		}
 	}
 
+	modes, err := o.Modes.Select("read", modes)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Dir(file)
 	machine := bench.DescribeMachine(dir)
 	bench.WriteMachine(o.Progress, machine)

@@ -66,6 +66,8 @@ type Options struct {
 
 	// detectCgroups replaces bench.DetectMemCgroups in tests.
 	detectCgroups func() (*bench.MemCgroups, error)
+	// Modes selects the modes to run (all when empty).
+	Modes bench.Selection
 }
 
 func (o *Options) String() string {
@@ -377,6 +379,9 @@ func Run(opts Options) (err error) {
 		}
 	}
 
+	if modes, err = o.Modes.Select("scan", modes); err != nil {
+		return err
+	}
 	machine := bench.DescribeMachine(o.Dir)
 	bench.WriteMachine(o.Progress, machine)
 	fmt.Fprintf(o.Progress, "%d modes × %d trials, each trial in a fresh process with the data's page cache dropped, modes interleaved; %d queries at once × %d rounds per trial\n",

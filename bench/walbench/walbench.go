@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -43,6 +44,8 @@ type Options struct {
 	JSON     string
 	Out      io.Writer // report
 	Progress io.Writer
+	// Modes selects the modes to run (all when empty).
+	Modes bench.Selection
 }
 
 // Result is one row of the JSON report.
@@ -210,6 +213,14 @@ func Run(o Options) error {
 		notes = append(notes, "peers skipped: --no-peers")
 	}
 
+	var names []string
+	for _, m := range modes {
+		names = append(names, m.Name)
+	}
+	if err := o.Modes.Check("wal", names); err != nil {
+		return err
+	}
+	modes = slices.DeleteFunc(modes, func(m mode) bool { return !o.Modes.Keep(m.Name) })
 	machine := bench.DescribeMachine(o.Dir)
 	bench.WriteMachine(o.Progress, machine)
 	tmpfs := machine.FileSystem == "tmpfs" || machine.FileSystem == "ramfs"

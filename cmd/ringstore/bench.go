@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/bench/kvbench"
 	"github.com/ringstore/ringstore/bench/readbench"
 	"github.com/ringstore/ringstore/bench/scanbench"
@@ -73,6 +74,12 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	}
 	trials := fs.Int("trials", 3, "trials per mode (at least 3 for ratios you can trust)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	var modes *string
+	if workload != "all" {
+		modes = fs.String("modes", "", "run only these modes: names or patterns, comma-separated (uring-*,serial-pread); the report's first lines list them")
+	} else {
+		modes = new(string)
+	}
 	var file, size *string
 	var noFio, noPeers *bool
 	if read {
@@ -206,20 +213,20 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	}
 	var errs []error
 	if read {
-		errs = append(errs, readbench.Run(readbench.Options{File: *file, Dir: *dir, Size: n, Duration: *dur, Trials: *trials,
+		errs = append(errs, readbench.Run(readbench.Options{Modes: bench.Selection(*modes), File: *file, Dir: *dir, Size: n, Duration: *dur, Trials: *trials,
 			Fio: !*noFio, JSON: readJSON, Out: stdout, Progress: stderr}))
 	}
 	if wal {
-		errs = append(errs, walbench.Run(walbench.Options{Dir: *dir, Duration: *dur, Trials: *trials,
+		errs = append(errs, walbench.Run(walbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Duration: *dur, Trials: *trials,
 			Peers: !*noPeers, JSON: walJSON, Out: stdout, Progress: stderr}))
 	}
 	if scan {
-		errs = append(errs, scanbench.Run(scanbench.Options{Dir: *dir, DataBytes: dataBytes, MemLimit: memBytes, NoMemLimit: memBytes == 0,
+		errs = append(errs, scanbench.Run(scanbench.Options{Modes: bench.Selection(*modes), Dir: *dir, DataBytes: dataBytes, MemLimit: memBytes, NoMemLimit: memBytes == 0,
 			PoolBytes: poolBytes, FrameSize: int(frameBytes), Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
 			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, Out: stdout, Progress: stderr}))
 	}
 	if kvb {
-		errs = append(errs, kvbench.Run(kvbench.Options{Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
+		errs = append(errs, kvbench.Run(kvbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
 			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: kvMemBytes, NoMemLimit: *kvMem == "none",
 			Peers: !*noPeers, JSON: kvJSON, Out: stdout, Progress: stderr}))
 	}

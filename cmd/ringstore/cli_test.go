@@ -66,3 +66,26 @@ func TestProbeUnwritableDir(t *testing.T) {
 		t.Errorf("probe --dir /sys:\n%s", out)
 	}
 }
+
+// TestBenchModes: --modes runs only the named modes; a name that matches
+// none fails, listing the workload's modes; "all" takes no --modes.
+func TestBenchModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmark")
+	}
+	dir := t.TempDir()
+	code, out, stderr := runCLI("bench", "read", "--dir", dir, "--size", "8MiB", "--duration", "50ms", "--trials", "1", "--no-fio", "--modes", "serial-pread,uring-b6*")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "pread, serial (QD1)") || !strings.Contains(out, "io_uring, batch 64") && !strings.Contains(stderr, "io_uring") || strings.Contains(out, "io_uring, batch 8 ") {
+		t.Errorf("modes not selected:\n%s", out)
+	}
+	code, _, stderr = runCLI("bench", "read", "--dir", dir, "--size", "8MiB", "--duration", "50ms", "--trials", "1", "--modes", "nope")
+	if code != 1 || !strings.Contains(stderr, `"nope" matches no mode of this run (its modes: serial-pread`) {
+		t.Errorf("unknown mode: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCLI("bench", "--modes", "x"); code != 2 || !strings.Contains(stderr, "flag provided but not defined: -modes") {
+		t.Errorf("bench --modes: exit %d, %s", code, stderr)
+	}
+}
