@@ -8,6 +8,7 @@ require (
 	github.com/google/flatbuffers v25.12.19+incompatible
 	github.com/hashicorp/raft v1.8.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 )
 
 require (

@@ -191,6 +191,7 @@ func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
 	}
 	var errs []error
 	failed := make([]bool, len(modes))
+	bar := newProgressBar(progress, trials*len(modes))
 	for t := 0; t < trials; t++ {
 		for k := range modes {
 			i := (k + t) % len(modes)
@@ -202,11 +203,16 @@ func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
 			if err != nil {
 				failed[i] = true
 				errs = append(errs, fmt.Errorf("mode %s: %w", modes[i].Name, err))
-				fmt.Fprintf(progress, "  trial %d/%d %-16s FAILED: %v\n", t+1, trials, modes[i].Name, err)
+				bar.line("  trial %d/%d %-16s FAILED: %v\n", t+1, trials, modes[i].Name, err)
+				bar.total -= trials - t - 1 // its later trials are not run
+				bar.step(modes[i].Name)
 				continue
 			}
 			results[i].Trials = append(results[i].Trials, tr)
-			fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s  p99 %8.0f µs  (%.1fs)\n", t+1, trials, modes[i].Name, tr.Rate(), tr.P99us, time.Since(start).Seconds())
+			if !bar.active {
+				fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s  p99 %8.0f µs  (%.1fs)\n", t+1, trials, modes[i].Name, tr.Rate(), tr.P99us, time.Since(start).Seconds())
+			}
+			bar.step(modes[i].Name)
 		}
 	}
 	return results, errors.Join(errs...)
