@@ -22,6 +22,8 @@ type Scanner struct {
 	// arrow-go's stream reader, fed projected messages by mr.
 	mr  *messageReader
 	rdr *ipc.Reader
+	// schema is the records' schema; immutable, kept after Close.
+	schema *arrow.Schema
 
 	err    error
 	done   bool
@@ -74,7 +76,7 @@ func (f *File) newScanner(columns []string) (*Scanner, error) {
 		s.mr.fetch.close()
 		return nil, &CorruptError{Path: f.path, Part: "schema", Offset: f.footer.Start, Err: err}
 	}
-	s.rdr = rdr
+	s.rdr, s.schema = rdr, rdr.Schema()
 	if got := rdr.Schema().NumFields(); got != len(proj.cols) {
 		rdr.Release()
 		s.mr.release()
@@ -84,10 +86,8 @@ func (f *File) newScanner(columns []string) (*Scanner, error) {
 	return s, nil
 }
 
-// Schema returns the schema of the scan's records.
-func (s *Scanner) Schema() *arrow.Schema {
-	return s.rdr.Schema()
-}
+// Schema returns the schema of the scan's records, also after Close.
+func (s *Scanner) Schema() *arrow.Schema { return s.schema }
 
 // Next advances to the next record batch. It returns false at the end of
 // the file or on an error (see Err).
