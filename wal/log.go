@@ -79,6 +79,8 @@ type Log struct {
 
 	appends, entries, bytes, flushes, rotations atomic.Uint64
 	tailCuts                                    atomic.Uint64
+
+	recovery Recovery // immutable after Open: what recovery did
 }
 
 // Stats are a log's counters since Open.
@@ -89,6 +91,11 @@ type Stats struct {
 	Flushes   uint64 // group commits: one write and one fdatasync each
 	Rotations uint64 // segments sealed and created
 	TailCuts  uint64 // torn tails cut by recovery at Open
+	// TailCutBytes and TailCutEntries are what those cuts removed: the
+	// bytes after the last valid entry, and the whole entries among them
+	// (entries of the group in flight at the crash that lay past its torn
+	// part; never acknowledged).
+	TailCutBytes, TailCutEntries uint64
 	// FlushLatency counts how long each group commit's write and
 	// fdatasync took, from submission to completion (failed ones too).
 	FlushLatency LatencyHistogram
@@ -862,10 +869,18 @@ func (l *Log) Stats() Stats {
 	l.segMu.RUnlock()
 	s.Appends, s.Entries, s.Bytes = l.appends.Load(), l.entries.Load(), l.bytes.Load()
 	s.Flushes, s.Rotations, s.TailCuts = l.flushes.Load(), l.rotations.Load(), l.tailCuts.Load()
+	for _, c := range l.recovery.Cuts {
+		s.TailCutBytes += uint64(c.Bytes)
+		s.TailCutEntries += uint64(c.Entries)
+	}
 	s.Backend, s.FallbackReason = l.eng.Backend(), l.eng.FallbackReason()
 	s.FlushLatency = l.flushHist.snapshot()
 	return s
 }
+
+// Recovery returns what Open's recovery did to the files: the torn tail it
+// cut, if any, and the stray files it removed.
+func (l *Log) Recovery() Recovery { return l.recovery }
 
 // Err returns the error that turned the log read-only, or nil.
 func (l *Log) Err() error {

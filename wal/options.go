@@ -154,11 +154,22 @@ type CorruptError struct {
 	Path    string
 	Offset  int64
 	LastSeq uint64 // last good entry before Offset (0 when none is known)
-	Err     error
+	// FirstLost and LastLost are the entries a cut at Offset would lose
+	// as far as recovery could see (LastLost 0: the rest of the file could
+	// not be read as entries), and Lost how many.
+	FirstLost, LastLost, Lost uint64
+	Err                       error
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("wal: %s at offset %d: %v", e.Path, e.Offset, e.Err)
+	s := fmt.Sprintf("wal: %s at offset %d: %v", e.Path, e.Offset, e.Err)
+	switch {
+	case e.LastLost >= e.FirstLost && e.FirstLost > 0:
+		s += fmt.Sprintf("; a cut here would lose entries %d to %d (%d entries)", e.FirstLost, e.LastLost, e.Lost)
+	case e.FirstLost > 0:
+		s += fmt.Sprintf("; a cut here would lose every entry from %d on", e.FirstLost)
+	}
+	return s
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }

@@ -127,6 +127,15 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	}
 	r := scanEntries(img, base, seg.size-TrailerSize)
 	clean := allZero(img[r.dataEnd:])
+	var tail tailScan
+	if !clean {
+		tail = scanTail(img, r.dataEnd, seg.size-TrailerSize, r.last)
+		if err := tailDamage(path, l.opts, r, tail); err != nil {
+			unmapFile(img)
+			f.Close()
+			return nil, err
+		}
+	}
 	unmapFile(img)
 	seg.last, seg.dataEnd, seg.index, seg.f, seg.loaded = r.last, r.dataEnd, r.index, f, true
 	if seg.index == nil {
@@ -137,7 +146,9 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 		return seg, nil
 	}
 	l.tailCuts.Add(1)
-	l.opts.Logf("wal: %s: cut a torn tail at offset %d after seq %d (%v)", path, r.dataEnd, r.last, r.stop)
+	cut := TailCut{Path: path, Offset: r.dataEnd, LastSeq: r.last, Bytes: tail.nonZero - r.dataEnd, Entries: tail.entries, Reason: r.stop.Error()}
+	l.recovery.Cuts = append(l.recovery.Cuts, cut)
+	l.opts.Logf("wal: %s", cut)
 	if len(r.index) == 0 {
 		f.Close()
 		return nil, l.removeDurably(path)
