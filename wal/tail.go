@@ -19,8 +19,8 @@ import (
 // preallocated and never reused. So a torn tail
 //
 //   - lies within one in-flight window from dataEnd: PipelineDepth groups
-//     of at most max(MaxGroupBytes, one largest entry) bytes, plus a sector
-//     on each side;
+//     (at least 2) of at most max(MaxGroupBytes, one largest entry) bytes,
+//     plus a sector on each side;
 //   - and, when valid entries follow the bad one (a later sector of the
 //     group written, an earlier one not, or a later group's write kept and
 //     an earlier one's lost), has a sector between them that was not
@@ -102,12 +102,14 @@ func scanTail(img []byte, dataEnd, limit int64, last uint64) tailScan {
 }
 
 // inFlightWindow is the most bytes the groups in flight at a crash can
-// have written after the last flushed entry: opts.PipelineDepth groups of
-// at most max(MaxGroupBytes, the largest entry) bytes, with a sector on
-// each side for the partial sectors they begin and end in.
+// have written after the last flushed entry: PipelineDepth groups (at
+// least 2: the log may have been written at another depth than it is
+// opened with, SQPOLL's default is 2) of at most max(MaxGroupBytes, the
+// largest entry) bytes, with a sector on each side for the partial sectors
+// they begin and end in.
 func inFlightWindow(opts Options) int64 {
 	group := max(int64(opts.MaxGroupBytes), int64(EncodedLen(opts.MaxEntrySize)))
-	return int64(max(1, opts.PipelineDepth))*group + 2*sectorSize
+	return int64(max(2, opts.PipelineDepth))*group + 2*sectorSize
 }
 
 // tailDamage returns a *CorruptError when what follows dataEnd in the last

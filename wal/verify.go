@@ -17,7 +17,10 @@ type SegmentInfo struct {
 	Size     int64
 	DataEnd  int64
 	Sealed   bool
-	TornTail int64 // bytes after the last entry that are not zeros (last, unsealed segment only)
+	TornTail int64 // bytes after the last entry that are not zeros (last, unsealed segment only): a torn tail Open would cut
+	// TornEntries is how many whole entries the torn tail holds (written by
+	// the group in flight, past its torn part; never acknowledged).
+	TornEntries int
 }
 
 // Entries returns the number of entries in the segment.
@@ -36,7 +39,9 @@ type VerifyReport struct {
 // the data CRC of sealed segments and the sequence from one segment to the
 // next. Damage is returned as a *CorruptError naming the file and offset;
 // a torn tail of the last segment (which Open would cut) is not damage and
-// shows in the report. The report holds what was read up to the damage.
+// shows in the report; what tells them apart is Open's rule (tail.go), with
+// the default Options' group and entry limits. The report holds what was
+// read up to the damage.
 func Verify(dir string) (VerifyReport, error) {
 	rep := VerifyReport{Dir: dir}
 	first, err := readMeta(dir)
@@ -109,10 +114,18 @@ func verifySegment(path string, base uint64, isLast bool) (SegmentInfo, error) {
 	}
 	r := scanEntries(img, base, info.Size-TrailerSize)
 	info.LastSeq, info.DataEnd = r.last, r.dataEnd
-	for i := len(img) - 1; i >= int(r.dataEnd); i-- {
-		if img[i] != 0 {
-			info.TornTail = int64(i+1) - r.dataEnd
-			break
+	if !allZero(img[r.dataEnd:]) {
+		tail := scanTail(img, r.dataEnd, info.Size-TrailerSize, r.last)
+		opts, _ := Options{SegmentSize: info.Size}.withDefaults()
+		if err := tailDamage(path, opts, r, tail); err != nil {
+			return info, err
+		}
+		info.TornEntries = tail.entries
+		for i := len(img) - 1; i >= int(r.dataEnd); i-- { // the trailer's bytes too: a torn seal
+			if img[i] != 0 {
+				info.TornTail = int64(i+1) - r.dataEnd
+				break
+			}
 		}
 	}
 	return info, nil

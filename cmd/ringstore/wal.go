@@ -124,6 +124,11 @@ type damageJSON struct {
 	Offset  int64  `json:"offset"`
 	LastSeq uint64 `json:"last_good_seq,omitempty"`
 	What    string `json:"what"`
+	// The entries a cut at Offset would lose, as far as they could be
+	// read (lost_last 0: every entry from lost_first on).
+	LostFirst uint64 `json:"lost_first,omitempty"`
+	LostLast  uint64 `json:"lost_last,omitempty"`
+	Lost      uint64 `json:"lost,omitempty"`
 }
 
 func damageOf(err error) *damageJSON {
@@ -131,7 +136,18 @@ func damageOf(err error) *damageJSON {
 	if !errors.As(err, &ce) {
 		return nil
 	}
-	return &damageJSON{File: ce.Path, Offset: ce.Offset, LastSeq: ce.LastSeq, What: ce.Err.Error()}
+	return &damageJSON{File: ce.Path, Offset: ce.Offset, LastSeq: ce.LastSeq, What: ce.Err.Error(), LostFirst: ce.FirstLost, LostLast: ce.LastLost, Lost: ce.Lost}
+}
+
+// lostText says which entries a cut at the damage loses.
+func (d *damageJSON) lostText() string {
+	switch {
+	case d.LostLast >= d.LostFirst && d.LostFirst > 0:
+		return fmt.Sprintf("a cut there loses entries %d to %d (%d entries)", d.LostFirst, d.LostLast, d.Lost)
+	case d.LostFirst > 0:
+		return fmt.Sprintf("a cut there loses every entry from %d on", d.LostFirst)
+	}
+	return ""
 }
 
 func segmentsOf(v wal.VerifyReport) []segmentJSON {
@@ -690,7 +706,7 @@ func walRepair(args []string, stdout, stderr io.Writer) error {
 			if !*asJSON {
 				fmt.Fprintf(stdout, "no damage found in %s (seq %s): repair would change nothing\n", dir, seqRange(v.FirstSeq, v.LastSeq))
 			}
-			return usagef("wal repair: --yes is required to repair (and there is nothing to repair)")
+			return nil
 		}
 		r.Plan = repairPlan(dir, v, verr)
 		if err := out(); err != nil {
@@ -698,12 +714,15 @@ func walRepair(args []string, stdout, stderr io.Writer) error {
 		}
 		if !*asJSON {
 			fmt.Fprintf(stdout, "damage     %s at offset %d: %s\n", r.Damage.File, r.Damage.Offset, r.Damage.What)
-			fmt.Fprintln(stdout, "repair would:")
+			if l := r.Damage.lostText(); l != "" {
+				fmt.Fprintf(stdout, "           %s\n", l)
+			}
+			fmt.Fprintln(stdout, "repair would (a dry run: nothing was changed; run again with --yes to do it):")
 			for _, p := range r.Plan {
 				fmt.Fprintf(stdout, "  %s\n", p)
 			}
 		}
-		return usagef("wal repair: --yes is required to repair %s (what it would do is above)", dir)
+		return nil
 	}
 	rep, err := wal.Repair(dir, wal.Options{Logf: func(format string, args ...any) {
 		fmt.Fprintf(stderr, "ringstore: wal repair: "+format+"\n", args...)

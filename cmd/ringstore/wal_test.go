@@ -234,7 +234,7 @@ func TestWALCorruptSealedSegment(t *testing.T) {
 	}
 
 	code, out, stderr = runCLI("wal", "repair", dir)
-	if code != 2 || !strings.Contains(stderr, "--yes is required") || !strings.Contains(out, where) ||
+	if code != 0 || !strings.Contains(out, "a dry run: nothing was changed") || !strings.Contains(out, where) ||
 		!strings.Contains(out, fmt.Sprintf("seal %s after seq %d", segs[0], bad-1)) || !strings.Contains(out, "remove "+segs[1]) {
 		t.Errorf("repair without --yes: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
@@ -325,9 +325,12 @@ func TestWALBadArguments(t *testing.T) {
 		{"from after to", []string{"wal", "dump", dir, "--from", "9", "--to", "3"}, 2, "--from 9 is after --to 3"},
 		{"negative limit", []string{"wal", "dump", dir, "--limit", "-1"}, 2, "--limit must not be negative"},
 		{"bad format", []string{"wal", "dump", dir, "--format", "yaml"}, 2, `--format "yaml"`},
-		{"repair without yes", []string{"wal", "repair", dir}, 2, "--yes is required"},
 	}
 	runCLICases(t, cases)
+	// Without --yes, repair is a dry run: exit 0 on a healthy log too.
+	if code, out, stderr := runCLI("wal", "repair", dir); code != 0 || !strings.Contains(out, "repair would change nothing") || stderr != "" {
+		t.Errorf("repair dry run of a healthy log: exit %d\n%s%s", code, out, stderr)
+	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 1 {
 		t.Errorf("commands wrote into a directory without a log: %v", entries)
 	}
@@ -375,8 +378,8 @@ func TestWALRepairKinds(t *testing.T) {
 				t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
 			}
 			before := snapshot(t, dir)
-			if code, out, _ := runCLI("wal", "repair", dir); code != 2 || !strings.Contains(out, c.plan) {
-				t.Errorf("repair without --yes: exit %d, want 2 and %q in\n%s", code, c.plan, out)
+			if code, out, _ := runCLI("wal", "repair", dir); code != 0 || !strings.Contains(out, c.plan) {
+				t.Errorf("repair without --yes (a dry run): exit %d, want 0 and %q in\n%s", code, c.plan, out)
 			}
 			if after := snapshot(t, dir); after != before {
 				t.Errorf("repair without --yes changed the directory")
