@@ -251,6 +251,10 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		if r.skip {
 			continue
 		}
+		if blockFrames(r.h) > db.pool.Frames() {
+			direct = append(direct, i) // a block larger than the cache: read past it
+			continue
+		}
 		s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
 		if noFill {
 			var ok bool
@@ -270,39 +274,86 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		which = append(which, i)
 		spans = append(spans, s)
 	}
-	var err error
-	if !noFill {
-		frames, err = db.pool.Pin(spans, frames[:0])
-		if err != nil {
-			return fmt.Errorf("kv: reading blocks: %w", err)
+	var scratch []byte
+	// deliver hands the blocks of which (pinned in frames, in order) to fn.
+	deliver := func(which []int, frames []*bufpool.Frame) error {
+		fi := 0
+		for _, i := range which {
+			r := reads[i]
+			n := blockFrames(r.h)
+			fs := frames[fi : fi+n]
+			fi += n
+			var buf []byte
+			if n == 1 {
+				buf = fs[0].Bytes()[:r.h.Len]
+			} else {
+				if cap(scratch) < int(r.h.Len) {
+					scratch = make([]byte, r.h.Len)
+				}
+				buf = scratch[:r.h.Len]
+				if err := bufpool.CopyOut(buf, fs, int64(r.h.Offset)); err != nil {
+					return fmt.Errorf("kv: block of %s at offset %d: %w", r.t.path, r.h.Offset, err)
+				}
+			}
+			if err := fn(i, buf); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	defer func() {
+	if noFill {
+		err := deliver(which, frames)
 		for _, f := range frames {
 			f.Unpin()
 		}
-	}()
-	var scratch []byte
-	fi := 0
-	for _, i := range which {
-		r := reads[i]
-		n := int((r.h.Len + directio.BlockSize - 1) / directio.BlockSize)
-		fs := frames[fi : fi+n]
-		fi += n
-		var buf []byte
-		if n == 1 {
-			buf = fs[0].Bytes()[:r.h.Len]
-		} else {
-			if cap(scratch) < int(r.h.Len) {
-				scratch = make([]byte, r.h.Len)
-			}
-			buf = scratch[:r.h.Len]
-			if err := bufpool.CopyOut(buf, fs, int64(r.h.Offset)); err != nil {
-				return fmt.Errorf("kv: block of %s at offset %d: %w", r.t.path, r.h.Offset, err)
-			}
-		}
-		if err := fn(i, buf); err != nil {
+		if err != nil {
 			return err
+		}
+	} else {
+		// One Pin — its misses one engine call — for as many blocks as
+		// the cache holds at once; a batch of more blocks than that is read
+		// in as many Pins as it takes, each released before the next (so
+		// concurrent callers never wait on each other's pins for good).
+		limit := db.pool.Frames()
+		type blockKey struct {
+			fid bufpool.FileID
+			off uint64
+		}
+		var seen map[blockKey]bool
+		for start := 0; start < len(which); {
+			end, nf := start, 0
+			clear(seen)
+			for end < len(which) {
+				r := reads[which[end]]
+				k := blockKey{r.t.fid, r.h.Offset}
+				if !seen[k] {
+					if end > start && nf+blockFrames(r.h) > limit {
+						break
+					}
+					if seen == nil {
+						seen = map[blockKey]bool{}
+					}
+					seen[k] = true
+					nf += blockFrames(r.h)
+				}
+				end++
+			}
+			if start > 0 {
+				db.stats.rounds.Add(1) // another submission of this round's reads
+			}
+			var err error
+			frames, err = db.pool.Pin(spans[start:end], frames[:0])
+			if err != nil {
+				return fmt.Errorf("kv: reading blocks: %w", err)
+			}
+			err = deliver(which[start:end], frames)
+			for _, f := range frames {
+				f.Unpin()
+			}
+			if err != nil {
+				return err
+			}
+			start = end
 		}
 	}
 	if len(direct) > 0 {
@@ -316,6 +367,12 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		return db.readBlocksDirect(sub, fn)
 	}
 	return nil
+}
+
+// blockFrames is how many 4 KiB cache frames a block spans (blocks are
+// 4 KiB-aligned).
+func blockFrames(h sstable.BlockHandle) int {
+	return int((h.Len + directio.BlockSize - 1) / directio.BlockSize)
 }
 
 // run is a contiguous byte range of one table read with one request.
