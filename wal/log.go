@@ -165,12 +165,20 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("wal: %w", err)
-	}
-	lock, err := lockDir(filepath.Join(dir, lockName))
-	if err != nil {
-		return nil, err
+	var lock *os.File
+	if opts.ReadOnly {
+		if st, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("wal: %w", err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("wal: %s is not a directory", dir)
+		}
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("wal: %w", err)
+		}
+		if lock, err = lockDir(filepath.Join(dir, lockName)); err != nil {
+			return nil, err
+		}
 	}
 	l := &Log{
 		dir: dir, opts: opts, lock: lock,
@@ -198,7 +206,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		l.opts.PipelineDepth = opts.PipelineDepth
 	}
-	if opts.PipelineDepth == 1 && l.eng.Backend() == ioengine.BackendURing && !opts.NoInlineFlush {
+	if opts.PipelineDepth == 1 && l.eng.Backend() == ioengine.BackendURing && !opts.NoInlineFlush && !opts.ReadOnly {
 		// The log's own engine or a shared one (kv's): the committer
 		// flushes inline either way. A failure leaves the flushes on eng.
 		if fe, err := l.eng.NewInline(); err == nil {
@@ -215,6 +223,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.recover(); err != nil {
 		l.releaseAll()
 		return nil, err
+	}
+	if opts.ReadOnly {
+		return l, nil // no committer, flushers, acker or spares: enqueue refuses
 	}
 	l.startSpares()
 	if l.active == nil || l.activeOff > l.active.size/2 {
@@ -331,6 +342,9 @@ func (l *Log) startAppend(r *request, payloads [][]byte) error {
 }
 
 func (l *Log) enqueue(r *request) error {
+	if l.opts.ReadOnly {
+		return ErrOpenedReadOnly
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closing {
@@ -926,5 +940,7 @@ func (l *Log) releaseAll() {
 	if l.flushEng != nil {
 		l.flushEng.Close()
 	}
-	l.lock.Close()
+	if l.lock != nil {
+		l.lock.Close()
+	}
 }

@@ -68,6 +68,16 @@ type Options struct {
 	// log's engine instead of an inline io_uring engine of the committer's
 	// own (for measurements).
 	NoInlineFlush bool
+	// ReadOnly opens the log to read it and changes nothing on disk: the
+	// files are opened read-only, no lock is taken (so it works on a
+	// read-only file system and beside a writer that has the log open), no
+	// file is created, and recovery cuts nothing: a torn tail of the last
+	// segment is simply not read, segments an interrupted TruncateFront
+	// left are skipped. Damage is the same error as for a writer. Appends
+	// and truncations fail with ErrOpenedReadOnly. Beside a running writer it
+	// reads what the writer had written when Open scanned the segment (not
+	// only what was flushed); entries written later are not seen.
+	ReadOnly bool
 	// Logf receives what recovery did (a torn tail cut, stray files
 	// removed). Default: the standard logger.
 	Logf func(format string, args ...any)
@@ -99,8 +109,8 @@ const (
 )
 
 func (o *Options) String() string {
-	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LinkedFdatasync: %v, LazyVerify: %v, ZeroFillSegments: %v, Unsafe.NoSync: %v}",
-		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LinkedFdatasync, o.LazyVerify, o.ZeroFillSegments, o.Unsafe.NoSync)
+	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LinkedFdatasync: %v, LazyVerify: %v, ZeroFillSegments: %v, ReadOnly: %v, Unsafe.NoSync: %v}",
+		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LinkedFdatasync, o.LazyVerify, o.ZeroFillSegments, o.ReadOnly, o.Unsafe.NoSync)
 }
 
 // withDefaults fills in defaults and checks the options.
@@ -144,6 +154,9 @@ var (
 	ErrNotFound      = errors.New("wal: entry not found")
 	ErrEntryTooLarge = errors.New("wal: entry too large")
 	ErrLocked        = errors.New("wal: directory in use by another log")
+	// ErrOpenedReadOnly: an append or truncation of a log opened with
+	// Options.ReadOnly.
+	ErrOpenedReadOnly = errors.New("wal: opened read-only")
 )
 
 // CorruptError reports damage found in a segment or in the meta file: the

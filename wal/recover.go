@@ -60,8 +60,10 @@ func (l *Log) recover() error {
 	for len(l.segs) > 0 && l.segs[0].last < first {
 		s := l.segs[0]
 		s.release()
-		if err := l.removeDurably(s.path); err != nil {
-			return err
+		if !l.opts.ReadOnly {
+			if err := l.removeDurably(s.path); err != nil {
+				return err
+			}
 		}
 		if s == l.active {
 			l.active = nil
@@ -84,7 +86,7 @@ func (l *Log) recover() error {
 func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	path := filepath.Join(l.dir, segmentName(base))
 	flag := os.O_RDONLY
-	if isLast {
+	if isLast && !l.opts.ReadOnly {
 		flag = os.O_RDWR
 	}
 	f, err := os.OpenFile(path, flag, 0)
@@ -142,7 +144,17 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 		seg.index = []uint32{}
 	}
 	if clean {
-		l.active, l.activeOff, l.activeCRC = seg, r.dataEnd, r.crc
+		if !l.opts.ReadOnly {
+			l.active, l.activeOff, l.activeCRC = seg, r.dataEnd, r.crc
+		}
+		return seg, nil
+	}
+	if l.opts.ReadOnly {
+		// Not cut: the torn bytes are simply not read.
+		if len(r.index) == 0 {
+			f.Close()
+			return nil, nil
+		}
 		return seg, nil
 	}
 	l.tailCuts.Add(1)
