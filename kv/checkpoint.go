@@ -21,6 +21,9 @@ import (
 // Open(dir) opens it as a store of its own. On failure Checkpoint removes
 // what it put in dir, and dir.
 func (db *DB) Checkpoint(dir string) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("kv: checkpoint: %w", err)
 	}

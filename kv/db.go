@@ -30,6 +30,9 @@ var (
 	ErrClosed = errors.New("kv: closed")
 	// ErrLocked is returned by Open when another DB has the directory open.
 	ErrLocked = errors.New("kv: directory locked")
+	// ErrReadOnly is returned by writes to a store opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("kv: opened read-only")
 	// ErrOpenIterators is returned by Close while iterators or snapshots are
 	// still open.
 	ErrOpenIterators = errors.New("kv: iterators or snapshots still open")
@@ -126,7 +129,13 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if opts.ReadOnly {
+		if st, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("kv: %w", err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("kv: %s is not a directory", dir)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	db := &DB{dir: dir, opts: opts}
@@ -139,8 +148,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		}
 	}()
 	var err error
-	if db.lock, err = lockFile(filepath.Join(dir, lockName)); err != nil {
-		return nil, err
+	if !opts.ReadOnly {
+		if db.lock, err = lockFile(filepath.Join(dir, lockName)); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Engine != nil {
 		db.eng = opts.Engine
@@ -162,6 +173,8 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	mv, err := manifest.Load(dir)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && opts.ReadOnly:
+		return nil, fmt.Errorf("kv: %s holds no store (no %s) to open read-only", dir, manifest.FileName)
 	case errors.Is(err, fs.ErrNotExist):
 		// A new store: its first act is an empty manifest, so that a store
 		// without one is never taken for new (Open would remove its tables).
@@ -175,8 +188,10 @@ func Open(dir string, opts Options) (*DB, error) {
 	case err != nil:
 		return nil, fmt.Errorf("kv: %w", err)
 	}
-	if err := db.removeStrays(mv); err != nil {
-		return nil, err
+	if !opts.ReadOnly {
+		if err := db.removeStrays(mv); err != nil {
+			return nil, err
+		}
 	}
 	var levels [numLevels][]*table
 	for l, metas := range mv.Levels {
@@ -204,7 +219,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db.mem = &memTable{Memtable: memtable.New()}
 
-	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize)}
+	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly}
 	walOpts.Unsafe.NoSync = opts.NoSync
 	if db.log, err = wal.Open(filepath.Join(dir, walDir), walOpts); err != nil {
 		return nil, fmt.Errorf("kv: %w", err)
@@ -213,9 +228,11 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.visible.Store(db.lastSeq)
-	db.bgWG.Add(2)
-	go db.flushLoop()
-	go db.compactLoop()
+	if !opts.ReadOnly {
+		db.bgWG.Add(2)
+		go db.flushLoop()
+		go db.compactLoop()
+	}
 	ok = true
 	return db, nil
 }
@@ -259,7 +276,7 @@ func (db *DB) replay(flushedSeq uint64) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("kv: replaying the log: %w", err)
 	}
-	if db.mem.walLast == 0 && db.log.LastSeq() >= db.log.FirstSeq() {
+	if db.mem.walLast == 0 && db.log.LastSeq() >= db.log.FirstSeq() && !db.opts.ReadOnly {
 		// Every entry is in a table already (a crash after the flush's
 		// manifest, before the log was truncated).
 		if err := db.log.TruncateFront(db.log.LastSeq() + 1); err != nil {
@@ -388,6 +405,10 @@ func (db *DB) closeResources() error {
 	}
 	return nil
 }
+
+// Recovery returns what Open's recovery changed on disk: the torn tail of
+// the log it cut, if any (wal.Log.Recovery).
+func (db *DB) Recovery() wal.Recovery { return db.log.Recovery() }
 
 // Dir returns the store's directory.
 func (db *DB) Dir() string { return db.dir }

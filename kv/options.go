@@ -75,6 +75,15 @@ type Options struct {
 	// NoSync skips the fdatasync of each write's log entry. THIS IS UNSAFE:
 	// acknowledged writes may be lost in a crash. For bulk loads only.
 	NoSync bool
+	// ReadOnly opens the store to read it and changes nothing on disk: no
+	// lock (it works on a read-only file system and beside a process that
+	// has the store open), no file created or removed, no flush or
+	// compaction; the log is opened read-only (wal.Options.ReadOnly: a torn
+	// tail is not read, nothing is cut) and replayed into memory. Writes,
+	// Flush, Compact and Checkpoint fail with ErrReadOnly. Damage is the
+	// same error as for a writer. Beside a writer it sees what was written
+	// when it opened.
+	ReadOnly bool
 	// Logf receives notices (recovery, the engine's fallback reason,
 	// background errors). Default: the standard logger.
 	Logf func(format string, args ...any)

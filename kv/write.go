@@ -65,6 +65,9 @@ func (db *DB) Delete(key []byte) error {
 // sequence order, each becoming visible to reads as it is applied; then
 // their writers return.
 func (db *DB) Write(b *Batch) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if b.Len() == 0 {
 		return nil
 	}
@@ -232,6 +235,9 @@ func (db *DB) rotateLocked() *memTable {
 // manifest (and every memtable before it too). Writes queued after the
 // Flush go to the next memtable.
 func (db *DB) Flush() error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	w := &writer{}
 	db.wmu.Lock()
 	db.writers = append(db.writers, w)

@@ -45,14 +45,15 @@ func cmdKV(args []string, stdout, stderr io.Writer) error {
 	type command struct {
 		args   []string // the positional arguments after DIR
 		create bool     // may create the store
+		read   bool     // only reads: opens the store read-only (no lock, nothing written)
 		run    func(db *kv.DB, args []string, f *kvFlags, stdout io.Writer) error
 	}
 	commands := map[string]command{
-		"stat":   {nil, false, kvStat},
-		"get":    {[]string{"KEY"}, false, kvGet},
-		"put":    {[]string{"KEY", "VALUE"}, true, kvPut},
-		"delete": {[]string{"KEY"}, false, kvDelete},
-		"scan":   {nil, false, kvScan},
+		"stat":   {nil, false, true, kvStat},
+		"get":    {[]string{"KEY"}, false, true, kvGet},
+		"put":    {[]string{"KEY", "VALUE"}, true, false, kvPut},
+		"delete": {[]string{"KEY"}, false, false, kvDelete},
+		"scan":   {nil, false, true, kvScan},
 	}
 	switch name {
 	case "help", "-h", "--help":
@@ -115,7 +116,7 @@ func cmdKV(args []string, stdout, stderr io.Writer) error {
 	if err := checkKVDir(label, dir, cmd.create); err != nil {
 		return err
 	}
-	opts := kv.Options{IOMode: mode, NoBlockCache: f.noCache, BufferedIO: f.buffered,
+	opts := kv.Options{IOMode: mode, NoBlockCache: f.noCache, BufferedIO: f.buffered, ReadOnly: cmd.read,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: "+format+"\n", args...) }}
 	db, err := kv.Open(dir, opts)
 	if err != nil {

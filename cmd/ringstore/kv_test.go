@@ -184,8 +184,9 @@ func TestKVBadArguments(t *testing.T) {
 	}
 }
 
-// TestKVLocked: a command on a store another DB has open fails, naming the
-// lock, and does not wait.
+// TestKVLocked: a write on a store another DB has open fails, naming the
+// lock, and does not wait; the reads (get, scan, stat) open the store
+// read-only, need no lock and work beside it.
 func TestKVLocked(t *testing.T) {
 	dir := kvTableStore(t, 10)
 	db, err := kv.Open(dir, kv.Options{IOMode: ioengine.Syscall, Logf: t.Logf})
@@ -193,8 +194,13 @@ func TestKVLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	code, _, stderr := runCLI("kv", "get", dir, "key00001")
+	code, _, stderr := runCLI("kv", "put", dir, "key00001", "x")
 	if code != 1 || !strings.Contains(stderr, "locked") {
-		t.Errorf("get on a locked store: exit %d, %s", code, stderr)
+		t.Errorf("put on a locked store: exit %d, %s", code, stderr)
+	}
+	for _, args := range [][]string{{"kv", "get", dir, "key00001"}, {"kv", "scan", dir}, {"kv", "stat", dir}} {
+		if code, out, stderr := runCLI(args...); code != 0 || out == "" {
+			t.Errorf("%v beside the open store: exit %d, %q, %s", args, code, out, stderr)
+		}
 	}
 }
