@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/ringstore/ringstore/arrowscan"
 )
 
 // GenOptions says what Generate writes. The zero value of every field but
@@ -42,6 +43,11 @@ type GenOptions struct {
 	Span time.Duration
 	// Workers is how many files are generated at once; default GOMAXPROCS.
 	Workers int
+	// Sidecar also writes each file's checksum sidecar (FILE.crc,
+	// arrowscan.WriteSidecar), once the file is durable, so that
+	// arrowscan.VerifySidecar can check every byte of it later: Arrow IPC
+	// has no checksums of its own.
+	Sidecar bool
 }
 
 // Defaults of GenOptions.
@@ -294,6 +300,11 @@ func writeFile(path string, o GenOptions, f int, g *rowGen, bs *[2]batchBuilder)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("events: generate: %w", err)
+	}
+	if o.Sidecar {
+		if err := arrowscan.WriteSidecar(path); err != nil {
+			return fmt.Errorf("events: generate: %w", err)
+		}
 	}
 	return nil
 }

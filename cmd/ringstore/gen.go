@@ -44,6 +44,7 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 	batchRows := fs.Int("batch-rows", events.DefaultRowsPerBatch, "rows per record batch")
 	compression := fs.String("compression", "none", "compression of record batch bodies: none, lz4 or zstd")
 	seed := fs.Int64("seed", 1, "seed of the generator")
+	noSidecar := fs.Bool("no-sidecar", false, "do not write FILE.crc, the checksums 'ringstore scan --verify' checks every byte of the file against (Arrow IPC has none of its own)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 	if st, err := os.Stat(*dir); err == nil && !st.IsDir() {
 		return usagef("gen events: --dir: %s is not a directory", *dir)
 	}
-	opts := events.GenOptions{Rows: *rows, Files: *files, RowsPerBatch: *batchRows, Compression: c, Seed: *seed}
+	opts := events.GenOptions{Rows: *rows, Files: *files, RowsPerBatch: *batchRows, Compression: c, Seed: *seed, Sidecar: !*noSidecar}
 	start := time.Now()
 	paths, err := events.Generate(*dir, opts)
 	if err != nil {

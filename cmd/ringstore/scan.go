@@ -20,6 +20,7 @@ import (
 )
 
 const scanUsage = `usage: ringstore scan --mode mmap|pread|direct|pool --query Q [flags] FILE|DIR...
+       ringstore scan --verify FILE|DIR...
        ringstore scan --query list
 
 Runs one of the events queries over Arrow IPC files written by
@@ -32,7 +33,11 @@ Modes:
   mmap    arrow-go's reader over a read-only mmap of each file
   pread   the projected byte ranges with pread, through the page cache
   direct  O_DIRECT reads through ioengine (io_uring or syscalls, --io)
-  pool    O_DIRECT through one bufpool.Pool of --pool-mb, with prefetch
+  pool    O_DIRECT through one bufpool.Pool of --pool, with prefetch
+--verify checks every byte of each file against its checksum sidecar
+(FILE.crc, written by 'ringstore gen events'): Arrow IPC files have no
+checksums of their own, and --check compares the engine with a reference
+computed from the same bytes, so only --verify finds a changed byte.
 Flags:
 `
 
@@ -44,14 +49,28 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 	}
 	modeName := fs.String("mode", "", "how files are read: mmap, pread, direct or pool (required)")
 	queryName := fs.String("query", "", "query to run; 'list' prints them (required)")
-	poolMB := fs.Int("pool-mb", 256, "pool: memory budget of the buffer pool in MiB")
-	frameKB := fs.Int("frame-kb", 256, "pool: frame size in KiB (a multiple of 4)")
+	poolSize := fs.String("pool", "256MiB", "pool: memory budget of the buffer pool")
+	frameSize := fs.String("frame", "256KiB", "pool: frame size, a multiple of 4KiB")
 	ioName := fs.String("io", "auto", "direct and pool: I/O backend: auto (RINGSTORE_IO_URING), uring, sqpoll or syscall")
 	prefetch := fs.Int("prefetch", 0, "direct and pool: record batches read ahead of the decoder (0: arrowscan's default, negative: none)")
-	check := fs.Bool("check", false, "also compute the query the slow way (row at a time over arrow-go's FileReader) and fail unless equal")
+	check := fs.Bool("check", false, "also compute the query the slow way (row at a time over arrow-go's FileReader) and fail unless equal: checks the engine against the reference, not the file's integrity (see --verify)")
+	verify := fs.Bool("verify", false, "check every byte of each file against its checksum sidecar FILE.crc, and run no query")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	if *verify {
+		if *queryName != "" || *modeName != "" || *check {
+			return usagef("scan: --verify runs no query: give it no --query, --mode or --check")
+		}
+		if len(paths) == 0 {
+			return usagef("scan: no files given")
+		}
+		files, err := expandArrowPaths(paths)
+		if err != nil {
+			return usagef("scan: %v", err)
+		}
+		return verifyFiles(files, stdout)
 	}
 	if *queryName == "list" {
 		return printQueries(stdout)
@@ -76,17 +95,22 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if mode != arrowscan.ModePool && (set["pool-mb"] || set["frame-kb"]) {
-		return usagef("scan: --pool-mb and --frame-kb are for --mode pool, not %s", mode)
+	if mode != arrowscan.ModePool && (set["pool"] || set["frame"]) {
+		return usagef("scan: --pool and --frame are for --mode pool, not %s", mode)
 	}
 	if (mode == arrowscan.ModeMmap || mode == arrowscan.ModePread) && (set["io"] || set["prefetch"]) {
 		return usagef("scan: --io and --prefetch are for --mode direct or pool, not %s", mode)
 	}
-	if *poolMB < 1 || *poolMB > 1<<20 {
-		return usagef("scan: --pool-mb must be between 1 and 1048576, got %d", *poolMB)
+	frameBytes, err := sizeArg("scan", "frame", *frameSize, 4<<10, 1<<30)
+	if err != nil {
+		return err
 	}
-	if *frameKB < 4 || *frameKB%4 != 0 || *frameKB > 1<<20 {
-		return usagef("scan: --frame-kb must be a positive multiple of 4 (KiB), got %d", *frameKB)
+	if frameBytes%(4<<10) != 0 {
+		return usagef("scan: --frame must be a multiple of 4KiB, got %s", *frameSize)
+	}
+	poolBytes, err := sizeArg("scan", "pool", *poolSize, bufpool.MinFrames*frameBytes, 1<<44)
+	if err != nil {
+		return usagef("%s (a pool holds at least %d frames of --frame %s)", err.Error(), bufpool.MinFrames, *frameSize)
 	}
 	if len(paths) == 0 {
 		return usagef("scan: no files given")
@@ -95,8 +119,8 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("scan: %v", err)
 	}
-	sc := scanConfig{mode: mode, ioMode: ioMode, prefetch: *prefetch, poolBytes: int64(*poolMB) << 20,
-		frameBytes: *frameKB << 10, logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: "+format+"\n", args...) }}
+	sc := scanConfig{mode: mode, ioMode: ioMode, prefetch: *prefetch, poolBytes: poolBytes,
+		frameBytes: int(frameBytes), logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: "+format+"\n", args...) }}
 	return runScan(sc, q, files, *check, stdout)
 }
 
@@ -190,6 +214,25 @@ func runScan(sc scanConfig, q events.Query, paths []string, check bool, stdout i
 			return fmt.Errorf("scan: --check: %s mode vs the row-at-a-time reference: %w", sc.mode, err)
 		}
 		fmt.Fprintln(stdout, "check: equal to the row-at-a-time reference over arrow-go's FileReader")
+	}
+	return nil
+}
+
+// verifyFiles checks each file against its checksum sidecar and says what
+// it checked; the first mismatch or missing sidecar is the error.
+func verifyFiles(paths []string, stdout io.Writer) error {
+	var errs []error
+	for _, p := range paths {
+		rep, err := arrowscan.VerifySidecar(p)
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: FAILED: %v\n", p, err)
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok: %d bytes, %d record batches and %d dictionary batches match their checksums\n", p, rep.Bytes, rep.Records, rep.Dictionary)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("scan --verify: %d of %d files failed: %w", len(errs), len(paths), errs[0])
 	}
 	return nil
 }
