@@ -13,7 +13,7 @@ func TestPseudoCommit(t *testing.T) {
 		{"v2.0.1-0.20261204011522-0123456789ab+incompatible", "0123456789ab"},
 		{"v1.2.3", ""},
 		{"(devel)", ""},
-		{"v1.2.3-beta-0123456789ab", ""},            // no timestamp
+		{"v1.2.3-beta-0123456789ab", ""},           // no timestamp
 		{"v0.0.0-20261204011522-0123456789AB", ""}, // not lower-case hex
 		{"", ""},
 	} {
