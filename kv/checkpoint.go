@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/ringstore/ringstore/internal/crashfs"
 	"github.com/ringstore/ringstore/kv/manifest"
 )
 
@@ -24,7 +25,7 @@ func (db *DB) Checkpoint(dir string) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := mkdirAll(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("kv: checkpoint: %w", err)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -33,10 +34,12 @@ func (db *DB) Checkpoint(dir string) error {
 		}
 		return fmt.Errorf("kv: checkpoint: %w", err)
 	}
+	crashfs.MadeDir(dir)
 	var made []string
 	fail := func(err error) error {
 		for _, p := range made {
 			os.Remove(p)
+			crashfs.Removed(p)
 		}
 		os.Remove(dir)
 		return fmt.Errorf("kv: checkpoint to %s: %w", dir, err)
@@ -68,6 +71,8 @@ func (db *DB) Checkpoint(dir string) error {
 				if err := copyFile(t.path, dst); err != nil {
 					return fail(err)
 				}
+			} else {
+				crashfs.Linked(t.path, dst)
 			}
 			made = append(made, dst)
 		}

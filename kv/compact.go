@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ringstore/ringstore/internal/crashfs"
 	"github.com/ringstore/ringstore/kv/manifest"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
@@ -438,14 +439,17 @@ func (f *compactionFilter) key() sstable.InternalKey { return f.in.key() }
 func (f *compactionFilter) value() []byte            { return f.in.value() }
 func (f *compactionFilter) err() error               { return f.in.err() }
 
-// countingWriter counts the bytes written through it.
+// countingWriter counts the bytes written through it (and reports them to
+// the crash-state tests' recorder as writes of path).
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w    io.Writer
+	path string
+	n    int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
+	crashfs.Wrote(c.path, c.n, p[:n])
 	c.n += int64(n)
 	return n, err
 }
@@ -461,6 +465,7 @@ func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted fun
 	fail := func(err error) ([]manifest.FileMeta, error) {
 		for _, p := range created {
 			os.Remove(p)
+			crashfs.Removed(p)
 		}
 		return nil, err
 	}
@@ -479,7 +484,8 @@ func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted fun
 			return fail(fmt.Errorf("kv: %w", err))
 		}
 		created = append(created, path)
-		cw := &countingWriter{w: f}
+		crashfs.Created(path, 0)
+		cw := &countingWriter{w: f, path: path}
 		w, err := sstable.NewWriter(cw, sstable.Options{BlockSize: db.opts.BlockSize, BloomBitsPerKey: db.opts.BloomBitsPerKey})
 		if err != nil {
 			f.Close()
@@ -504,7 +510,9 @@ func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted fun
 		}
 		meta, err := w.Finish()
 		if err == nil {
-			err = f.Sync()
+			if err = f.Sync(); err == nil {
+				crashfs.Synced(path, 0)
+			}
 		}
 		if err == nil && !db.opts.BufferedIO {
 			dropPageCache(int(f.Fd())) // clean now: reads use O_DIRECT

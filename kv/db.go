@@ -16,6 +16,7 @@ import (
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/internal/crashfs"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv/manifest"
 	"github.com/ringstore/ringstore/kv/memtable"
@@ -135,7 +136,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		} else if !st.IsDir() {
 			return nil, fmt.Errorf("kv: %s is not a directory", dir)
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	db := &DB{dir: dir, opts: opts}
@@ -331,6 +332,7 @@ func (db *DB) removeStrays(mv *manifest.Version) error {
 			if err := os.Remove(filepath.Join(db.dir, name)); err != nil {
 				return fmt.Errorf("kv: removing stray %s: %w", name, err)
 			}
+			crashfs.Removed(filepath.Join(db.dir, name))
 			db.opts.Logf("kv: removed %s, left by an interrupted flush or compaction", filepath.Join(db.dir, name))
 			removed = true
 		}
@@ -418,9 +420,13 @@ func (db *DB) Options() Options { return db.opts }
 
 // lockFile takes an exclusive flock on path.
 func lockFile(path string) (*os.File, error) {
+	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("kv: %w", err)
+	}
+	if statErr != nil {
+		crashfs.Created(path, 0)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
@@ -441,6 +447,31 @@ func syncDir(dir string) error {
 	defer f.Close()
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("kv: fsync %s: %w", dir, err)
+	}
+	crashfs.SyncedDir(dir)
+	return nil
+}
+
+// mkdirAll makes dir and its missing parents, and makes every directory it
+// made durable in its parent (a store whose directory a crash could take
+// away would lose everything acknowledged in it).
+func mkdirAll(dir string) error {
+	dir = filepath.Clean(dir)
+	var made []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		made = append(made, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(made) - 1; i >= 0; i-- {
+		crashfs.MadeDir(made[i])
+		if err := syncDir(filepath.Dir(made[i])); err != nil {
+			return err
+		}
 	}
 	return nil
 }

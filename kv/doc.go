@@ -116,7 +116,20 @@
 // batches with sequence numbers above the manifest's FlushedSeq. Files of
 // compacted tables are removed once no reader uses them. Damage to a table, the
 // manifest or the log is an error naming the file and offset; nothing is
-// skipped silently.
+// skipped silently. A store's directory (and the log's) is made durable in its
+// parent when Open creates it.
+//
+// The crash model (internal/crashfs; TestCrashStates checks 1,000 states of
+// a workload of batches, flushes, compactions and checkpoints): a write is
+// durable once a sync of its file, or of the write itself (RWF_DSYNC), has
+// returned; one that is not may be lost, kept, or torn at 512-byte or 4 KiB
+// sectors; a file's size is what fallocate set or the end of its last write
+// kept; a directory change (create, rename, remove, link, mkdir) is durable
+// once its directory was synced after it, and of those that are not, a prefix
+// in the order they were made survives. In every such state Open succeeds,
+// every acknowledged batch is there, every batch is all or nothing, and every
+// checkpoint that Checkpoint returned opens with every batch acknowledged
+// before it was called.
 //
 // # Concurrency
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/internal/crashfs"
 	"github.com/ringstore/ringstore/kv/manifest"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
@@ -147,6 +148,8 @@ func (db *DB) dropTableLocked(t *table) {
 	if t.gone {
 		if err := os.Remove(t.path); err != nil {
 			db.opts.Logf("kv: removing obsolete %s: %v", t.path, err)
+		} else {
+			crashfs.Removed(t.path)
 		}
 		db.dirDirty = true
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringstore/ringstore/internal/crashfs"
 )
 
 // mapFile maps size bytes of the file at path read-only. The mapping keeps
@@ -29,9 +31,13 @@ func unmapFile(b []byte) { _ = unix.Munmap(b) }
 // lockDir takes an exclusive advisory lock on dir's lock file so that two
 // logs (in this process or another) never share a directory.
 func lockDir(path string) (*os.File, error) {
+	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
+	}
+	if statErr != nil {
+		crashfs.Created(path, 0)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()

@@ -3,6 +3,8 @@ package wal
 import (
 	"path/filepath"
 	"sync/atomic"
+
+	"github.com/ringstore/ringstore/internal/crashfs"
 )
 
 // The trace records every change the log makes to its files, for the
@@ -38,16 +40,33 @@ func (l *Log) traceEv(ev traceEvent) {
 	if l.opts.trace != nil {
 		l.opts.trace(ev)
 	}
+	if crashfs.On() {
+		p, p2 := filepath.Join(l.dir, ev.path), filepath.Join(l.dir, ev.path2)
+		switch ev.op {
+		case traceCreate:
+			crashfs.Created(p, ev.size)
+		case traceWrite:
+			crashfs.Record(crashfs.Event{Op: crashfs.OpWrite, Path: p, Off: ev.off, Data: ev.data, ID: ev.id})
+		case traceSync:
+			crashfs.Synced(p, ev.id)
+		case traceRename:
+			crashfs.Renamed(p, p2)
+		case traceRemove:
+			crashfs.Removed(p)
+		case traceSyncDir:
+			crashfs.SyncedDir(l.dir)
+		}
+	}
 }
 
 func (l *Log) traceCreate(path string, size int64) {
-	if l.opts.trace != nil {
+	if l.tracing() {
 		l.traceEv(traceEvent{op: traceCreate, path: filepath.Base(path), size: size})
 	}
 }
 
 func (l *Log) traceWrite(path string, off int64, data []byte) uint64 {
-	if l.opts.trace == nil {
+	if !l.tracing() {
 		return 0
 	}
 	id := traceIDs.Add(1)
@@ -56,31 +75,35 @@ func (l *Log) traceWrite(path string, off int64, data []byte) uint64 {
 }
 
 func (l *Log) traceSync(path string, id uint64) {
-	if l.opts.trace != nil {
+	if l.tracing() {
 		l.traceEv(traceEvent{op: traceSync, id: id, path: filepath.Base(path)})
 	}
 }
 
 func (l *Log) traceRename(from, to string) {
-	if l.opts.trace != nil {
+	if l.tracing() {
 		l.traceEv(traceEvent{op: traceRename, path: filepath.Base(from), path2: filepath.Base(to)})
 	}
 }
 
 func (l *Log) traceRemove(path string) {
-	if l.opts.trace != nil {
+	if l.tracing() {
 		l.traceEv(traceEvent{op: traceRemove, path: filepath.Base(path)})
 	}
 }
 
 func (l *Log) traceSyncDir() {
-	if l.opts.trace != nil {
+	if l.tracing() {
 		l.traceEv(traceEvent{op: traceSyncDir})
 	}
 }
 
 func (l *Log) traceAck(seq uint64) {
-	if l.opts.trace != nil {
+	if l.tracing() {
 		l.traceEv(traceEvent{op: traceAck, seq: seq})
 	}
 }
+
+// tracing reports whether changes are recorded: by the wal's own
+// crash-state test, or by a crashfs recorder (kv's).
+func (l *Log) tracing() bool { return l.opts.trace != nil || crashfs.On() }

@@ -63,6 +63,7 @@ import (
 	"path/filepath"
 
 	"github.com/ringstore/ringstore"
+	"github.com/ringstore/ringstore/internal/crashfs"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
 
@@ -370,6 +371,7 @@ func Write(dir string, v *Version) error {
 		os.Remove(tmp)
 		return err
 	}
+	crashfs.Renamed(tmp, filepath.Join(dir, FileName))
 	return syncDir(dir)
 }
 
@@ -378,14 +380,17 @@ func writeSync(path string, b []byte) error {
 	if err != nil {
 		return err
 	}
+	crashfs.Created(path, 0)
 	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err
 	}
+	crashfs.Wrote(path, 0, b)
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return err
 	}
+	crashfs.Synced(path, 0)
 	return f.Close()
 }
 
@@ -398,6 +403,7 @@ func syncDir(dir string) error {
 		d.Close()
 		return err
 	}
+	crashfs.SyncedDir(dir)
 	return d.Close()
 }
 
