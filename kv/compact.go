@@ -109,7 +109,7 @@ func (db *DB) flushLocked() error {
 		db.stats.flushedBytes.Add(m.Size)
 	}
 	db.cond.Broadcast()
-	if mt.walLast > 0 {
+	if mt.walLast > 0 && db.log != nil {
 		db.mu.Unlock()
 		err = db.log.TruncateFront(mt.walLast + 1)
 		db.mu.Lock()

@@ -220,19 +220,37 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db.mem = &memTable{Memtable: memtable.New()}
 
-	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly}
+	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly || opts.DisableWAL}
 	walOpts.Unsafe.NoSync = opts.NoSync
-	if db.log, err = wal.Open(filepath.Join(dir, walDir), walOpts); err != nil {
-		return nil, fmt.Errorf("kv: %w", err)
+	_, statErr := os.Stat(filepath.Join(dir, walDir))
+	if !opts.DisableWAL || statErr == nil {
+		if db.log, err = wal.Open(filepath.Join(dir, walDir), walOpts); err != nil {
+			return nil, fmt.Errorf("kv: %w", err)
+		}
+		if err := db.replay(mv.FlushedSeq); err != nil {
+			return nil, err
+		}
 	}
-	if err := db.replay(mv.FlushedSeq); err != nil {
-		return nil, err
+	if opts.DisableWAL && db.log != nil {
+		// What an earlier open logged is in the memtable now: flushed below,
+		// before any write goes unlogged.
+		if err := db.log.Close(); err != nil {
+			return nil, fmt.Errorf("kv: %w", err)
+		}
+		db.log = nil
 	}
 	db.visible.Store(db.lastSeq)
 	if !opts.ReadOnly {
 		db.bgWG.Add(2)
 		go db.flushLoop()
 		go db.compactLoop()
+	}
+	if opts.DisableWAL && db.mem.Len() > 0 {
+		ok = true // Flush needs a running store; Close on failure
+		if err := db.Flush(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("kv: flushing the log's writes before writing without it: %w", err)
+		}
 	}
 	ok = true
 	return db, nil
@@ -277,7 +295,7 @@ func (db *DB) replay(flushedSeq uint64) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("kv: replaying the log: %w", err)
 	}
-	if db.mem.walLast == 0 && db.log.LastSeq() >= db.log.FirstSeq() && !db.opts.ReadOnly {
+	if db.mem.walLast == 0 && db.log.LastSeq() >= db.log.FirstSeq() && !db.opts.ReadOnly && !db.opts.DisableWAL {
 		// Every entry is in a table already (a crash after the flush's
 		// manifest, before the log was truncated).
 		if err := db.log.TruncateFront(db.log.LastSeq() + 1); err != nil {
@@ -348,6 +366,17 @@ func (db *DB) removeStrays(mv *manifest.Version) error {
 // flushed stay in the log and are replayed by the next Open. Close fails with
 // ErrOpenIterators, changing nothing, while iterators or snapshots are open.
 func (db *DB) Close() error {
+	if db.opts.DisableWAL && !db.opts.ReadOnly {
+		// Without a log the memtable is the only copy of its writes.
+		db.mu.Lock()
+		closed := db.closed
+		db.mu.Unlock()
+		if !closed {
+			if err := db.Flush(); err != nil && err != ErrClosed {
+				return fmt.Errorf("kv: close: flushing the writes no log holds: %w", err)
+			}
+		}
+	}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -410,7 +439,12 @@ func (db *DB) closeResources() error {
 
 // Recovery returns what Open's recovery changed on disk: the torn tail of
 // the log it cut, if any (wal.Log.Recovery).
-func (db *DB) Recovery() wal.Recovery { return db.log.Recovery() }
+func (db *DB) Recovery() wal.Recovery {
+	if db.log == nil {
+		return wal.Recovery{}
+	}
+	return db.log.Recovery()
+}
 
 // Dir returns the store's directory.
 func (db *DB) Dir() string { return db.dir }

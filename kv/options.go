@@ -75,6 +75,16 @@ type Options struct {
 	// NoSync skips the fdatasync of each write's log entry. THIS IS UNSAFE:
 	// acknowledged writes may be lost in a crash. For bulk loads only.
 	NoSync bool
+	// DisableWAL writes no log at all: a write is applied to the memtable
+	// and acknowledged at once, and is durable only once a flush (Flush,
+	// a full memtable, Checkpoint, Close) has put it in a table. CAUTION:
+	// after a crash the store holds what its tables held at the last
+	// flush; writes acknowledged since are gone, without an error. For
+	// state whose durability comes from checkpoints taken with the input's
+	// position (package state): recovery restores the last checkpoint and
+	// replays the input from there. A log left by an earlier open with the
+	// log on is replayed and flushed at Open, so nothing it holds is lost.
+	DisableWAL bool
 	// ReadOnly opens the store to read it and changes nothing on disk: no
 	// lock (it works on a read-only file system and beside a process that
 	// has the store open), no file created or removed, no flush or

@@ -102,7 +102,10 @@ func (db *DB) Write(b *Batch) error {
 			g.payloads = append(g.payloads, x.batch.encode(db.lastSeq+1))
 			db.lastSeq += uint64(x.batch.Len())
 		}
-		if g.pending, err = db.log.StartAppendBatch(g.payloads); err == nil {
+		if db.log != nil {
+			g.pending, err = db.log.StartAppendBatch(g.payloads)
+		}
+		if err == nil {
 			db.mu.Lock()
 			g.mem.inflight++
 			db.mu.Unlock()
@@ -138,9 +141,12 @@ func (db *DB) Write(b *Batch) error {
 // a relay of every leader in turn. It returns once its own group is
 // applied. A failed group is taken off in its turn too.
 func (db *DB) finishCommit(g *commitGroup) error {
-	first, err := g.pending.Wait()
-	if err != nil {
-		err = db.logFailed(err)
+	var first uint64
+	var err error
+	if g.pending != nil { // nil without a log (DisableWAL): applied at once
+		if first, err = g.pending.Wait(); err != nil {
+			err = db.logFailed(err)
+		}
 	}
 	db.applyMu.Lock()
 	g.flushed, g.first, g.err = true, first, err
@@ -169,7 +175,9 @@ func (db *DB) applyLocked(g *commitGroup) {
 			})
 		}
 		g.mem.lastSeq = last
-		g.mem.walLast = g.first + uint64(len(g.payloads)) - 1
+		if g.first > 0 {
+			g.mem.walLast = g.first + uint64(len(g.payloads)) - 1
+		}
 		db.visible.Store(last)
 		db.stats.writes.Add(uint64(len(g.payloads)))
 		db.stats.commits.Add(1)
