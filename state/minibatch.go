@@ -1,0 +1,199 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ringstore/ringstore/kv"
+)
+
+// MiniBatch gathers the reads and writes of a batch of events: its reads
+// go to kv in one MultiGet (Load), its writes in one kv.Batch (Commit).
+// One goroutine at a time.
+type MiniBatch struct {
+	b *Backend
+	// want holds the keys Load is to read, each once.
+	want     map[string]bool
+	wantKeys [][]byte
+	// seen holds what the batch knows of a key: read by Load or a Get, or
+	// written; its stored value (nil: absent).
+	seen map[string]*entry
+	// order is the written keys in the order of their first write.
+	order []string
+	now   int64
+}
+
+type entry struct {
+	stored  []byte // the stored value (header + payload), nil when absent
+	written bool   // Commit writes it (stored nil: a delete)
+}
+
+// NewMiniBatch returns an empty batch of the backend.
+func (b *Backend) NewMiniBatch() *MiniBatch {
+	mb := &MiniBatch{b: b}
+	mb.Reset()
+	return mb
+}
+
+// Reset empties the batch, dropping what it has not committed.
+func (mb *MiniBatch) Reset() {
+	mb.want, mb.wantKeys, mb.seen, mb.order = map[string]bool{}, mb.wantKeys[:0], map[string]*entry{}, mb.order[:0]
+	mb.now = mb.b.opts.Clock().UnixNano()
+}
+
+// wantKey declares a read of the stored key k.
+func (mb *MiniBatch) wantKey(k []byte) {
+	mb.b.wanted.Add(1)
+	s := string(k)
+	if mb.want[s] || mb.seen[s] != nil {
+		mb.b.deduped.Add(1)
+		return
+	}
+	mb.want[s] = true
+	mb.wantKeys = append(mb.wantKeys, k)
+}
+
+// Load reads every key wanted since the last Load that the batch does not
+// know yet, in one kv.MultiGet.
+func (mb *MiniBatch) Load() error {
+	if len(mb.wantKeys) == 0 {
+		return nil
+	}
+	vals, found, err := mb.b.db.MultiGet(mb.wantKeys)
+	if err != nil {
+		return fmt.Errorf("state: load: %w", err)
+	}
+	mb.b.multiGets.Add(1)
+	mb.b.read.Add(uint64(len(mb.wantKeys)))
+	for i, k := range mb.wantKeys {
+		e := &entry{}
+		if found[i] {
+			e.stored = vals[i]
+		}
+		mb.seen[string(k)] = e
+	}
+	mb.wantKeys = mb.wantKeys[:0]
+	clear(mb.want)
+	return nil
+}
+
+// get returns the payload stored under k as the batch sees it.
+func (mb *MiniBatch) get(k []byte) ([]byte, bool, error) {
+	e := mb.seen[string(k)]
+	if e != nil {
+		mb.b.hits.Add(1)
+	} else {
+		mb.b.unplanned.Add(1)
+		v, err := mb.b.db.Get(k)
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			e = &entry{}
+		case err != nil:
+			return nil, false, fmt.Errorf("state: get: %w", err)
+		default:
+			e = &entry{stored: v}
+		}
+		mb.seen[string(k)] = e
+	}
+	if e.stored == nil {
+		return nil, false, nil
+	}
+	expires, payload, err := decodeValue(e.stored)
+	if err != nil {
+		return nil, false, fmt.Errorf("state: key %x: %w", k, err)
+	}
+	if expires != 0 && expires <= mb.now {
+		mb.b.expired.Add(1)
+		mb.del(k) // expired state leaves the disk as it is met
+		return nil, false, nil
+	}
+	return payload, true, nil
+}
+
+func (mb *MiniBatch) write(k []byte, stored []byte) {
+	s := string(k)
+	e := mb.seen[s]
+	if e == nil {
+		e = &entry{}
+		mb.seen[s] = e
+	}
+	if !e.written {
+		mb.order = append(mb.order, s)
+	}
+	e.stored, e.written = stored, true
+}
+
+func (mb *MiniBatch) put(k []byte, ttl int64, payload []byte) {
+	var expires int64
+	if ttl > 0 {
+		expires = mb.now + ttl
+	}
+	mb.write(k, encodeValue(expires, payload))
+}
+
+func (mb *MiniBatch) del(k []byte) { mb.write(k, nil) }
+
+// Commit writes every put and delete of the batch in one kv.Batch, atomic,
+// then resets the batch.
+func (mb *MiniBatch) Commit() error {
+	if len(mb.order) > 0 {
+		var b kv.Batch
+		for _, s := range mb.order {
+			if e := mb.seen[s]; e.stored != nil {
+				b.Put([]byte(s), e.stored)
+			} else {
+				b.Delete([]byte(s))
+			}
+		}
+		if err := mb.b.db.Write(&b); err != nil {
+			return fmt.Errorf("state: commit: %w", err)
+		}
+		mb.b.commits.Add(1)
+		mb.b.writes.Add(uint64(len(mb.order)))
+	}
+	mb.Reset()
+	return nil
+}
+
+// scanPrefix returns, sorted by key, the stored entries under prefix as the
+// batch sees them: the store's, overlaid with the batch's writes.
+func (mb *MiniBatch) scanPrefix(prefix []byte) ([][2][]byte, error) {
+	merged := map[string][]byte{}
+	it := mb.b.db.NewIterator(prefix, prefixEnd(prefix))
+	for it.Next() {
+		merged[string(it.Key())] = bytes.Clone(it.Value())
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return nil, fmt.Errorf("state: iterate: %w", err)
+	}
+	for _, s := range mb.order {
+		if !bytes.HasPrefix([]byte(s), prefix) {
+			continue
+		}
+		if e := mb.seen[s]; e.stored != nil {
+			merged[s] = e.stored
+		} else {
+			delete(merged, s)
+		}
+	}
+	out := make([][2][]byte, 0, len(merged))
+	for k, v := range merged {
+		out = append(out, [2][]byte{[]byte(k), v})
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i][0], out[j][0]) < 0 })
+	return out, nil
+}
+
+// prefixEnd is the smallest key after every key with prefix (nil: none).
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
