@@ -402,4 +402,3 @@ func maps(m map[string]string) map[string]string {
 	}
 	return c
 }
-
