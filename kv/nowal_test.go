@@ -60,7 +60,7 @@ func TestDisableWAL(t *testing.T) {
 			}
 		}
 	}
-	check(dir, "second")   // Close flushed
+	check(dir, "second")    // Close flushed
 	check(crashed, "first") // the crash lost the unflushed writes: the state of the last flush
 
 	// A store written with its log, then opened without: nothing is lost.

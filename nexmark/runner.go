@@ -1,0 +1,382 @@
+package nexmark
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/kv"
+	"github.com/ringstore/ringstore/state"
+)
+
+// MapStore is the reference Store: Go maps, nothing on disk.
+type MapStore struct {
+	values map[string]map[string][]byte
+	lists  map[string]map[string][][]byte
+}
+
+// NewMapStore returns an empty MapStore.
+func NewMapStore() *MapStore {
+	return &MapStore{values: map[string]map[string][]byte{}, lists: map[string]map[string][][]byte{}}
+}
+
+func (m *MapStore) Want(string, []byte) {}
+
+func (m *MapStore) Get(name string, key []byte) ([]byte, bool, error) {
+	v, ok := m.values[name][string(key)]
+	return v, ok, nil
+}
+
+func (m *MapStore) Put(name string, key, value []byte) {
+	if m.values[name] == nil {
+		m.values[name] = map[string][]byte{}
+	}
+	m.values[name][string(key)] = append([]byte(nil), value...)
+}
+
+func (m *MapStore) Delete(name string, key []byte) {
+	delete(m.values[name], string(key))
+	delete(m.lists[name], string(key))
+}
+
+func (m *MapStore) List(name string, key []byte) ([][]byte, error) {
+	return m.lists[name][string(key)], nil
+}
+
+func (m *MapStore) Append(name string, key, item []byte) error {
+	if m.lists[name] == nil {
+		m.lists[name] = map[string][][]byte{}
+	}
+	m.lists[name][string(key)] = append(m.lists[name][string(key)], append([]byte(nil), item...))
+	return nil
+}
+
+// stateStore runs a query's operator on package state, one mini-batch at
+// a time.
+type stateStore struct {
+	mb     *state.MiniBatch
+	values map[string]*state.ValueState
+	lists  map[string]*state.ListState
+}
+
+func newStateStore(b *state.Backend, q Query) (*stateStore, error) {
+	s := &stateStore{mb: b.NewMiniBatch(), values: map[string]*state.ValueState{}, lists: map[string]*state.ListState{}}
+	for name, isList := range q.States {
+		var err error
+		if isList {
+			s.lists[name], err = b.List(q.Name+"/"+name, 0)
+		} else {
+			s.values[name], err = b.Value(q.Name+"/"+name, 0)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *stateStore) Want(name string, key []byte) {
+	if v := s.values[name]; v != nil {
+		v.Want(s.mb, key, nil)
+	} else {
+		s.lists[name].Want(s.mb, key, nil)
+	}
+}
+
+func (s *stateStore) Get(name string, key []byte) ([]byte, bool, error) {
+	return s.values[name].Get(s.mb, key, nil)
+}
+
+func (s *stateStore) Put(name string, key, value []byte) { s.values[name].Put(s.mb, key, nil, value) }
+
+func (s *stateStore) Delete(name string, key []byte) {
+	if v := s.values[name]; v != nil {
+		v.Clear(s.mb, key, nil)
+	} else {
+		s.lists[name].Clear(s.mb, key, nil)
+	}
+}
+
+func (s *stateStore) List(name string, key []byte) ([][]byte, error) {
+	return s.lists[name].Get(s.mb, key, nil)
+}
+
+func (s *stateStore) Append(name string, key, item []byte) error {
+	return s.lists[name].Add(s.mb, key, nil, item)
+}
+
+// Reference runs query q over events [0, events) with a MapStore.
+func Reference(q Query, gen GenConfig, events int64) (Sink, error) {
+	var out Sink
+	s := NewMapStore()
+	for id := int64(0); id < events; id++ {
+		e := gen.Generate(id)
+		if _, ok := q.Key(e); !ok {
+			continue
+		}
+		if err := q.Process(e, s, &out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// RunConfig is one run of a query.
+type RunConfig struct {
+	Query       string
+	Events      int64
+	Parallelism int   // workers; default 4
+	Batch       int   // events per mini-batch; default 1000
+	Checkpoint  int64 // a checkpoint of each worker every this many of its events; 0: none
+	Dir         string
+	Gen         GenConfig
+	Cache       int64 // each worker's block cache; default 1 MiB
+	IOMode      ioengine.IOMode
+	// StopAt ends the run after event StopAt-1 without a final checkpoint,
+	// as a crash would (0: run to Events).
+	StopAt int64
+	// Restore starts each worker from its newest checkpoint in Dir and
+	// replays the events after the position it recorded.
+	Restore bool
+}
+
+// Result is what a run did.
+type Result struct {
+	Sink        Sink
+	Events      int64
+	Seconds     float64
+	LoadSeconds float64 // time the workers spent in mini-batch Loads (state reads), summed
+	StateBytes  int64   // the workers' stores on disk at the end
+	CacheBytes  int64   // the workers' block caches, summed
+	MultiGets   uint64
+	KeysRead    uint64
+	Backend     ioengine.Backend
+}
+
+func (c RunConfig) withDefaults() (RunConfig, error) {
+	if c.Parallelism == 0 {
+		c.Parallelism = 4
+	}
+	if c.Batch == 0 {
+		c.Batch = 1000
+	}
+	if c.Cache == 0 {
+		c.Cache = 1 << 20
+	}
+	q, ok := Queries[c.Query]
+	switch {
+	case !ok:
+		return c, fmt.Errorf("nexmark: unknown query %q (known: %v)", c.Query, QueryNames())
+	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0:
+		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d: each must be positive", c.Events, c.Parallelism, c.Batch, c.Checkpoint)
+	case q.Stateful && c.Dir == "":
+		return c, fmt.Errorf("nexmark: %s keeps state and needs a directory", c.Query)
+	}
+	return c, nil
+}
+
+// partition places a key on a worker.
+func partition(key int64, workers int) int {
+	h := fnv.New32a()
+	h.Write(i64(key))
+	return int(h.Sum32() % uint32(workers))
+}
+
+// worker is one subtask: its events in order, its state, its sink.
+type worker struct {
+	i       int
+	q       Query
+	cfg     RunConfig
+	backend *state.Backend
+	store   Store
+	out     Sink
+	from    int64 // the first event id it processes (after a restore)
+	seen    int64 // its events since the last checkpoint
+	cks     int
+	load    time.Duration
+}
+
+// checkpoint writes the worker's state with its position (the next event
+// id) and its sink, so a restore resumes exactly.
+func (w *worker) checkpoint(next int64) error {
+	meta := binary.BigEndian.AppendUint64(nil, uint64(next))
+	meta = binary.BigEndian.AppendUint64(meta, w.out.Rows)
+	meta = binary.BigEndian.AppendUint64(meta, w.out.Sum)
+	meta = binary.BigEndian.AppendUint64(meta, w.out.Xor)
+	w.cks++
+	return w.backend.Checkpoint(filepath.Join(w.cfg.Dir, fmt.Sprintf("ck-%d-%06d", w.i, w.cks)), meta)
+}
+
+func (w *worker) process(batch []Event) error {
+	if ss, ok := w.store.(*stateStore); ok {
+		for _, e := range batch {
+			w.q.Wants(e, ss)
+		}
+		t := time.Now()
+		if err := ss.mb.Load(); err != nil {
+			return err
+		}
+		w.load += time.Since(t)
+	}
+	for _, e := range batch {
+		if err := w.q.Process(e, w.store, &w.out); err != nil {
+			return fmt.Errorf("nexmark: %s, event %d: %w", w.q.Name, e.ID, err)
+		}
+	}
+	if ss, ok := w.store.(*stateStore); ok {
+		return ss.mb.Commit()
+	}
+	return nil
+}
+
+// openWorker opens (or restores) worker i's state.
+func openWorker(i int, q Query, cfg RunConfig) (*worker, error) {
+	w := &worker{i: i, q: q, cfg: cfg}
+	if !q.Stateful {
+		w.store = NewMapStore()
+		return w, nil
+	}
+	opts := state.Options{KV: kv.Options{IOMode: cfg.IOMode, CacheSize: cfg.Cache, MemtableSize: 4 << 20, Logf: func(string, ...any) {}}}
+	live := filepath.Join(cfg.Dir, fmt.Sprintf("worker-%d", i))
+	var err error
+	cks, _ := filepath.Glob(filepath.Join(cfg.Dir, fmt.Sprintf("ck-%d-*", i)))
+	sort.Strings(cks)
+	if cfg.Restore {
+		// What the crash left in the live directory is not used: the state
+		// is the last checkpoint's (none: the worker starts over).
+		if err := os.RemoveAll(live); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Restore && len(cks) > 0 {
+		var meta []byte
+		if w.backend, meta, err = state.Restore(cks[len(cks)-1], live, opts); err != nil {
+			return nil, err
+		}
+		if len(meta) != 32 {
+			w.backend.Close()
+			return nil, fmt.Errorf("nexmark: checkpoint %s: meta of %d bytes", cks[len(cks)-1], len(meta))
+		}
+		w.from = int64(binary.BigEndian.Uint64(meta))
+		w.out = Sink{Rows: binary.BigEndian.Uint64(meta[8:]), Sum: binary.BigEndian.Uint64(meta[16:]), Xor: binary.BigEndian.Uint64(meta[24:])}
+		w.cks = len(cks)
+	} else if w.backend, err = state.Open(live, opts); err != nil {
+		return nil, err
+	}
+	if w.store, err = newStateStore(w.backend, q); err != nil {
+		w.backend.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Run runs a query over the generated events on cfg.Parallelism workers.
+func Run(cfg RunConfig) (Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	q := Queries[cfg.Query]
+	end := cfg.Events
+	if cfg.StopAt > 0 {
+		end = min(end, cfg.StopAt)
+	}
+	workers := make([]*worker, cfg.Parallelism)
+	for i := range workers {
+		if workers[i], err = openWorker(i, q, cfg); err != nil {
+			for _, w := range workers[:i] {
+				if w.backend != nil {
+					w.backend.Close()
+				}
+			}
+			return Result{}, err
+		}
+	}
+	start := time.Now()
+	chans := make([]chan []Event, cfg.Parallelism)
+	errs := make([]error, cfg.Parallelism)
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		chans[i] = make(chan []Event, 4)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range chans[i] {
+				if errs[i] != nil {
+					continue
+				}
+				errs[i] = w.process(batch)
+				if errs[i] == nil && q.Stateful && cfg.Checkpoint > 0 {
+					w.seen += int64(len(batch))
+					if w.seen >= cfg.Checkpoint {
+						w.seen = 0
+						errs[i] = w.checkpoint(batch[len(batch)-1].ID + 1)
+					}
+				}
+			}
+		}()
+	}
+	// The source: every event made once, routed by key.
+	pending := make([][]Event, cfg.Parallelism)
+	for id := int64(0); id < end; id++ {
+		e := cfg.Gen.Generate(id)
+		k, ok := q.Key(e)
+		if !ok {
+			continue
+		}
+		p := partition(k, cfg.Parallelism)
+		if id < workers[p].from {
+			continue // before the worker's checkpoint: in its state already
+		}
+		pending[p] = append(pending[p], e)
+		if len(pending[p]) == cfg.Batch {
+			chans[p] <- pending[p]
+			pending[p] = nil
+		}
+	}
+	for p := range pending {
+		if len(pending[p]) > 0 {
+			chans[p] <- pending[p]
+		}
+		close(chans[p])
+	}
+	wg.Wait()
+	res := Result{Events: end, Seconds: time.Since(start).Seconds(), CacheBytes: cfg.Cache * int64(cfg.Parallelism)}
+	for i, w := range workers {
+		res.Sink.Add(w.out)
+		res.LoadSeconds += w.load.Seconds()
+		if w.backend != nil {
+			st := w.backend.Stats()
+			res.MultiGets += st.MultiGets
+			res.KeysRead += st.KeysRead
+			res.Backend = st.KV.Backend
+			// After a StopAt the restore starts from the checkpoints, not
+			// from what Close leaves in the live directory.
+			errs[i] = errors.Join(errs[i], w.backend.Close())
+		}
+	}
+	if q.Stateful {
+		filepath.WalkDir(cfg.Dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() && !isCheckpoint(p, cfg.Dir) {
+				if info, err := d.Info(); err == nil {
+					res.StateBytes += info.Size()
+				}
+			}
+			return nil
+		})
+	}
+	return res, errors.Join(errs...)
+}
+
+func isCheckpoint(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && len(rel) > 3 && rel[:3] == "ck-"
+}
