@@ -139,6 +139,7 @@ type RunConfig struct {
 	Dir         string
 	Gen         GenConfig
 	Cache       int64 // each worker's block cache; default 1 MiB
+	Memtable    int64 // each worker's memtable; default 4 MiB
 	IOMode      ioengine.IOMode
 	// StopAt ends the run after event StopAt-1 without a final checkpoint,
 	// as a crash would (0: run to Events).
@@ -170,6 +171,9 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	}
 	if c.Cache == 0 {
 		c.Cache = 1 << 20
+	}
+	if c.Memtable == 0 {
+		c.Memtable = 4 << 20
 	}
 	q, ok := Queries[c.Query]
 	switch {
@@ -237,14 +241,15 @@ func (w *worker) process(batch []Event) error {
 	return nil
 }
 
-// openWorker opens (or restores) worker i's state.
-func openWorker(i int, q Query, cfg RunConfig) (*worker, error) {
+// openWorker opens (or restores) worker i's state on eng, the engine all
+// workers share.
+func openWorker(i int, q Query, cfg RunConfig, eng *ioengine.Engine) (*worker, error) {
 	w := &worker{i: i, q: q, cfg: cfg}
 	if !q.Stateful {
 		w.store = NewMapStore()
 		return w, nil
 	}
-	opts := state.Options{KV: kv.Options{IOMode: cfg.IOMode, CacheSize: cfg.Cache, MemtableSize: 4 << 20, Logf: func(string, ...any) {}}}
+	opts := state.Options{KV: kv.Options{Engine: eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable, Logf: func(string, ...any) {}}}
 	live := filepath.Join(cfg.Dir, fmt.Sprintf("worker-%d", i))
 	var err error
 	cks, _ := filepath.Glob(filepath.Join(cfg.Dir, fmt.Sprintf("ck-%d-*", i)))
@@ -289,9 +294,20 @@ func Run(cfg RunConfig) (Result, error) {
 	if cfg.StopAt > 0 {
 		end = min(end, cfg.StopAt)
 	}
+	// One engine for every worker's store, inline on io_uring: a worker
+	// whose Load misses the cache submits its reads and waits for them on
+	// its own thread, with no hand-off to a ring goroutine and back. With
+	// the CPUs busy (the source, the operators), those hand-offs made the
+	// Loads of q17 over 1M events take 6.6 s on io_uring against 1.4 s on
+	// syscalls; inline, 1.1 s.
+	eng, err := ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		return Result{}, fmt.Errorf("nexmark: %w", err)
+	}
+	defer eng.Close()
 	workers := make([]*worker, cfg.Parallelism)
 	for i := range workers {
-		if workers[i], err = openWorker(i, q, cfg); err != nil {
+		if workers[i], err = openWorker(i, q, cfg, eng); err != nil {
 			for _, w := range workers[:i] {
 				if w.backend != nil {
 					w.backend.Close()
