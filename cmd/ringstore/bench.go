@@ -11,18 +11,20 @@ import (
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/bench/kvbench"
+	"github.com/ringstore/ringstore/bench/nexmarkbench"
 	"github.com/ringstore/ringstore/bench/readbench"
 	"github.com/ringstore/ringstore/bench/scanbench"
 	"github.com/ringstore/ringstore/bench/walbench"
 	"github.com/ringstore/ringstore/bufpool"
+	"github.com/ringstore/ringstore/nexmark"
 )
 
-const benchUsage = `usage: ringstore bench [read|wal|scan|kv] [flags]
+const benchUsage = `usage: ringstore bench [read|wal|scan|kv|nexmark] [flags]
 
 Without a workload name every benchmark runs with its defaults, read, wal,
-scan and then kv, taking the flags of all; --json OUT then writes
-OUT-read.json, OUT-wal.json, OUT-scan.json and OUT-kv.json (OUT without its
-.json).
+scan, kv and then a quick nexmark (300,000 events), taking the flags of all
+but nexmark's; --json OUT then writes OUT-read.json, OUT-wal.json,
+OUT-scan.json, OUT-kv.json and OUT-nexmark.json (OUT without its .json).
 Workloads:
   read    4 KiB O_DIRECT random reads: serial pread, goroutine-parallel pread,
           io_uring batches 1/8/64/256, SQPOLL, and fio (when installed)
@@ -37,8 +39,12 @@ Workloads:
   kv      cold point reads of 16–32-byte keys and 200–400-byte values in
           batches, data several times the block cache: ringstore MultiGet on
           io_uring and on the syscall backend, a Get loop on as many
-          goroutines as the batch, the device's QD64 IOPS, and Pebble (built
+          goroutines as the batch, the device's QD64 IOPS, the CPU's limit (every
+          block cached), and Pebble (built
           from bench/peers when go is on PATH) under a memory cgroup
+  nexmark the Nexmark queries on keyed state (package state), io_uring ON vs
+          OFF in fresh processes, interleaved, the state several times the
+          block caches: events/s per query, their ratios, outputs compared
 `
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -47,7 +53,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		workload, args = args[0], args[1:]
 	}
 	switch workload {
-	case "all", "read", "wal", "scan", "kv":
+	case "all", "read", "wal", "scan", "kv", "nexmark":
 		return benchRun(workload, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, benchUsage)
@@ -66,6 +72,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	}
 	read, wal, scan := workload == "all" || workload == "read", workload == "all" || workload == "wal", workload == "all" || workload == "scan"
 	kvb := workload == "all" || workload == "kv"
+	nx := workload == "all" || workload == "nexmark"
 	fs := newFlags(name, stderr)
 	dir := fs.String("dir", os.TempDir(), "directory for the benchmark's files (read, scan, kv: must support O_DIRECT; wal: put it on a disk, not tmpfs)")
 	dur := new(time.Duration)
@@ -120,8 +127,39 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		compression = fs.String("compression", scanbench.DefaultCompression, "scan: compression of the data set: none, lz4 or zstd")
 		keep = fs.Bool("keep", false, "scan: keep a data set this run generated in --dir, for the next run to reuse")
 	}
+	nxOpts := nexmarkbench.Options{Events: 300_000, Cache: 64 << 10} // the main job's quick run: state several times the caches
+	var nxQueries, nxCache, nxMemtable *string
+	var nxEvents *int64
+	var nxParallelism, nxBatch *int
+	if workload == "nexmark" {
+		nxQueries = fs.String("queries", strings.Join(nexmark.QueryNames(), ","), "the queries, comma-separated")
+		nxEvents = fs.Int64("events", 2_000_000, "events generated per trial")
+		nxParallelism = fs.Int("parallelism", 4, "workers, each with its own state")
+		nxBatch = fs.Int("batch", 1000, "events per mini-batch (one MultiGet of state per worker)")
+		nxCache = fs.String("cache", "256KiB", "each worker's block cache")
+		nxMemtable = fs.String("memtable", "256KiB", "each worker's memtable")
+	}
 	if err := parse(fs, args, false); err != nil {
 		return err
+	}
+	if workload == "nexmark" {
+		nxOpts.Queries = strings.Split(*nxQueries, ",")
+		for _, q := range nxOpts.Queries {
+			if _, ok := nexmark.Queries[q]; !ok {
+				return usagef("%s: --queries: unknown query %q (known: %s)", name, q, strings.Join(nexmark.QueryNames(), ", "))
+			}
+		}
+		if *nxEvents < 1 || *nxParallelism < 1 || *nxParallelism > 256 || *nxBatch < 1 {
+			return usagef("%s: --events, --batch and --parallelism (at most 256) must be positive", name)
+		}
+		var err error
+		if nxOpts.Cache, err = sizeArg(name, "cache", *nxCache, 32<<10, 1<<40); err != nil {
+			return err
+		}
+		if nxOpts.Memtable, err = sizeArg(name, "memtable", *nxMemtable, 64<<10, 1<<40); err != nil {
+			return err
+		}
+		nxOpts.Events, nxOpts.Parallelism, nxOpts.Batch = *nxEvents, *nxParallelism, *nxBatch
 	}
 	if (read || wal || kvb) && *dur <= 0 {
 		return usagef("%s: --duration must be positive, got %s", name, *dur)
@@ -199,17 +237,17 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if wal || scan || kvb || read && *file == "" {
+	if wal || scan || kvb || nx || read && *file == "" {
 		if st, err := os.Stat(*dir); err != nil {
 			return usagef("%s: --dir: %v", name, err)
 		} else if !st.IsDir() {
 			return usagef("%s: --dir: %s is not a directory", name, *dir)
 		}
 	}
-	readJSON, walJSON, scanJSON, kvJSON := *jsonOut, *jsonOut, *jsonOut, *jsonOut
+	readJSON, walJSON, scanJSON, kvJSON, nxJSON := *jsonOut, *jsonOut, *jsonOut, *jsonOut, *jsonOut
 	if workload == "all" && *jsonOut != "" {
 		base := strings.TrimSuffix(*jsonOut, ".json")
-		readJSON, walJSON, scanJSON, kvJSON = base+"-read.json", base+"-wal.json", base+"-scan.json", base+"-kv.json"
+		readJSON, walJSON, scanJSON, kvJSON, nxJSON = base+"-read.json", base+"-wal.json", base+"-scan.json", base+"-kv.json", base+"-nexmark.json"
 	}
 	var errs []error
 	if read {
@@ -229,6 +267,10 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, kvbench.Run(kvbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
 			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: kvMemBytes, NoMemLimit: *kvMem == "none",
 			Peers: !*noPeers, JSON: kvJSON, Out: stdout, Progress: stderr}))
+	}
+	if nx {
+		nxOpts.Dir, nxOpts.Trials, nxOpts.Modes, nxOpts.JSON, nxOpts.Out, nxOpts.Progress = *dir, *trials, bench.Selection(*modes), nxJSON, stdout, stderr
+		errs = append(errs, nexmarkbench.Run(nxOpts))
 	}
 	return errors.Join(errs...)
 }

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/internal/testdir"
 )
 
 // TestHelpGoesToStdout: --help of every command prints its usage on stdout,
@@ -89,4 +95,45 @@ func TestBenchModes(t *testing.T) {
 	if code, _, stderr := runCLI("bench", "--modes", "x"); code != 2 || !strings.Contains(stderr, "flag provided but not defined: -modes") {
 		t.Errorf("bench --modes: exit %d, %s", code, stderr)
 	}
+}
+
+// TestBenchNexmark: a tiny run of two queries, ON and OFF, with the report
+// and its JSON; bad flags are usage errors.
+func TestBenchNexmark(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmark")
+	}
+	dir := testdir.Direct(t)
+	js := filepath.Join(t.TempDir(), "nx.json")
+	code, out, stderr := runCLI("bench", "nexmark", "--dir", dir, "--events", "20000", "--trials", "1", "--queries", "q1,q20", "--json", js)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"## bench nexmark", "| q20", "| q1 ", "geometric mean ON/OFF", "equal"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench.ValidateReport(data); err != nil {
+		t.Error(err)
+	}
+	var rep struct {
+		GeomeanBest float64 `json:"geomean_best"`
+		Queries     []struct {
+			Query         string `json:"query"`
+			ChecksumEqual bool   `json:"checksum_equal"`
+		} `json:"queries"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Queries) != 2 || rep.GeomeanBest <= 0 || !rep.Queries[0].ChecksumEqual {
+		t.Errorf("JSON %+v, %v", rep, err)
+	}
+	runCLICases(t, []cliCase{
+		{"unknown query", []string{"bench", "nexmark", "--queries", "q6"}, 2, `--queries: unknown query "q6"`},
+		{"zero events", []string{"bench", "nexmark", "--events", "0"}, 2, "must be positive"},
+		{"small cache", []string{"bench", "nexmark", "--cache", "1KiB"}, 2, "--cache must be between 32KiB"},
+	})
 }

@@ -1,0 +1,347 @@
+// Package nexmarkbench runs Nexmark queries (package nexmark) with
+// io_uring ON and OFF, side by side: every trial of every mode in a fresh
+// process with RINGSTORE_IO_URING=true or false, modes interleaved, the
+// state several times the block caches so its reads go to the device, and
+// every trial's output checksum compared with every other's.
+package nexmarkbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/nexmark"
+)
+
+// Workload is the child workload's name.
+const Workload = "nexmark"
+
+func init() { bench.RegisterChild(Workload, child) }
+
+// Options configure a run.
+type Options struct {
+	Dir         string
+	Queries     []string // default: every query of package nexmark
+	Events      int64    // default 2,000,000
+	Parallelism int      // default 4
+	Batch       int      // events per mini-batch; default 1000
+	Trials      int      // default 3
+	Cache       int64    // each worker's block cache; default 256 KiB
+	Memtable    int64    // each worker's memtable; default 256 KiB
+	Modes       bench.Selection
+	JSON        string
+	Out         io.Writer
+	Progress    io.Writer
+}
+
+// The bars: over the stateful queries the geometric mean of best-of-trials
+// ON/OFF ratios at least BarStateful, over all at least BarAll.
+const (
+	BarStateful = 1.30
+	BarAll      = 1.15
+)
+
+type childConfig struct {
+	Query       string `json:"query"`
+	Events      int64  `json:"events"`
+	Parallelism int    `json:"parallelism"`
+	Batch       int    `json:"batch"`
+	Cache       int64  `json:"cache"`
+	Memtable    int64  `json:"memtable"`
+	Dir         string `json:"dir"`
+	WantURing   bool   `json:"want_uring"`
+}
+
+// Keys of bench.Trial.Extra.
+const (
+	xLoadSeconds = "load_seconds"
+	xStateBytes  = "state_bytes"
+	xCacheBytes  = "cache_bytes"
+	xRows        = "rows"
+	xSumHi       = "sum_hi"
+	xSumLo       = "sum_lo"
+	xXorHi       = "xor_hi"
+	xXorLo       = "xor_lo"
+)
+
+func child(raw json.RawMessage) (bench.Trial, error) {
+	var c childConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return bench.Trial{}, err
+	}
+	dir, err := os.MkdirTemp(c.Dir, "ringstore-nexmark-")
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer os.RemoveAll(dir)
+	cpu0 := bench.CPUTime()
+	res, err := nexmark.Run(nexmark.RunConfig{Query: c.Query, Events: c.Events, Parallelism: c.Parallelism, Batch: c.Batch,
+		Dir: dir, Cache: c.Cache, Memtable: c.Memtable, IOMode: ioengine.Auto})
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	if nexmark.Queries[c.Query].Stateful && (res.Backend == ioengine.BackendURing) != c.WantURing {
+		return bench.Trial{}, fmt.Errorf("the state ran on %s, not what RINGSTORE_IO_URING asked for", res.Backend)
+	}
+	split := func(v uint64) (float64, float64) { return float64(v >> 32), float64(v & 0xffffffff) }
+	sh, sl := split(res.Sink.Sum)
+	xh, xl := split(res.Sink.Xor)
+	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: bench.CPUTime() - cpu0, Extra: map[string]float64{
+		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
+		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
+	}}, nil
+}
+
+func checksum(t bench.Trial) string {
+	return fmt.Sprintf("%.0f:%08x%08x:%08x%08x", t.Extra[xRows], uint64(t.Extra[xSumHi]), uint64(t.Extra[xSumLo]), uint64(t.Extra[xXorHi]), uint64(t.Extra[xXorLo]))
+}
+
+// QueryResult is one query's figures.
+type QueryResult struct {
+	Query         string    `json:"query"`
+	Stateful      bool      `json:"stateful"`
+	OffEPS        []float64 `json:"off_eps"`
+	OnEPS         []float64 `json:"on_eps"`
+	OffBest       float64   `json:"off_best_eps"`
+	OnBest        float64   `json:"on_best_eps"`
+	OffMedian     float64   `json:"off_median_eps"`
+	OnMedian      float64   `json:"on_median_eps"`
+	RatioBest     float64   `json:"ratio_best"`
+	RatioMedian   float64   `json:"ratio_median"`
+	OnPerCore     float64   `json:"on_eps_per_core"`
+	OffLoadShare  float64   `json:"off_state_read_share"` // OFF's time in state reads ÷ its workers' time
+	StateBytes    float64   `json:"state_bytes"`
+	CacheBytes    float64   `json:"cache_bytes"`
+	StateVsCache  float64   `json:"state_vs_cache"`
+	AllOnFaster   bool      `json:"all_on_faster"`
+	AllOnSlower   bool      `json:"all_on_slower"`
+	ChecksumEqual bool      `json:"checksum_equal"`
+	Checksum      string    `json:"checksum"`
+}
+
+type report struct {
+	bench.Report
+	GeomeanBest   float64       `json:"geomean_best"`
+	GeomeanMedian float64       `json:"geomean_median"`
+	GeomeanBestSt float64       `json:"geomean_best_stateful"`
+	MedianBest    float64       `json:"median_best"`
+	Faster        int           `json:"faster"`
+	Slower        int           `json:"slower"`
+	AllOnSlower   []string      `json:"all_on_slower"`
+	AllOnFaster   []string      `json:"all_on_faster"`
+	Queries       []QueryResult `json:"queries"`
+	Bars          []bench.Bar   `json:"bars"`
+}
+
+// Run runs the benchmark and writes its report.
+func Run(o Options) error {
+	if o.Events == 0 {
+		o.Events = 2_000_000
+	}
+	if o.Parallelism == 0 {
+		o.Parallelism = 4
+	}
+	if o.Batch == 0 {
+		o.Batch = 1000
+	}
+	if o.Trials == 0 {
+		o.Trials = 3
+	}
+	if o.Cache == 0 {
+		o.Cache = 256 << 10
+	}
+	if o.Memtable == 0 {
+		o.Memtable = 256 << 10
+	}
+	if len(o.Queries) == 0 {
+		o.Queries = nexmark.QueryNames()
+	}
+	for _, q := range o.Queries {
+		if _, ok := nexmark.Queries[q]; !ok {
+			return fmt.Errorf("bench nexmark: unknown query %q (known: %s)", q, strings.Join(nexmark.QueryNames(), ", "))
+		}
+	}
+	if err := bench.CheckDir("bench nexmark", o.Dir, true); err != nil {
+		return err
+	}
+	var modes []bench.Mode
+	for _, q := range o.Queries {
+		for _, on := range []bool{true, false} {
+			name, env := q+"-off", "RINGSTORE_IO_URING=false"
+			if on {
+				name, env = q+"-on", "RINGSTORE_IO_URING=true"
+			}
+			cfg := childConfig{Query: q, Events: o.Events, Parallelism: o.Parallelism, Batch: o.Batch, Cache: o.Cache, Memtable: o.Memtable, Dir: o.Dir, WantURing: on}
+			modes = append(modes, bench.Mode{Name: name, Label: name, Exec: bench.ChildExec(Workload, cfg, env)})
+		}
+	}
+	modes, err := o.Modes.Select("nexmark", modes)
+	if err != nil {
+		return err
+	}
+	machine := bench.DescribeMachine(o.Dir)
+	bench.WriteMachine(o.Progress, machine)
+	fmt.Fprintf(o.Progress, "%d queries × ON/OFF × %d trials, %d events, %d workers, each trial in a fresh process, modes interleaved\n", len(o.Queries), o.Trials, o.Events, o.Parallelism)
+	results, runErr := bench.Run(modes, o.Trials, o.Progress)
+
+	rep := &report{Report: bench.Report{Benchmark: "nexmark", Machine: machine,
+		Config: map[string]any{"events": o.Events, "parallelism": o.Parallelism, "batch": o.Batch, "trials": o.Trials, "cache_bytes_per_worker": o.Cache,
+			"memtable_bytes_per_worker": o.Memtable, "queries": o.Queries}}}
+	cores := float64(min(o.Parallelism, runtime.NumCPU()))
+	var ratiosBest, ratiosMedian, ratiosBestSt []float64
+	for _, q := range o.Queries {
+		on, off := bench.Find(results, q+"-on"), bench.Find(results, q+"-off")
+		if on == nil || off == nil || len(on.Trials) == 0 || len(off.Trials) == 0 {
+			continue
+		}
+		qr := QueryResult{Query: q, Stateful: nexmark.Queries[q].Stateful, OnEPS: on.Rates(), OffEPS: off.Rates(), OnBest: on.Best(), OffBest: off.Best(),
+			OnMedian: on.Median().Rate(), OffMedian: off.Median().Rate(), ChecksumEqual: true}
+		qr.RatioBest, qr.RatioMedian = qr.OnBest/qr.OffBest, qr.OnMedian/qr.OffMedian
+		qr.OnPerCore = qr.OnMedian / cores
+		qr.AllOnFaster, qr.AllOnSlower = on.Min() > off.Max(), on.Max() < off.Min()
+		om := off.Median()
+		qr.OffLoadShare = om.Extra[xLoadSeconds] / (om.Seconds * float64(o.Parallelism))
+		qr.StateBytes, qr.CacheBytes = om.Extra[xStateBytes], om.Extra[xCacheBytes]
+		if qr.CacheBytes > 0 {
+			qr.StateVsCache = qr.StateBytes / qr.CacheBytes
+		}
+		qr.Checksum = checksum(on.Trials[0])
+		for _, t := range append(slices.Clone(on.Trials), off.Trials...) {
+			if checksum(t) != qr.Checksum {
+				qr.ChecksumEqual = false
+				runErr = fmt.Errorf("bench nexmark: %s: output %s in one trial, %s in another", q, checksum(t), qr.Checksum)
+			}
+		}
+		rep.Queries = append(rep.Queries, qr)
+		ratiosBest, ratiosMedian = append(ratiosBest, qr.RatioBest), append(ratiosMedian, qr.RatioMedian)
+		if qr.Stateful {
+			ratiosBestSt = append(ratiosBestSt, qr.RatioBest)
+		}
+		switch {
+		case qr.RatioMedian > 1:
+			rep.Faster++
+		case qr.RatioMedian < 1:
+			rep.Slower++
+		}
+		if qr.AllOnSlower {
+			rep.AllOnSlower = append(rep.AllOnSlower, q)
+		}
+		if qr.AllOnFaster {
+			rep.AllOnFaster = append(rep.AllOnFaster, q)
+		}
+	}
+	rep.GeomeanBest, rep.GeomeanMedian, rep.GeomeanBestSt = geomean(ratiosBest), geomean(ratiosMedian), geomean(ratiosBestSt)
+	rep.MedianBest = median(ratiosBest)
+	type row struct {
+		Mode      string    `json:"mode"`
+		Label     string    `json:"label"`
+		EPS       float64   `json:"eps_median"`
+		EPSBest   float64   `json:"eps_best"`
+		TrialEPS  []float64 `json:"trial_eps"`
+		CPUSecond float64   `json:"cpu_seconds_median"`
+	}
+	var rows []row
+	for _, r := range results {
+		if len(r.Trials) > 0 {
+			rows = append(rows, row{Mode: r.Mode.Name, Label: r.Mode.Label, EPS: r.Median().Rate(), EPSBest: r.Best(), TrialEPS: r.Rates(), CPUSecond: r.Median().CPUSeconds})
+		}
+	}
+	rep.Results = rows
+	allEqual := true
+	for _, q := range rep.Queries {
+		allEqual = allEqual && q.ChecksumEqual
+	}
+	valid := len(rep.Queries) > 0
+	rep.Bars = []bench.Bar{
+		bench.NewBar("geometric mean of best-of ON/OFF over the stateful queries", rep.GeomeanBestSt, BarStateful, false, len(ratiosBestSt) > 0, ""),
+		bench.NewBar("geometric mean of best-of ON/OFF over every query", rep.GeomeanBest, BarAll, false, valid, ""),
+		bench.NewBar("queries where every ON trial is slower than every OFF trial", float64(len(rep.AllOnSlower)), 0, true, valid && o.Trials >= 3, strings.Join(rep.AllOnSlower, ", ")),
+		bench.NewBar("queries whose output differs between trials or modes", float64(boolCount(!allEqual)), 0, true, valid, ""),
+	}
+	rep.Notes = []string{
+		fmt.Sprintf("Events: package nexmark's generator (the reference's 1:3:46 mix, hot auctions and bidders), %d events; %d workers (events routed by the query's key), mini-batches of %d events whose state reads are one kv.MultiGet per worker; each worker's state in its own store without a log, with a %d KiB block cache and a %d KiB memtable, so the state of the stateful queries lies mostly in tables several times the caches (state_vs_cache).", o.Events, o.Parallelism, o.Batch, o.Cache>>10, o.Memtable>>10),
+		"ON: RINGSTORE_IO_URING=true, the workers' stores on one inline io_uring engine (each Load's reads submitted and waited for on the worker's thread); OFF: RINGSTORE_IO_URING=false, pread. Each trial in a fresh process and a fresh directory; events/s counts every generated event (the source's generation is in both modes alike).",
+		"Only the queries package nexmark implements run: q0, q1, q2 (stateless) and q3, q17, q18, q20 (stateful); q4, q5, q7–q16, q19, q21, q22 are not built yet.",
+	}
+	writeText(o.Out, rep)
+	if o.JSON != "" {
+		if err := bench.WriteJSON(o.JSON, rep); err != nil {
+			return fmt.Errorf("bench nexmark: %w", err)
+		}
+		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+	}
+	return runErr
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func geomean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range v {
+		s += math.Log(x)
+	}
+	return math.Exp(s / float64(len(v)))
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func writeText(w io.Writer, rep *report) {
+	fmt.Fprintf(w, "\n## bench nexmark — io_uring ON vs OFF\n\n")
+	bench.WriteMachine(w, rep.Machine)
+	fmt.Fprintln(w)
+	t := bench.Table{Header: []string{"query", "ON events/s (median)", "OFF events/s (median)", "ON/OFF best", "ON/OFF median", "ON trials", "OFF trials", "OFF time in state reads", "state MiB", "× cache", "ON events/s per core", "output"}}
+	for _, q := range rep.Queries {
+		out := "equal"
+		if !q.ChecksumEqual {
+			out = "DIFFERS"
+		}
+		share, ratio := "-", "-"
+		if q.Stateful {
+			share, ratio = fmt.Sprintf("%.0f%%", 100*q.OffLoadShare), fmt.Sprintf("%.1f", q.StateVsCache)
+		}
+		t.Add(q.Query, fmt.Sprintf("%.0f", q.OnMedian), fmt.Sprintf("%.0f", q.OffMedian), fmt.Sprintf("%.2f×", q.RatioBest), fmt.Sprintf("%.2f×", q.RatioMedian),
+			joinF(q.OnEPS), joinF(q.OffEPS), share, fmt.Sprintf("%.1f", q.StateBytes/(1<<20)), ratio, fmt.Sprintf("%.0f", q.OnPerCore), out)
+	}
+	t.Write(w)
+	fmt.Fprintf(w, "\ngeometric mean ON/OFF: best-of %.3f×, median-of %.3f× (stateful queries: best-of %.3f×); median of best-of ratios %.3f×; %d faster, %d slower\n",
+		rep.GeomeanBest, rep.GeomeanMedian, rep.GeomeanBestSt, rep.MedianBest, rep.Faster, rep.Slower)
+	fmt.Fprintf(w, "every ON trial faster than every OFF trial: %v; every ON trial slower: %v\n", rep.AllOnFaster, rep.AllOnSlower)
+	fmt.Fprintln(w, "\nbars:")
+	bench.WriteBars(w, rep.Bars)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func joinF(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(s, " ")
+}
