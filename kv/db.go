@@ -363,7 +363,8 @@ func (db *DB) removeStrays(mv *manifest.Version) error {
 
 // Close waits for the background flush or compaction in progress, then
 // closes the log, the tables, the block cache and the engine. Writes not yet
-// flushed stay in the log and are replayed by the next Open. Close fails with
+// flushed stay in the log and are replayed by the next Open; without a log
+// (DisableWAL) Close flushes them first. Close fails with
 // ErrOpenIterators, changing nothing, while iterators or snapshots are open.
 func (db *DB) Close() error {
 	if db.opts.DisableWAL && !db.opts.ReadOnly {
