@@ -137,3 +137,25 @@ func TestBenchNexmark(t *testing.T) {
 		{"small cache", []string{"bench", "nexmark", "--cache", "1KiB"}, 2, "--cache must be between 32KiB"},
 	})
 }
+
+// TestJSONOutputs: kv stat and scan print JSON with --json.
+func TestJSONOutputs(t *testing.T) {
+	db := filepath.Join(testdir.Direct(t), "db")
+	if code, _, stderr := runCLI("kv", "put", db, "k", "v"); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, out, stderr := runCLI("kv", "stat", db, "--json")
+	var st map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["last_seq"] != float64(1) {
+		t.Errorf("kv stat --json: exit %d, %q, %s", code, out, stderr)
+	}
+	data := testdir.Direct(t)
+	if code, _, stderr := runCLI("gen", "events", "--rows", "5000", "--dir", data); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, out, stderr = runCLI("scan", "--mode", "pread", "--query", "bytes_total", "--json", data)
+	var sc map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &sc) != nil || sc["rows_scanned"] != float64(5000) || sc["query"] != "bytes_total" {
+		t.Errorf("scan --json: exit %d, %q, %s", code, out, stderr)
+	}
+}

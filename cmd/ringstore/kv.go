@@ -75,6 +75,9 @@ func cmdKV(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.ioMode, "io-mode", "auto", "I/O backend: auto (RINGSTORE_IO_URING), uring, sqpoll or syscall")
 	fs.BoolVar(&f.noCache, "no-cache", false, "no block cache: every block read goes to the device")
 	fs.BoolVar(&f.buffered, "buffered", false, "read tables through the page cache instead of O_DIRECT")
+	if name == "stat" {
+		fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+	}
 	if name == "scan" {
 		fs.StringVar(&f.from, "from", "", "first key (inclusive; default: the first key)")
 		fs.StringVar(&f.to, "to", "", "end key (exclusive; default: past the last key)")
@@ -144,6 +147,7 @@ type kvFlags struct {
 	from, to       string
 	fromSet, toSet bool
 	limit          int
+	json           bool
 }
 
 // checkKVDir checks that dir is a directory holding a store, or, when
@@ -174,7 +178,19 @@ func checkKVDir(label, dir string, create bool) error {
 	return fmt.Errorf("%s: %s holds no kv store (no %s, LOCK, wal or *.sst)", label, filepath.Clean(dir), manifest.FileName)
 }
 
-func kvStat(db *kv.DB, _ []string, _ *kvFlags, w io.Writer) error {
+func kvStat(db *kv.DB, _ []string, f *kvFlags, w io.Writer) error {
+	if f.json {
+		st := db.Stats()
+		levels := make([]map[string]any, 0, len(st.Levels))
+		for l, ls := range st.Levels {
+			levels = append(levels, map[string]any{"level": l, "tables": ls.Tables, "bytes": ls.Bytes, "target_bytes": ls.Target})
+		}
+		return printJSON(w, map[string]any{
+			"dir": db.Dir(), "last_seq": st.LastSeq, "memtables": st.Memtables, "memtable_bytes": st.MemtableBytes,
+			"levels": levels, "backend": st.Backend.String(), "fallback_reason": st.FallbackCause,
+			"recovery_tail_cuts": len(db.Recovery().Cuts),
+		})
+	}
 	fmt.Fprintf(w, "store %s\noptions: %s\n%s", db.Dir(), db.Options(), db.Stats())
 	return nil
 }

@@ -54,6 +54,7 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 	ioName := fs.String("io", "auto", "direct and pool: I/O backend: auto (RINGSTORE_IO_URING), uring, sqpoll or syscall")
 	prefetch := fs.Int("prefetch", 0, "direct and pool: record batches read ahead of the decoder (0: arrowscan's default, negative: none)")
 	check := fs.Bool("check", false, "also compute the query the slow way (row at a time over arrow-go's FileReader) and fail unless equal: checks the engine against the reference, not the file's integrity (see --verify)")
+	asJSON := fs.Bool("json", false, "print the result and the figures as JSON")
 	verify := fs.Bool("verify", false, "check every byte of each file against its checksum sidecar FILE.crc, and run no query")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -120,7 +121,7 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 		return usagef("scan: %v", err)
 	}
 	sc := scanConfig{mode: mode, ioMode: ioMode, prefetch: *prefetch, poolBytes: poolBytes,
-		frameBytes: int(frameBytes), logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: "+format+"\n", args...) }}
+		frameBytes: int(frameBytes), json: *asJSON, logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: "+format+"\n", args...) }}
 	return runScan(sc, q, files, *check, stdout)
 }
 
@@ -131,6 +132,7 @@ type scanConfig struct {
 	prefetch   int
 	poolBytes  int64
 	frameBytes int
+	json       bool
 	logf       func(string, ...any)
 }
 
@@ -181,6 +183,29 @@ func runScan(sc scanConfig, q events.Query, paths []string, check bool, stdout i
 	}
 	end := time.Now()
 	after, ioErr2 := readBytesOfProcess()
+	if check {
+		ref, err := events.Reference(paths, q.Name)
+		if err != nil {
+			return fmt.Errorf("scan: --check: %w", err)
+		}
+		if err := res.Equal(ref); err != nil {
+			return fmt.Errorf("scan: --check: %s mode vs the row-at-a-time reference: %w", sc.mode, err)
+		}
+	}
+	if sc.json {
+		out := map[string]any{"mode": sc.mode.String(), "query": q.Name, "files": paths, "columns": res.Columns, "rows": res.Rows,
+			"rows_scanned": res.RowsScanned, "elapsed_ms": float64(end.Sub(start)) / 1e6, "checked": check}
+		if eng != nil {
+			out["backend"], out["fallback_reason"] = eng.Backend().String(), eng.FallbackReason()
+		}
+		if ioErr == nil && ioErr2 == nil {
+			out["device_read_bytes"] = after - before
+		}
+		if pool != nil {
+			out["pool"] = pool.Stats()
+		}
+		return printJSON(stdout, out)
+	}
 
 	fmt.Fprint(stdout, res)
 	elapsed := end.Sub(start)
@@ -206,13 +231,6 @@ func runScan(sc scanConfig, q events.Query, paths []string, check bool, stdout i
 			st.Frames, st.FrameSize>>10, st.Hits, st.Misses, st.LoadWaits, st.Evictions, st.PrefetchIssued, st.PrefetchHits, st.Stalls, st.BytesRead)
 	}
 	if check {
-		ref, err := events.Reference(paths, q.Name)
-		if err != nil {
-			return fmt.Errorf("scan: --check: %w", err)
-		}
-		if err := res.Equal(ref); err != nil {
-			return fmt.Errorf("scan: --check: %s mode vs the row-at-a-time reference: %w", sc.mode, err)
-		}
 		fmt.Fprintln(stdout, "check: equal to the row-at-a-time reference over arrow-go's FileReader")
 	}
 	return nil

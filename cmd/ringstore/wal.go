@@ -22,9 +22,11 @@ import (
 const walUsage = `usage: ringstore wal <command> DIR [flags]
 
 Inspect and repair the write-ahead log in DIR. Every command but
-'repair --yes' only reads: none takes the log's lock, recovers a torn tail
-or writes anything.
+'append' and 'repair --yes' only reads: none takes the log's lock, recovers
+a torn tail or writes anything.
 Commands:
+  append DIR VALUE... [--json] append each VALUE as an entry, durably (the
+                               log is made if DIR has none); prints their seqs
   verify DIR [--json]          check every byte: segments, entries, checksums, sequence
   stat DIR [--json]            segments, entries, bytes on disk, first and last seq
   dump DIR [--from SEQ] [--to SEQ] [--limit N] [--format hex|text|json] [--max-bytes N]
@@ -44,9 +46,11 @@ const (
 func cmdWAL(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, walUsage)
-		return usagef("wal: no command given (verify, stat, dump or repair)")
+		return usagef("wal: no command given (append, verify, stat, dump or repair)")
 	}
 	switch args[0] {
+	case "append":
+		return walAppend(args[1:], stdout, stderr)
 	case "verify":
 		return walVerify(args[1:], stdout, stderr)
 	case "stat":
@@ -842,4 +846,65 @@ func salvageable(path string, base uint64) (last uint64, end int64, headerOK boo
 		last = seq
 	}
 	return last, end, true
+}
+
+// walAppend appends its VALUEs to the log in DIR, each an entry durable
+// before the command says so.
+func walAppend(args []string, stdout, stderr io.Writer) error {
+	fs := walFlags("append", "DIR VALUE... [--json] (after --, every argument is a VALUE)", stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	// Flags may come anywhere; "--" ends them, so a VALUE may start with "-".
+	var flags, pos []string
+	for i, a := range args {
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+		} else {
+			pos = append(pos, a)
+		}
+	}
+	if err := parse(fs, flags, false); err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		return usagef("wal append: missing DIR, the log's directory")
+	case len(pos) == 1:
+		return usagef("wal append: no VALUE to append")
+	}
+	dir := pos[0]
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return usagef("wal append: %s is not a directory", dir)
+	}
+	l, err := wal.Open(dir, wal.Options{Logf: func(format string, args ...any) {
+		fmt.Fprintf(stderr, "ringstore: wal append: "+format+"\n", args...)
+	}})
+	if err != nil {
+		return fmt.Errorf("wal append: %w", err)
+	}
+	var seqs []uint64
+	for _, v := range pos[1:] {
+		seq, err := l.Append([]byte(v))
+		if err != nil {
+			l.Close()
+			return fmt.Errorf("wal append %s: after %d entries: %w", dir, len(seqs), err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := l.Close(); err != nil {
+		return fmt.Errorf("wal append %s: %w", dir, err)
+	}
+	if *asJSON {
+		return printJSON(stdout, struct {
+			Dir  string   `json:"dir"`
+			Seqs []uint64 `json:"seqs"`
+		}{dir, seqs})
+	}
+	for _, s := range seqs {
+		fmt.Fprintf(stdout, "appended seq %d\n", s)
+	}
+	return nil
 }
