@@ -171,9 +171,24 @@ func Run(o Options) error {
 	if err := bench.CheckDir("bench nexmark", o.Dir, true); err != nil {
 		return err
 	}
+	var notes []string
+	kp := ioengine.ProbeKernel()
+	uringOK := kp.Compiled && kp.Available && kp.SelfTestError == nil
+	sides := []bool{true, false}
+	if !uringOK {
+		sides = []bool{false}
+		why := kp.NotCompiled
+		if kp.SetupError != nil {
+			why = kp.SetupError.Error()
+		} else if kp.SelfTestError != nil {
+			why = "self-test failed: " + kp.SelfTestError.Error()
+		}
+		notes = append(notes, "io_uring unavailable ("+why+"): only the OFF modes ran, and there is no ON/OFF comparison")
+		fmt.Fprintf(o.Progress, "io_uring unavailable (%s): only the OFF modes run\n", why)
+	}
 	var modes []bench.Mode
 	for _, q := range o.Queries {
-		for _, on := range []bool{true, false} {
+		for _, on := range sides {
 			name, env := q+"-off", "RINGSTORE_IO_URING=false"
 			if on {
 				name, env = q+"-on", "RINGSTORE_IO_URING=true"
@@ -265,11 +280,11 @@ func Run(o Options) error {
 		bench.NewBar("queries where every ON trial is slower than every OFF trial", float64(len(rep.AllOnSlower)), 0, true, valid && o.Trials >= 3, strings.Join(rep.AllOnSlower, ", ")),
 		bench.NewBar("queries whose output differs between trials or modes", float64(boolCount(!allEqual)), 0, true, valid, ""),
 	}
-	rep.Notes = []string{
+	rep.Notes = append(notes,
 		fmt.Sprintf("Events: package nexmark's generator (the reference's 1:3:46 mix, hot auctions and bidders), %d events; %d workers (events routed by the query's key), mini-batches of %d events whose state reads are one kv.MultiGet per worker; each worker's state in its own store without a log, with a %d KiB block cache and a %d KiB memtable, so the state of the stateful queries lies mostly in tables several times the caches (state_vs_cache).", o.Events, o.Parallelism, o.Batch, o.Cache>>10, o.Memtable>>10),
 		"ON: RINGSTORE_IO_URING=true, the workers' stores on one inline io_uring engine (each Load's reads submitted and waited for on the worker's thread); OFF: RINGSTORE_IO_URING=false, pread. Each trial in a fresh process and a fresh directory; events/s counts every generated event (the source's generation is in both modes alike).",
 		"Only the queries package nexmark implements run: q0, q1, q2 (stateless) and q3, q17, q18, q20 (stateful); q4, q5, q7–q16, q19, q21, q22 are not built yet.",
-	}
+	)
 	writeText(o.Out, rep)
 	if o.JSON != "" {
 		if err := bench.WriteJSON(o.JSON, rep); err != nil {

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/bench/htmlreport"
 	"github.com/ringstore/ringstore/bench/kvbench"
 	"github.com/ringstore/ringstore/bench/nexmarkbench"
 	"github.com/ringstore/ringstore/bench/readbench"
@@ -81,6 +84,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	}
 	trials := fs.Int("trials", 3, "trials per mode (at least 3 for ratios you can trust)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	htmlOut := fs.String("html", "", "also write the results as one HTML page of charts to this file (its JSON reports too, beside it, unless --json names them)")
 	var modes *string
 	if workload != "all" {
 		modes = fs.String("modes", "", "run only these modes: names or patterns, comma-separated (uring-*,serial-pread); the report's first lines list them")
@@ -244,6 +248,9 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --dir: %s is not a directory", name, *dir)
 		}
 	}
+	if *htmlOut != "" && *jsonOut == "" {
+		*jsonOut = strings.TrimSuffix(*htmlOut, ".html") + ".json"
+	}
 	readJSON, walJSON, scanJSON, kvJSON, nxJSON := *jsonOut, *jsonOut, *jsonOut, *jsonOut, *jsonOut
 	if workload == "all" && *jsonOut != "" {
 		base := strings.TrimSuffix(*jsonOut, ".json")
@@ -271,6 +278,15 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if nx {
 		nxOpts.Dir, nxOpts.Trials, nxOpts.Modes, nxOpts.JSON, nxOpts.Out, nxOpts.Progress = *dir, *trials, bench.Selection(*modes), nxJSON, stdout, stderr
 		errs = append(errs, nexmarkbench.Run(nxOpts))
+	}
+	if *htmlOut != "" {
+		var inputs []htmlreport.Input
+		for _, p := range []string{readJSON, walJSON, scanJSON, kvJSON, nxJSON} {
+			if data, err := os.ReadFile(p); err == nil && !slices.ContainsFunc(inputs, func(in htmlreport.Input) bool { return in.Name == filepath.Base(p) }) {
+				inputs = append(inputs, htmlreport.Input{Name: filepath.Base(p), Data: data})
+			}
+		}
+		errs = append(errs, writeHTML(*htmlOut, inputs, stdout))
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 // TestHelpGoesToStdout: --help of every command prints its usage on stdout,
@@ -109,6 +110,12 @@ func TestBenchNexmark(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
+	if kp := ioengine.ProbeKernel(); !kp.Compiled || !kp.Available || kp.SelfTestError != nil {
+		if !strings.Contains(out, "io_uring unavailable") {
+			t.Errorf("without io_uring the report does not say why only OFF ran:\n%s", out)
+		}
+		return
+	}
 	for _, want := range []string{"## bench nexmark", "| q20", "| q1 ", "geometric mean ON/OFF", "equal"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -158,4 +165,24 @@ func TestJSONOutputs(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &sc) != nil || sc["rows_scanned"] != float64(5000) || sc["query"] != "bytes_total" {
 		t.Errorf("scan --json: exit %d, %q, %s", code, out, stderr)
 	}
+}
+
+// TestReport: ringstore report renders saved JSON reports as one page;
+// missing input and a missing --html are errors.
+func TestReport(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.html")
+	in := filepath.Join("..", "..", "bench", "htmlreport", "testdata")
+	code, stdout, stderr := runCLI("report", filepath.Join(in, "kv.json"), filepath.Join(in, "nexmark.json"), "--html", out)
+	if code != 0 || !strings.Contains(stdout, "HTML report written to "+out) {
+		t.Fatalf("report: exit %d\n%s%s", code, stdout, stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(page), `id="bench-kv"`) || !strings.Contains(string(page), `id="bench-nexmark"`) {
+		t.Errorf("page: %v", err)
+	}
+	runCLICases(t, []cliCase{
+		{"no html", []string{"report", filepath.Join(in, "kv.json")}, 2, "--html OUT is required"},
+		{"no input", []string{"report", "--html", out}, 2, "no JSON report given"},
+		{"missing input", []string{"report", "/nonexistent.json", "--html", out}, 1, "/nonexistent.json"},
+	})
 }

@@ -57,6 +57,8 @@ usage:
   ringstore kv stat|get|put|delete|scan DIR ...
                                          the kv store in DIR: options and stats, get KEY, put KEY VALUE,
                                          delete KEY, scan [--from K] [--to K] [--limit N]
+  ringstore report FILE.json... --html OUT
+                                         the JSON reports of bench as one HTML page of charts
   ringstore version [--json]             the module version and commit this binary was built from
   ringstore help                         this text
 
@@ -115,6 +117,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdKV(args[1:], stdout, stderr)
 	case "version", "--version":
 		return cmdVersion(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	}
 	return usagef("unknown command %q", args[0])
 }
