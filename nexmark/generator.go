@@ -4,6 +4,26 @@
 // runner that partitions events by key over parallel workers, each with a
 // state backend of its own, in mini-batches, with checkpoints.
 //
+// # Queries
+//
+// Built: q0, q1, q2, q13, q14, q21, q22 (stateless) and q3, q15, q16, q17,
+// q18, q19, q20 (on state); q4, q5, q7–q12 (windows, timers, a file sink)
+// are not. Choices where the SQL leaves one: joins keep their state for the
+// whole run (unbounded retention, as a regular join); updates are emitted
+// as rows (q15–q17 one row per bid with the group's new figures, q18 when a
+// bid replaces the last, q19 when a bid enters the top ten with its rank);
+// the reference's doubled bidder offset is kept (a hot bidder is a multiple
+// of 4, plus 1); q13's side table is key k → "value-k" for k < 10,000.
+//
+// # Checking
+//
+// Each operator is written once against Store; the runner runs it on
+// package state and Reference on Go maps, and the tests compare the two
+// outputs' checksums (rows, and the sum and xor of their hashes: order
+// does not matter across keys). This checks the state path — partitioning,
+// mini-batches, MultiGet, checkpoints — not the queries' reading of the SQL,
+// which the operators' code and this doc state.
+//
 // # Events
 //
 // As the reference generator (nexmark/nexmark, NexmarkGenerator and
