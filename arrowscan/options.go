@@ -47,24 +47,16 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // DefaultPrefetch is the number of record batches read ahead of the
-// decoder in direct mode when Options.Prefetch is 0. In pool mode, 4
-// batches ahead waited on loads a third less often than 2 (about 5.5k
-// against 8.6k load waits, 12 queries × 2 rounds over 1279 MiB, pool of
-// 288 MiB) and was faster in both interleaved rounds (mean 1871 and 2027 ms
-// against 2237 and 2205); direct mode gained nothing from 12 (it only held
-// twice the memory).
+// decoder in direct mode when Options.Prefetch is 0 (docs/DECISIONS.md).
 const DefaultPrefetch = 4
 
 // DefaultPoolPrefetch is the read-ahead of pool mode when Options.Prefetch
 // is 0. A pool scan announces the frames of every batch it will read
 // (bufpool.Pool.Announce), so frames read ahead for one query stay until
 // the others have been through them, and a prefetch that finds the pool
-// full of announced frames is dropped instead of evicting them. Without
-// announcements, 12 batches ahead made the drifting queries read data
-// again (3.3–4 GiB per trial instead of 2.5); with them, 12 read each byte
-// once per round and lowered mean latency against the old default (4, no
-// announcements) in 5 of 5 interleaved pairs (1312–1544 ms against
-// 1421–1710; 12 queries × 2 rounds over 1279 MiB, 288 MiB pool).
+// full of announced frames is dropped instead of evicting them; that is
+// what lets read-ahead go this deep without the drifting queries reading
+// data twice (docs/DECISIONS.md).
 const DefaultPoolPrefetch = 12
 
 // ScanProbationPercent is the probation share PoolOptions gives a pool
@@ -72,10 +64,7 @@ const DefaultPoolPrefetch = 12
 // set from one-time scans; concurrent scans of the same files are the
 // opposite case: a frame one query loads is wanted by the others a little
 // later, and a small probation FIFO evicts it before they come (they then
-// load it again). 12 queries × 2 rounds over 1279 MiB with a 288 MiB pool:
-// 10% read 4.8 GiB per trial, 50% read 2.5 GiB (each byte once per round),
-// mean latency 1834 and 1827 ms against 2073 and 2171 (two interleaved
-// rounds; 90% read the same as 50%).
+// load it again). docs/DECISIONS.md has the measurements.
 const ScanProbationPercent = 50
 
 // PoolOptions returns o with the settings that suit a pool shared by

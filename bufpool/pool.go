@@ -366,34 +366,35 @@ func (p *Pool) unpinLocked(f *Frame) {
 // Loading and OpenAnnouncements are the state when Stats was called; the
 // rest count since New.
 type Stats struct {
-	Frames, FrameSize int
-	Pinned            int // frames with at least one pin
-	Resident          int // frames holding loaded data (in the table, not loading)
-	Loading           int // frames whose load is queued or in flight
-	OpenAnnouncements int // announcements no Pin or Retract has met yet (see Announce)
+	Frames            int `json:"frames"`
+	FrameSize         int `json:"frame_size"`
+	Pinned            int `json:"pinned"`             // frames with at least one pin
+	Resident          int `json:"resident"`           // frames holding loaded data (in the table, not loading)
+	Loading           int `json:"loading"`            // frames whose load is queued or in flight
+	OpenAnnouncements int `json:"open_announcements"` // announcements no Pin or Retract has met yet (see Announce)
 
-	Hits      uint64 // frames a Pin found resident
-	Misses    uint64 // frames a Pin had to load
-	LoadWaits uint64 // frames a Pin found being loaded by someone else and waited for
+	Hits      uint64 `json:"hits"`       // frames a Pin found resident
+	Misses    uint64 `json:"misses"`     // frames a Pin had to load
+	LoadWaits uint64 `json:"load_waits"` // frames a Pin found being loaded by someone else and waited for
 
-	Loads             uint64 // loads finished (successfully or not)
-	BytesRead         uint64 // bytes the loads transferred
-	EngineCalls       uint64 // engine calls made for loads: by the I/O goroutines (each up to MaxBatch loads) and by Pins issuing their own
-	CallerEngineCalls uint64 // of EngineCalls, those a Pin made from its own goroutine (its misses, in one call)
-	Evictions         uint64 // resident frames evicted to make room
-	Promotions        uint64 // frames moved from probation to main because they were referenced again
-	GhostHits         uint64 // misses whose key was on the ghost list and went straight to main
+	Loads             uint64 `json:"loads"`               // loads finished (successfully or not)
+	BytesRead         uint64 `json:"bytes_read"`          // bytes the loads transferred
+	EngineCalls       uint64 `json:"engine_calls"`        // engine calls made for loads: by the I/O goroutines (each up to MaxBatch loads) and by Pins issuing their own
+	CallerEngineCalls uint64 `json:"caller_engine_calls"` // of EngineCalls, those a Pin made from its own goroutine (its misses, in one call)
+	Evictions         uint64 `json:"evictions"`           // resident frames evicted to make room
+	Promotions        uint64 `json:"promotions"`          // frames moved from probation to main because they were referenced again
+	GhostHits         uint64 `json:"ghost_hits"`          // misses whose key was on the ghost list and went straight to main
 
-	PrefetchIssued   uint64 // frame loads Prefetch started
-	PrefetchHits     uint64 // Pins of a frame Prefetch loaded (or is loading)
-	PrefetchDropped  uint64 // frames Prefetch skipped because no frame was evictable, or whose queued load Unregister or Close dropped
-	PrefetchRejected uint64 // Prefetch spans ignored: unknown file or out of range
+	PrefetchIssued   uint64 `json:"prefetch_issued"`   // frame loads Prefetch started
+	PrefetchHits     uint64 `json:"prefetch_hits"`     // Pins of a frame Prefetch loaded (or is loading)
+	PrefetchDropped  uint64 `json:"prefetch_dropped"`  // frames Prefetch skipped because no frame was evictable, or whose queued load Unregister or Close dropped
+	PrefetchRejected uint64 `json:"prefetch_rejected"` // Prefetch spans ignored: unknown file or out of range
 
-	Announced          uint64 // frame announcements made by Announce
-	AnnouncedEvictions uint64 // frames evicted with announcements open, because a Pin found no other frame to evict
+	Announced          uint64 `json:"announced"`           // frame announcements made by Announce
+	AnnouncedEvictions uint64 `json:"announced_evictions"` // frames evicted with announcements open, because a Pin found no other frame to evict
 
-	Stalls     uint64 // Pins that waited because every frame was pinned or loading
-	ReadErrors uint64 // loads that failed
+	Stalls     uint64 `json:"stalls"`      // Pins that waited because every frame was pinned or loading
+	ReadErrors uint64 `json:"read_errors"` // loads that failed
 }
 
 // HitRatio returns Hits / (Hits + Misses + LoadWaits), or 0 before any Pin.

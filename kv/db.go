@@ -112,14 +112,9 @@ type DB struct {
 }
 
 // cacheIOWorkers is how many I/O goroutines the block cache runs on
-// io_uring. Each hands one engine call at a time to the ring and waits for
-// all of its reads, so this bounds how many MultiGets' misses can be in
-// flight at once: a caller whose misses find every worker busy waits for
-// one, and the device's queue runs low meanwhile. Measured on the
-// reference VM (cold bench kv, 4 callers x 64 keys, a device capped near
-// 75k IOPS, four interleaved pairs): 2 workers read at 0.76-0.82 of the
-// device's QD64 IOPS, 8 at 0.80-0.92; on a day the CPU was the limit,
-// 2, 4, 8 and 16 made no difference.
+// io_uring, for its prefetches (a MultiGet's own misses are submitted by
+// the MultiGet): each waits for all reads of its engine call, so this
+// bounds how many prefetch calls are in flight (docs/DECISIONS.md).
 const cacheIOWorkers = 8
 
 // Open opens the store in dir, creating it if needed, and recovers: it loads

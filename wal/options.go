@@ -26,21 +26,15 @@ type Options struct {
 	MaxGroupBytes int
 	// PipelineDepth is how many groups may be in flight at once: the next
 	// group is written while the previous one's flush runs. Default 1 (2 on
-	// SQPOLL). At depth 1 on io_uring the committer flushes through an
-	// inline engine of its own (ioengine Options.Inline: submitted and
-	// waited for on its own thread). Measured with 64 writers, 40k appends,
-	// three interleaved rounds on the reference VM (with the gathering
-	// wait): io_uring depth 1 inline 105–112k appends/s, depth 1 through the
-	// shared engine 75–85k, depth 2 67–69k; syscalls depth 1 117–122k. One
-	// writer: 3.9k/s inline, 2.1k/s through the shared engine, 3.7k/s on
-	// syscalls.
+	// SQPOLL; docs/DECISIONS.md has the measurements). At depth 1 on
+	// io_uring the committer flushes through an inline engine of its own
+	// (ioengine Engine.NewInline: submitted and waited for on its own
+	// thread).
 	PipelineDepth int
 	// LinkedFdatasync makes every durable write a write and an fdatasync
 	// linked after it (two requests), instead of one write with RWF_DSYNC,
-	// which is the default on io_uring: 64 writers, six interleaved 4 s
-	// runs of BenchmarkAppend on the reference VM, 15.0–30.9 µs per append
-	// with RWF_DSYNC (five runs of six ahead), 19.7–26.8 linked. The
-	// syscall backend always links: pwrite and fdatasync.
+	// the default on io_uring (docs/DECISIONS.md). The syscall backend
+	// always does both: pwrite, then fdatasync.
 	LinkedFdatasync bool
 	// IOMode chooses the backend of the engine the log opens when Engine
 	// is nil; Auto follows RINGSTORE_IO_URING.
@@ -52,12 +46,10 @@ type Options struct {
 	// trailers and the sequence of segments are always checked at Open.
 	LazyVerify bool
 	// ZeroFillSegments writes each new segment full of zeros (O_DIRECT,
-	// ahead of need, the first one too) before entries go in, so that group flushes overwrite
-	// written blocks instead of converting the unwritten extents fallocate
-	// leaves (see spare.go for what it measured). Off by default: on the
-	// reference VM it halved the cost of one 32 KiB flush but made no
-	// difference to 64 writers end to end, and it writes every segment
-	// twice.
+	// ahead of need, the first one too) before entries go in, so that group
+	// flushes overwrite written blocks instead of converting the unwritten
+	// extents fallocate leaves. Off by default: it writes every segment
+	// twice for no gain measured end to end (docs/DECISIONS.md).
 	ZeroFillSegments bool
 	// NoGather turns off the short wait (at most a quarter of the last
 	// flush, and never more than 1 ms) in which the committer lets the

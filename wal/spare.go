@@ -14,23 +14,10 @@ import (
 // writes a header, flushes it, renames the file and flushes the directory.
 //
 // With Options.ZeroFillSegments the spare is also written full of zeros
-// (O_DIRECT, through the engine) and flushed. On ext4 (and xfs) a write
-// into space that fallocate reserved converts an unwritten extent, and the
-// fdatasync after it must commit the journal too. Measured on the
-// reference VM (ext4 on virtio), one 32 KiB append plus fdatasync: 722 µs
-// into fallocated space, 309 µs into zeroed space, 256 µs in place; yet 64
-// writers end to end (BenchmarkAppend, three interleaved 4 s runs each)
-// ran at 25.4–31.7 µs per append zero-filled and 26.0–26.1 µs without, so
-// zero-filling, which writes every segment twice, is not the default.
-// Measured again on 2026-12-03 (same VM, a throwaway program: pwrite of
-// 64 KiB at rising offsets, then fdatasync, 1.5 s per case, three rounds):
-// into fallocated space p50 362-390 µs (p99 1.1-2.2 ms), into zeroed space
-// 159-246 µs (p99 0.4-1.4 ms); but with one 128 KiB O_DIRECT write of
-// zeros beside each flush, as a zero-fill of the next segment paced to the
-// flushes must do, the zeroed case rose to 249-328 µs, into unwritten or
-// written space alike: the zeros cost a virtio flush what the extent
-// conversion saved. A paced zero-fill (one 64/128/256 KiB chunk per group
-// flush) tried in the log gave 64 writers no lower p50 or p99 than none.
+// (O_DIRECT, through the engine) and flushed: on ext4 (and xfs) a write into
+// space fallocate reserved converts an unwritten extent, and the fdatasync
+// after it must commit the journal too. Why it is off by default is in
+// docs/DECISIONS.md.
 // The spare is asked for when the active segment passes half full. At
 // rotation the committer takes it, writes its header, flushes it, renames
 // it to its segment name and flushes the directory. If no spare is ready it

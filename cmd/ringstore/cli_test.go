@@ -186,3 +186,28 @@ func TestReport(t *testing.T) {
 		{"missing input", []string{"report", "/nonexistent.json", "--html", out}, 1, "/nonexistent.json"},
 	})
 }
+
+// TestBenchTrialsAndTmpfs: with one trial the report makes no claim about
+// every trial; on tmpfs the wal benchmark's caution comes before the run.
+func TestBenchTrialsAndTmpfs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmark")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "ringstore-cli-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	code, out, stderr := runCLI("bench", "wal", "--dir", dir, "--no-peers", "--trials", "1", "--duration", "50ms", "--modes", "fsync-per-write,ringstore-syscall-w64")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(out, "1 trial: too few to say whether every trial of the first beats every trial of the second") || strings.Contains(out, "(every trial of the first above") {
+		t.Errorf("one trial, yet the ratios claim every trial:\n%s", out)
+	}
+	caution := strings.Index(stderr, "CAUTION: "+dir+" is on tmpfs")
+	trial := strings.Index(stderr, "trial 1/1")
+	if caution < 0 || trial >= 0 && caution > trial {
+		t.Errorf("the tmpfs caution does not come before the run:\n%s", stderr)
+	}
+}
