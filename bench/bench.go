@@ -255,3 +255,17 @@ func Compare(results []ModeResult, a, b string) (Ratio, bool) {
 		Trials:         min(len(ra.Trials), len(rb.Trials)),
 	}, true
 }
+
+// Median returns the median of vs (the mean of the middle two for an even
+// count), 0 for none; vs is not changed.
+func Median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -108,3 +108,46 @@ func copyFile(src, dst string) error {
 	}
 	return out.Close()
 }
+
+// CloneCheckpoint makes dir, which must not exist, a copy of the
+// checkpoint in checkpointDir that Open opens as a store of its own: the
+// checkpoint's files hard-linked into it (copied across file systems),
+// the manifest last, dir synced. The checkpoint is left as it was, so it
+// can be cloned again.
+func CloneCheckpoint(checkpointDir, dir string) error {
+	ents, err := os.ReadDir(checkpointDir)
+	if err != nil {
+		return fmt.Errorf("kv: clone checkpoint: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(checkpointDir, manifest.FileName)); err != nil {
+		return fmt.Errorf("kv: clone checkpoint: %s is not a checkpoint: %w", checkpointDir, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("kv: clone checkpoint: %w", err)
+	}
+	link := func(name string) error {
+		src, dst := filepath.Join(checkpointDir, name), filepath.Join(dir, name)
+		if err := os.Link(src, dst); err != nil {
+			if !errors.Is(err, syscall.EXDEV) && !errors.Is(err, syscall.EPERM) {
+				return err
+			}
+			return copyFile(src, dst)
+		}
+		return nil
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || e.Name() == lockName || e.Name() == manifest.FileName {
+			continue
+		}
+		if err := link(e.Name()); err != nil {
+			return fmt.Errorf("kv: clone checkpoint: %w", err)
+		}
+	}
+	if err := link(manifest.FileName); err != nil {
+		return fmt.Errorf("kv: clone checkpoint: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}

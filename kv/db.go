@@ -17,6 +17,7 @@ import (
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/crashfs"
+	"github.com/ringstore/ringstore/internal/durable"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv/manifest"
 	"github.com/ringstore/ringstore/kv/memtable"
@@ -470,38 +471,13 @@ func lockFile(path string) (*os.File, error) {
 
 // syncDir flushes a directory's entries.
 func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("kv: %w", err)
 	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("kv: fsync %s: %w", dir, err)
-	}
-	crashfs.SyncedDir(dir)
 	return nil
 }
 
-// mkdirAll makes dir and its missing parents, and makes every directory it
-// made durable in its parent (a store whose directory a crash could take
-// away would lose everything acknowledged in it).
-func mkdirAll(dir string) error {
-	dir = filepath.Clean(dir)
-	var made []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
-			break
-		}
-		made = append(made, d)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i := len(made) - 1; i >= 0; i-- {
-		crashfs.MadeDir(made[i])
-		if err := syncDir(filepath.Dir(made[i])); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// mkdirAll makes dir and its missing parents, each made durable in its
+// parent (a store whose directory a crash could take away would lose
+// everything acknowledged in it).
+func mkdirAll(dir string) error { return durable.MkdirAll(dir, false) }

@@ -4,12 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/ringstore/ringstore/kv"
@@ -156,28 +152,7 @@ func (b *Backend) Checkpoint(dir string, meta []byte) error {
 // checkpointDir — its files hard-linked — opens it, and returns it with the
 // meta the checkpoint recorded.
 func Restore(checkpointDir, dir string, opts Options) (*Backend, []byte, error) {
-	ents, err := os.ReadDir(checkpointDir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("state: restore: %w", err)
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("state: restore: %w", err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || e.Name() == "LOCK" {
-			continue
-		}
-		src, dst := filepath.Join(checkpointDir, e.Name()), filepath.Join(dir, e.Name())
-		if err := os.Link(src, dst); err != nil {
-			if !errors.Is(err, syscall.EXDEV) && !errors.Is(err, syscall.EPERM) {
-				return nil, nil, fmt.Errorf("state: restore: %w", err)
-			}
-			if err := copyFile(src, dst); err != nil {
-				return nil, nil, fmt.Errorf("state: restore: %w", err)
-			}
-		}
-	}
-	if err := syncDir(dir); err != nil {
+	if err := kv.CloneCheckpoint(checkpointDir, dir); err != nil {
 		return nil, nil, fmt.Errorf("state: restore: %w", err)
 	}
 	b, err := Open(dir, opts)
@@ -190,34 +165,4 @@ func Restore(checkpointDir, dir string, opts Options) (*Backend, []byte, error) 
 		return nil, nil, fmt.Errorf("state: restore: the checkpoint's meta: %w", err)
 	}
 	return b, meta, nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ringstore/ringstore/internal/crashfs"
+	"github.com/ringstore/ringstore/internal/durable"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -174,7 +174,7 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, fmt.Errorf("wal: %s is not a directory", dir)
 		}
 	} else {
-		if err := mkdirDurably(dir, opts.Unsafe.NoSync); err != nil {
+		if err := durable.MkdirAll(dir, opts.Unsafe.NoSync); err != nil {
 			return nil, fmt.Errorf("wal: %w", err)
 		}
 		if lock, err = lockDir(filepath.Join(dir, lockName)); err != nil {
@@ -845,38 +845,6 @@ func (l *Log) removeDurably(path string) error {
 
 // syncDir flushes the directory, making creates, renames and removes in it
 // durable.
-// mkdirDurably makes dir and its missing parents and, unless noSync, makes
-// each one it made durable in its parent: a crash must not take away the
-// directory of a log that acknowledged appends.
-func mkdirDurably(dir string, noSync bool) error {
-	dir = filepath.Clean(dir)
-	var made []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
-			break
-		}
-		made = append(made, d)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i := len(made) - 1; i >= 0 && !noSync; i-- {
-		crashfs.MadeDir(made[i])
-		parent := filepath.Dir(made[i])
-		d, err := os.Open(parent)
-		if err != nil {
-			return err
-		}
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("fsync directory %s: %w", parent, err)
-		}
-		crashfs.SyncedDir(parent)
-	}
-	return nil
-}
-
 func (l *Log) syncDir() error {
 	if l.opts.Unsafe.NoSync {
 		return nil

@@ -22,18 +22,6 @@ const (
 	BarVsLimit = 0.8
 )
 
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // perSecond returns the median over trials of extra key k per second.
 func perSecond(r bench.ModeResult, k string) float64 {
 	var vs []float64
@@ -42,7 +30,7 @@ func perSecond(r bench.ModeResult, k string) float64 {
 			vs = append(vs, v/t.Seconds)
 		}
 	}
-	return median(vs)
+	return bench.Median(vs)
 }
 
 func extraMedian(r bench.ModeResult, k string) float64 {
@@ -52,7 +40,7 @@ func extraMedian(r bench.ModeResult, k string) float64 {
 			vs = append(vs, v)
 		}
 	}
-	return median(vs)
+	return bench.Median(vs)
 }
 
 func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes int64, loads []Load, cold Cold, versions map[string]string) *report {

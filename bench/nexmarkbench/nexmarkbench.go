@@ -253,7 +253,7 @@ func Run(o Options) error {
 		}
 	}
 	rep.GeomeanBest, rep.GeomeanMedian, rep.GeomeanBestSt = geomean(ratiosBest), geomean(ratiosMedian), geomean(ratiosBestSt)
-	rep.MedianBest = median(ratiosBest)
+	rep.MedianBest = bench.Median(ratiosBest)
 	type row struct {
 		Mode      string    `json:"mode"`
 		Label     string    `json:"label"`
@@ -311,18 +311,6 @@ func geomean(v []float64) float64 {
 		s += math.Log(x)
 	}
 	return math.Exp(s / float64(len(v)))
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func writeText(w io.Writer, rep *report) {
