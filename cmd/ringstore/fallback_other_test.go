@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+func denyIOURing() error { return errors.ErrUnsupported }
