@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -145,20 +146,53 @@ func TestBenchNexmark(t *testing.T) {
 	})
 }
 
-// TestJSONOutputs: kv stat and scan print JSON with --json.
+// TestJSONOutputs: kv stat, get and scan, gen events and scan print JSON
+// with --json; bytes that are not UTF-8 come back whole in base64.
 func TestJSONOutputs(t *testing.T) {
 	db := filepath.Join(testdir.Direct(t), "db")
 	if code, _, stderr := runCLI("kv", "put", db, "k", "v"); code != 0 {
 		t.Fatal(stderr)
 	}
+	if code, _, stderr := runCLI("kv", "put", db, "m", "\xff\x00bin"); code != 0 {
+		t.Fatal(stderr)
+	}
 	code, out, stderr := runCLI("kv", "stat", db, "--json")
 	var st map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["last_seq"] != float64(1) {
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st["last_seq"] != float64(2) {
 		t.Errorf("kv stat --json: exit %d, %q, %s", code, out, stderr)
 	}
+	code, out, stderr = runCLI("kv", "get", db, "k", "--json")
+	var pair map[string]string
+	if code != 0 || json.Unmarshal([]byte(out), &pair) != nil || pair["key"] != "k" || pair["value"] != "v" {
+		t.Errorf("kv get --json: exit %d, %q, %s", code, out, stderr)
+	}
+	code, out, stderr = runCLI("kv", "scan", db, "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var second map[string]string
+	if code != 0 || len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &second) != nil ||
+		second["key"] != "m" || second["value_base64"] != base64.StdEncoding.EncodeToString([]byte("\xff\x00bin")) {
+		t.Errorf("kv scan --json: exit %d, %q, %s", code, out, stderr)
+	}
+	if code, out, _ := runCLI("kv", "put", db, "k", "v", "--json"); code != 2 || out != "" {
+		t.Errorf("kv put --json: exit %d, want 2 (put takes no --json)", code)
+	}
 	data := testdir.Direct(t)
-	if code, _, stderr := runCLI("gen", "events", "--rows", "5000", "--dir", data); code != 0 {
-		t.Fatal(stderr)
+	code, out, stderr = runCLI("gen", "events", "--rows", "5000", "--dir", data, "--json")
+	var gen struct {
+		Rows  int64 `json:"rows"`
+		Bytes int64 `json:"bytes"`
+		Files []struct {
+			Path    string `json:"path"`
+			Bytes   int64  `json:"bytes"`
+			Sidecar string `json:"sidecar"`
+		} `json:"files"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &gen) != nil || gen.Rows != 5000 || len(gen.Files) != 1 ||
+		gen.Files[0].Bytes != gen.Bytes || gen.Files[0].Sidecar != gen.Files[0].Path+".crc" {
+		t.Fatalf("gen events --json: exit %d, %q, %s", code, out, stderr)
+	}
+	if fi, err := os.Stat(gen.Files[0].Path); err != nil || fi.Size() != gen.Bytes {
+		t.Errorf("gen events --json names %s of %d bytes: %v", gen.Files[0].Path, gen.Bytes, err)
 	}
 	code, out, stderr = runCLI("scan", "--mode", "pread", "--query", "bytes_total", "--json", data)
 	var sc map[string]any

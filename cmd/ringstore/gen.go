@@ -8,13 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringstore/ringstore/arrowscan"
 	"github.com/ringstore/ringstore/arrowscan/events"
 )
 
 const genUsage = `usage: ringstore gen <data set> [flags]
 
 Data sets:
-  events --rows N --dir D [--files K] [--batch-rows R] [--compression none|lz4|zstd] [--seed S]
+  events --rows N --dir D [--files K] [--batch-rows R] [--compression none|lz4|zstd] [--seed S] [--json]
           time-series events as Arrow IPC files (D/events-000000.arrow, ...),
           the data 'ringstore scan' runs its queries over; the same seed and
           row count give the same rows however they are cut into files
@@ -45,6 +46,7 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 	compression := fs.String("compression", "none", "compression of record batch bodies: none, lz4 or zstd")
 	seed := fs.Int64("seed", 1, "seed of the generator")
 	noSidecar := fs.Bool("no-sidecar", false, "do not write FILE.crc, the checksums 'ringstore scan --verify' checks every byte of the file against (Arrow IPC has none of its own)")
+	asJSON := fs.Bool("json", false, "print what was written as JSON instead of text")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -75,19 +77,38 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 	}
 	elapsed := time.Since(start)
 	var total int64
+	type fileJSON struct {
+		Path    string `json:"path"`
+		Bytes   int64  `json:"bytes"`
+		Sidecar string `json:"sidecar,omitempty"`
+	}
+	var written []fileJSON
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
 			return fmt.Errorf("gen events: %w", err)
 		}
 		total += st.Size()
-		fmt.Fprintf(stdout, "%s\t%d bytes\n", p, st.Size())
+		fj := fileJSON{Path: p, Bytes: st.Size()}
+		if opts.Sidecar {
+			fj.Sidecar = p + arrowscan.SidecarSuffix
+		}
+		written = append(written, fj)
+		if !*asJSON {
+			fmt.Fprintf(stdout, "%s\t%d bytes\n", p, st.Size())
+		}
 	}
 	if stale := otherEventFiles(*dir, paths); len(stale) > 0 {
 		fmt.Fprintf(stderr, "ringstore: gen events: note: %s also holds %d events files this run did not write (%s ...); 'ringstore scan %s' would read them too\n",
 			*dir, len(stale), filepath.Base(stale[0]), *dir)
 	}
 	secs := elapsed.Seconds()
+	if *asJSON {
+		return printJSON(stdout, map[string]any{
+			"dir": filepath.Clean(*dir), "files": written, "rows": *rows, "bytes": total,
+			"compression": c, "seed": *seed, "rows_per_batch": *batchRows, "seconds": secs,
+		})
+	}
 	fmt.Fprintf(stdout, "wrote %d files in %s: %d rows, %d bytes (%.1f B/row, compression %s) in %.2fs: %.1f MB/s, %.2f M rows/s\n",
 		len(paths), filepath.Clean(*dir), *rows, total, float64(total)/float64(*rows), c, secs, float64(total)/secs/1e6, float64(*rows)/secs/1e6)
 	return nil

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +32,9 @@ Commands:
                                print key=value lines in key order, [from, to)
 Keys and values print as they are when they are printable text, otherwise
 (and a key holding '=', or anything starting with '"') as a Go quoted string.
+stat, get and scan take --json: stat and get print one JSON object, scan one
+object per line; a key or value that is not UTF-8 text comes as key_base64
+or value_base64 instead of key or value.
 Flags of every command:
   --io-mode auto|uring|sqpoll|syscall   the engine's backend (auto: RINGSTORE_IO_URING)
   --no-cache                            no block cache: every block read goes to the device
@@ -75,7 +80,7 @@ func cmdKV(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.ioMode, "io-mode", "auto", "I/O backend: auto (RINGSTORE_IO_URING), uring, sqpoll or syscall")
 	fs.BoolVar(&f.noCache, "no-cache", false, "no block cache: every block read goes to the device")
 	fs.BoolVar(&f.buffered, "buffered", false, "read tables through the page cache instead of O_DIRECT")
-	if name == "stat" {
+	if cmd.read {
 		fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	}
 	if name == "scan" {
@@ -195,7 +200,7 @@ func kvStat(db *kv.DB, _ []string, f *kvFlags, w io.Writer) error {
 	return nil
 }
 
-func kvGet(db *kv.DB, args []string, _ *kvFlags, w io.Writer) error {
+func kvGet(db *kv.DB, args []string, f *kvFlags, w io.Writer) error {
 	v, err := db.Get([]byte(args[0]))
 	if errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("key %s not found", quoteKV(args[0], true))
@@ -203,8 +208,29 @@ func kvGet(db *kv.DB, args []string, _ *kvFlags, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.json {
+		return printJSON(w, kvPairJSON([]byte(args[0]), v))
+	}
 	fmt.Fprintln(w, quoteKV(string(v), false))
 	return nil
+}
+
+// kvPairJSON returns a key and its value as a JSON object: as strings when
+// they are UTF-8 text, in base64 under key_base64 / value_base64 otherwise,
+// so that no byte is lost or replaced.
+func kvPairJSON(key, value []byte) map[string]string {
+	m := make(map[string]string, 2)
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"key", key}, {"value", value}} {
+		if utf8.Valid(f.b) {
+			m[f.name] = string(f.b)
+		} else {
+			m[f.name+"_base64"] = base64.StdEncoding.EncodeToString(f.b)
+		}
+	}
+	return m
 }
 
 func kvPut(db *kv.DB, args []string, _ *kvFlags, _ io.Writer) error {
@@ -224,8 +250,15 @@ func kvScan(db *kv.DB, _ []string, f *kvFlags, w io.Writer) error {
 		upper = []byte(f.to)
 	}
 	it := db.NewIteratorWith(kv.ReadOptions{NoFillCache: true}, lower, upper)
+	enc := json.NewEncoder(w)
 	for n := 0; (f.limit == 0 || n < f.limit) && it.Next(); n++ {
-		if _, err := fmt.Fprintf(w, "%s=%s\n", quoteKV(string(it.Key()), true), quoteKV(string(it.Value()), false)); err != nil {
+		var err error
+		if f.json {
+			err = enc.Encode(kvPairJSON(it.Key(), it.Value()))
+		} else {
+			_, err = fmt.Fprintf(w, "%s=%s\n", quoteKV(string(it.Key()), true), quoteKV(string(it.Value()), false))
+		}
+		if err != nil {
 			it.Close()
 			return err
 		}
