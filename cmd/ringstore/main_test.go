@@ -250,8 +250,13 @@ func TestBenchWALEndToEnd(t *testing.T) {
 			t.Errorf("implausible row %+v", r)
 		}
 		// kv's writes and its log's flushes are two counters read one after
-		// the other: a flush may be counted before its writes are.
-		if r.Mode != "device-fdatasync" && (r.EntriesPerFlush < 0.99 || r.FlushesPerS <= 0) {
+		// the other: a flush may be counted before its writes are, and in a
+		// 100 ms trial at one writer (~50 flushes) that one flush is 2%.
+		floor := 0.99
+		if r.System == "kv" {
+			floor = 0.9
+		}
+		if r.Mode != "device-fdatasync" && (r.EntriesPerFlush < floor || r.FlushesPerS <= 0) {
 			t.Errorf("row without flush counts: %+v", r)
 		}
 		if r.Writers == 1 && r.EntriesPerFlush > 1.0001 {
