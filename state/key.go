@@ -89,7 +89,7 @@ func decodeValue(b []byte) (expires int64, payload []byte, err error) {
 	return int64(binary.BigEndian.Uint64(b)), b[valueHeader:], nil
 }
 
-// encodeList and decodeList are a List's payload: items, each uvarint
+// appendListItem and decodeList are a List's payload: items, each uvarint
 // length + bytes.
 func appendListItem(dst, item []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(item)))
