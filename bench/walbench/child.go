@@ -204,18 +204,33 @@ func fsyncPerWrite(c ChildConfig, dir string) (bench.Trial, error) {
 // timing only the fdatasync. Overwriting written blocks leaves the file
 // system no metadata to commit, so what is left is the device's flush.
 func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
+	return inPlaceFlush(c, dir, 1<<20, nil)
+}
+
+// deviceGroup measures what one group commit cannot beat: a pwrite of
+// c.WriteSize bytes in place into already written blocks, then fdatasync,
+// both timed: the device's cost of one group's flush with no file-system
+// metadata to commit.
+func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
+	c.EntrySize = 8 // the payload is the group, not the entry measure makes
+	return inPlaceFlush(c, dir, max(1<<20, int64(c.WriteSize)), make([]byte, c.WriteSize))
+}
+
+// inPlaceFlush runs measure with each call a pwrite at offset 0 of a file
+// of size bytes, preallocated and written once (so no overwrite converts
+// an unwritten extent, a metadata change), then fdatasync. With group nil
+// the call writes measure's entry and times the fdatasync alone; otherwise
+// it writes group and times both.
+func inPlaceFlush(c ChildConfig, dir string, size int64, group []byte) (bench.Trial, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "device.dat"), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
 		return bench.Trial{}, err
 	}
 	defer f.Close()
 	fd := int(f.Fd())
-	const size = 1 << 20
 	if err := preallocate(fd, size); err != nil {
 		return bench.Trial{}, fmt.Errorf("fallocate: %w", err)
 	}
-	// Write the blocks for real once, so that no overwrite later converts
-	// an unwritten extent (a metadata change).
 	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
 		return bench.Trial{}, err
 	}
@@ -227,51 +242,15 @@ func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
 	tr, err := measure(c, func(_ int, p []byte) (time.Duration, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		t0 := time.Now()
+		if group != nil {
+			p = group
+		}
 		if _, err := f.WriteAt(p, 0); err != nil {
 			return 0, err
 		}
-		t0 := time.Now()
-		if err := fdatasync(fd); err != nil {
-			return 0, fmt.Errorf("fdatasync: %w", err)
-		}
-		lat := time.Since(t0)
-		calls.Add(1)
-		return lat, nil
-	}, PerCall(&calls))
-	return MarkInferred(tr), err
-}
-
-// deviceGroup measures what one group commit cannot beat: a pwrite of
-// c.WriteSize bytes in place into already written blocks, then fdatasync,
-// both timed: the device's cost of one group's flush with no file-system
-// metadata to commit.
-func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "device.dat"), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
-	if err != nil {
-		return bench.Trial{}, err
-	}
-	defer f.Close()
-	fd := int(f.Fd())
-	size := max(1<<20, int64(c.WriteSize))
-	if err := preallocate(fd, size); err != nil {
-		return bench.Trial{}, fmt.Errorf("fallocate: %w", err)
-	}
-	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
-		return bench.Trial{}, err
-	}
-	if err := f.Sync(); err != nil {
-		return bench.Trial{}, err
-	}
-	buf := make([]byte, c.WriteSize)
-	var mu sync.Mutex
-	var calls atomic.Uint64
-	c.EntrySize = 8 // the payload is buf, not the entry measure makes
-	tr, err := measure(c, func(_ int, _ []byte) (time.Duration, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		t0 := time.Now()
-		if _, err := f.WriteAt(buf, 0); err != nil {
-			return 0, err
+		if group == nil {
+			t0 = time.Now()
 		}
 		if err := fdatasync(fd); err != nil {
 			return 0, fmt.Errorf("fdatasync: %w", err)
