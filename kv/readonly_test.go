@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,18 +31,6 @@ func treeState(t *testing.T, dir string) map[string][]byte {
 		t.Fatal(err)
 	}
 	return m
-}
-
-func sameTree(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestReadOnlyStore: a store opened ReadOnly reads tables and log beside a
@@ -96,7 +85,7 @@ func TestReadOnlyStore(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := treeState(t, dir); !sameTree(before, after) {
+	if after := treeState(t, dir); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Fatal("a read-only open changed the store's files")
 	}
 

@@ -3,6 +3,7 @@ package wal
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,18 +27,6 @@ func dirState(t *testing.T, dir string) map[string][]byte {
 		m[e.Name()] = b
 	}
 	return m
-}
-
-func sameState(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }
 
 func names(m map[string][]byte) []string {
@@ -85,7 +74,7 @@ func TestReadOnly(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := dirState(t, dir); !sameState(before, after) {
+	if after := dirState(t, dir); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Fatalf("a read-only open changed the directory: %v before, %v after", names(before), names(after))
 	}
 
