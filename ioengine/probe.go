@@ -14,5 +14,21 @@ type KernelProbe struct {
 	SelfTestError error    // nil when the start-up self-test passes
 }
 
+// Usable reports whether the engines can run on io_uring in this process
+// (compiled in, a ring set up, the self-test passed) and, when not, why.
+func (p KernelProbe) Usable() (ok bool, why string) {
+	switch {
+	case !p.Compiled:
+		return false, p.NotCompiled
+	case p.SetupError != nil:
+		return false, p.SetupError.Error()
+	case !p.Available:
+		return false, "no ring could be set up"
+	case p.SelfTestError != nil:
+		return false, "self-test failed: " + p.SelfTestError.Error()
+	}
+	return true, ""
+}
+
 // requiredOps are the opcodes ringstore issues.
 var requiredOps = []string{"NOP", "READ", "WRITE", "FSYNC", "READV", "WRITEV", "READ_FIXED", "WRITE_FIXED", "TIMEOUT"}

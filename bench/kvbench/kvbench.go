@@ -273,15 +273,8 @@ func Run(opts Options) (err error) {
 	ringDir, pebbleDir := filepath.Join(runDir, "ringstore"), filepath.Join(runDir, "pebble")
 	var notes []string
 
-	kp := ioengine.ProbeKernel()
-	uringOK := kp.Compiled && kp.Available && kp.SelfTestError == nil
+	uringOK, why := ioengine.ProbeKernel().Usable()
 	if !uringOK {
-		why := kp.NotCompiled
-		if kp.SetupError != nil {
-			why = kp.SetupError.Error()
-		} else if kp.SelfTestError != nil {
-			why = "self-test failed: " + kp.SelfTestError.Error()
-		}
 		notes = append(notes, "io_uring unavailable ("+why+"): the io_uring modes and the device's QD64 measurement were skipped, and the bars cannot be tested")
 	}
 

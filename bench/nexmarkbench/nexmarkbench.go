@@ -172,17 +172,10 @@ func Run(o Options) error {
 		return err
 	}
 	var notes []string
-	kp := ioengine.ProbeKernel()
-	uringOK := kp.Compiled && kp.Available && kp.SelfTestError == nil
+	uringOK, why := ioengine.ProbeKernel().Usable()
 	sides := []bool{true, false}
 	if !uringOK {
 		sides = []bool{false}
-		why := kp.NotCompiled
-		if kp.SetupError != nil {
-			why = kp.SetupError.Error()
-		} else if kp.SelfTestError != nil {
-			why = "self-test failed: " + kp.SelfTestError.Error()
-		}
 		notes = append(notes, "io_uring unavailable ("+why+"): only the OFF modes ran, and there is no ON/OFF comparison")
 		fmt.Fprintf(o.Progress, "io_uring unavailable (%s): only the OFF modes run\n", why)
 	}

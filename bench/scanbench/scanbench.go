@@ -279,14 +279,8 @@ func Run(opts Options) (err error) {
 
 	// The I/O backend of direct, pool and the device measurement.
 	ioMode := "uring"
-	if kp := ioengine.ProbeKernel(); !kp.Compiled || !kp.Available || kp.SelfTestError != nil {
+	if ok, why := ioengine.ProbeKernel().Usable(); !ok {
 		ioMode = "syscall"
-		why := kp.NotCompiled
-		if kp.SetupError != nil {
-			why = kp.SetupError.Error()
-		} else if kp.SelfTestError != nil {
-			why = "self-test failed: " + kp.SelfTestError.Error()
-		}
 		notes = append(notes, "io_uring unavailable ("+why+"): direct, pool and the device measurement ran on the syscall backend")
 	}
 
