@@ -1,6 +1,10 @@
 package nexmark
 
 import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ringstore/ringstore/internal/testdir"
@@ -59,7 +63,9 @@ func TestGenerator(t *testing.T) {
 // reference.
 func TestQueriesMatchTheReference(t *testing.T) {
 	const events = 30_000
-	var gen GenConfig
+	// 1,000 events a second: 30 s of event time, so windows of 10 s and
+	// sessions close while the run goes on, not only at its end.
+	gen := GenConfig{Rate: 1000}
 	for _, name := range QueryNames() {
 		want, err := Reference(Queries[name], gen, events)
 		if err != nil {
@@ -69,7 +75,7 @@ func TestQueriesMatchTheReference(t *testing.T) {
 			t.Fatalf("%s: the reference emits nothing over %d events", name, events)
 		}
 		for _, mode := range []ioengine.IOMode{ioengine.URing, ioengine.Syscall} {
-			res, err := Run(RunConfig{Query: name, Events: events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, IOMode: mode})
+			res, err := Run(RunConfig{Query: name, Events: events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, IOMode: mode, Gen: gen})
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, mode, err)
 			}
@@ -88,14 +94,15 @@ func TestQueriesMatchTheReference(t *testing.T) {
 // positions, ends with exactly the reference's rows.
 func TestKillAndRestore(t *testing.T) {
 	const events = 40_000
-	var gen GenConfig
-	for _, name := range []string{"q3", "q17", "q20"} {
+	gen := GenConfig{Rate: 1000}
+	// q11 and q12 also restore their timers and watermarks.
+	for _, name := range []string{"q3", "q11", "q12", "q17", "q20"} {
 		want, err := Reference(Queries[name], gen, events)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dir := testdir.Direct(t)
-		cfg := RunConfig{Query: name, Events: events, Batch: 100, Checkpoint: 400, Dir: dir, Cache: 256 << 10}
+		cfg := RunConfig{Query: name, Events: events, Batch: 100, Checkpoint: 400, Dir: dir, Cache: 256 << 10, Gen: gen}
 		cfg.StopAt = 27_123
 		if _, err := Run(cfg); err != nil {
 			t.Fatal(err)
@@ -109,4 +116,68 @@ func TestKillAndRestore(t *testing.T) {
 			t.Errorf("%s: after the restore %s, reference %s", name, res.Sink.Checksum(), want.Checksum())
 		}
 	}
+}
+
+// TestFinalStageRefusesCheckpoints: a query with a final stage is not
+// checkpointed (the workers' checkpoints are not aligned), and says so.
+func TestFinalStageRefusesCheckpoints(t *testing.T) {
+	for _, name := range []string{"q4", "q5"} {
+		_, err := Run(RunConfig{Query: name, Events: 1000, Checkpoint: 100, Dir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "final stage") {
+			t.Errorf("%s with checkpoints: %v, want an error naming the final stage", name, err)
+		}
+	}
+}
+
+// TestTimers: timers fire once, in (time, key) order, not when deleted,
+// and survive Encode and DecodeTimers.
+func TestTimers(t *testing.T) {
+	var tm Timers
+	tm.Timer(30, []byte("b"))
+	tm.Timer(10, []byte("z"))
+	tm.Timer(30, []byte("a"))
+	tm.Timer(30, []byte("a"))
+	tm.Timer(20, []byte("gone"))
+	tm.DeleteTimer(20, []byte("gone"))
+	tm.Timer(50, []byte("late"))
+	back, rest, err := DecodeTimers(tm.Encode([]byte(nil)))
+	if err != nil || len(rest) != 0 || back.Len() != 4 {
+		t.Fatalf("decode: %d timers, %d bytes left, %v", back.Len(), len(rest), err)
+	}
+	for _, x := range []*Timers{&tm, back} {
+		var got []string
+		for _, k := range x.due(40) {
+			got = append(got, fmt.Sprintf("%d %s", k.ts, k.key))
+		}
+		if want := []string{"10 z", "30 a", "30 b"}; !slices.Equal(got, want) {
+			t.Errorf("due at 40: %v, want %v", got, want)
+		}
+		if d := x.due(40); len(d) != 0 || x.Len() != 1 {
+			t.Errorf("fired again: %v; %d left", d, x.Len())
+		}
+	}
+}
+
+// FuzzDecodeTimers: no input panics or reads past its end, and what
+// decodes encodes to bytes that decode to the same timers.
+func FuzzDecodeTimers(f *testing.F) {
+	var tm Timers
+	tm.Timer(1, []byte("k"))
+	tm.Timer(-5, nil)
+	f.Add(tm.Encode(nil))
+	f.Add([]byte{0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, rest, err := DecodeTimers(b)
+		if err != nil {
+			return
+		}
+		if len(rest) > len(b) {
+			t.Fatalf("%d bytes left of %d", len(rest), len(b))
+		}
+		enc := got.Encode(nil)
+		again, _, err := DecodeTimers(enc)
+		if err != nil || !bytes.Equal(again.Encode(nil), enc) {
+			t.Fatalf("re-encoded timers do not decode the same: %v", err)
+		}
+	})
 }

@@ -20,6 +20,19 @@ type Store interface {
 	Delete(name string, key []byte)
 	List(name string, key []byte) ([][]byte, error)
 	Append(name string, key, item []byte) error
+	// Timer sets an event-time timer: the query's OnTimer runs for key once
+	// the watermark reaches ts. DeleteTimer drops one not yet fired.
+	Timer(ts int64, key []byte)
+	DeleteTimer(ts int64, key []byte)
+}
+
+// operatorStore is a Store as the runner drives it: reads declared with
+// Want are made by load, writes are made durable-in-order by commit.
+type operatorStore interface {
+	Store
+	load() error
+	commit() error
+	timers() *Timers
 }
 
 // Sink is the blackhole at the end of a query: it keeps the number of
@@ -50,15 +63,63 @@ func (s Sink) Checksum() string { return fmt.Sprintf("%d:%016x:%016x", s.Rows, s
 // Query is one Nexmark query: which events it takes and their partition
 // key, what it reads for an event (Wants), and what it does with it
 // (Process). Stateless queries want nothing.
+//
+// A query with windows sets timers (Store.Timer); OnTimer runs each once
+// the watermark passes it, its reads declared by TimerWants and made in one
+// Load per round of timers. A query whose result spans keys (the hot items
+// of a window, the average of a category) has a Final stage: the first
+// stage forwards records to it (Out.Forward), and it runs on one goroutine
+// over them in event-time order, as a parallelism-1 operator after a
+// shuffle would.
 type Query struct {
 	Name     string
 	Stateful bool
 	// States are the query's state names and whether each is a list.
 	States map[string]bool
 	// Key returns the partition key of an event the query takes, or false.
-	Key     func(e Event) (int64, bool)
-	Wants   func(e Event, s Store)
-	Process func(e Event, s Store, out *Sink) error
+	Key        func(e Event) (int64, bool)
+	Wants      func(e Event, s Store)
+	Process    func(e Event, s Store, out *Out) error
+	TimerWants func(ts int64, key []byte, s Store)
+	OnTimer    func(ts int64, key []byte, s Store, out *Out) error
+	Final      *FinalOperator
+}
+
+// FinalOperator is a query's second stage. Its state is small (a few keys
+// per window or category) and lives in memory.
+type FinalOperator struct {
+	Process func(r Record, s Store, out *Out) error
+	OnTimer func(ts int64, key []byte, s Store, out *Out) error
+}
+
+// timed says whether the query needs watermarks.
+func (q Query) timed() bool { return q.OnTimer != nil || q.Final != nil }
+
+// advance fires the operator's timers due at watermark wm, in rounds: the
+// reads of a round's timers in one load, their writes in one commit.
+func (q Query) advance(s operatorStore, wm int64, out *Out) error {
+	for {
+		due := s.timers().due(wm)
+		if len(due) == 0 {
+			return nil
+		}
+		if q.TimerWants != nil {
+			for _, t := range due {
+				q.TimerWants(t.ts, []byte(t.key), s)
+			}
+			if err := s.load(); err != nil {
+				return err
+			}
+		}
+		for _, t := range due {
+			if err := q.OnTimer(t.ts, []byte(t.key), s, out); err != nil {
+				return fmt.Errorf("nexmark: %s, timer at %d: %w", q.Name, t.ts, err)
+			}
+		}
+		if err := s.commit(); err != nil {
+			return err
+		}
+	}
 }
 
 func i64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
@@ -94,19 +155,19 @@ func noWants(Event, Store) {}
 
 func init() {
 	// q0: pass-through, the cost of reading the stream.
-	Queries["q0"] = Query{Name: "q0", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Sink) error {
+	Queries["q0"] = Query{Name: "q0", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
 		b := e.Bid
 		out.Emit(fmt.Sprintf("%d,%d,%d,%s,%s,%d", b.Auction, b.Bidder, b.Price, b.Channel, b.URL, b.DateTime))
 		return nil
 	}}
 	// q1: currency conversion, dollars to euros.
-	Queries["q1"] = Query{Name: "q1", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Sink) error {
+	Queries["q1"] = Query{Name: "q1", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
 		b := e.Bid
 		out.Emit(fmt.Sprintf("%d,%d,%d,%d", b.Auction, b.Bidder, b.Price*908/1000, b.DateTime))
 		return nil
 	}}
 	// q2: selection, the bids of some auctions.
-	Queries["q2"] = Query{Name: "q2", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Sink) error {
+	Queries["q2"] = Query{Name: "q2", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
 		if e.Bid.Auction%123 == 0 {
 			out.Emit(fmt.Sprintf("%d,%d", e.Bid.Auction, e.Bid.Price))
 		}
@@ -134,7 +195,7 @@ func init() {
 				s.Want("person", i64(e.Auction.Seller))
 			}
 		},
-		Process: func(e Event, s Store, out *Sink) error {
+		Process: func(e Event, s Store, out *Out) error {
 			switch e.Kind {
 			case KindPerson:
 				p := e.Person
@@ -175,7 +236,7 @@ func init() {
 	Queries["q17"] = Query{Name: "q17", Stateful: true, States: map[string]bool{"day": false},
 		Key:   bidKey,
 		Wants: func(e Event, s Store) { s.Want("day", key2(e.Bid.Auction, e.Bid.DateTime/86_400_000)) },
-		Process: func(e Event, s Store, out *Sink) error {
+		Process: func(e Event, s Store, out *Out) error {
 			b := e.Bid
 			k := key2(b.Auction, b.DateTime/86_400_000)
 			v, ok, err := s.Get("day", k)
@@ -221,7 +282,7 @@ func init() {
 			return e.Bid.Bidder, true
 		},
 		Wants: func(e Event, s Store) { s.Want("last", key2(e.Bid.Bidder, e.Bid.Auction)) },
-		Process: func(e Event, s Store, out *Sink) error {
+		Process: func(e Event, s Store, out *Out) error {
 			b := e.Bid
 			k := key2(b.Bidder, b.Auction)
 			v, ok, err := s.Get("last", k)
@@ -256,7 +317,7 @@ func init() {
 				s.Want("auction", i64(e.Bid.Auction))
 			}
 		},
-		Process: func(e Event, s Store, out *Sink) error {
+		Process: func(e Event, s Store, out *Out) error {
 			switch e.Kind {
 			case KindAuction:
 				a := e.Auction
@@ -288,7 +349,7 @@ func init() {
 		}}
 }
 
-func emitQ20(out *Sink, item, bid string) {
+func emitQ20(out *Out, item, bid string) {
 	if strings.HasPrefix(item, "10|") {
 		out.Emit(bid + "," + item)
 	}

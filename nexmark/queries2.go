@@ -58,7 +58,7 @@ func rankOf(price int64) int {
 // countDistinct updates a group's counts with one bid. seen holds, per
 // (group, "b"|"a", id), the ranks already counted for that bidder or
 // auction (a bit mask; bit 0: counted at all).
-func countDistinct(name string, group []byte, b *Bid, s Store, out *Sink) error {
+func countDistinct(name string, group []byte, b *Bid, s Store, out *Out) error {
 	v, ok, err := s.Get(name, group)
 	if err != nil {
 		return err
@@ -154,14 +154,14 @@ func init() {
 	// q13: bids joined with a bounded side table on auction mod 10,000
 	// (the side table: key k has value "value-k", made here as the
 	// reference reads it from a file).
-	Queries["q13"] = Query{Name: "q13", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Sink) error {
+	Queries["q13"] = Query{Name: "q13", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
 		b := e.Bid
 		out.Emit(fmt.Sprintf("%d,%d,%d,%d,value-%d", b.Auction, b.Bidder, b.Price, b.DateTime, b.Auction%10_000))
 		return nil
 	}}
 	// q14: a filter and computed columns (price in euros between 1,000,000
 	// and 50,000,000, the time of day, the count of 'c' in extra).
-	Queries["q14"] = Query{Name: "q14", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Sink) error {
+	Queries["q14"] = Query{Name: "q14", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
 		b := e.Bid
 		euros := float64(b.Price) * 0.908
 		if euros <= 1_000_000 || euros >= 50_000_000 {
@@ -179,7 +179,7 @@ func init() {
 		return nil
 	}}
 	// q21: the channel id of known channels, or from the URL.
-	Queries["q21"] = Query{Name: "q21", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Sink) error {
+	Queries["q21"] = Query{Name: "q21", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
 		b := e.Bid
 		id, ok := map[string]string{"apple": "0", "google": "1", "facebook": "2", "baidu": "3"}[strings.ToLower(b.Channel)]
 		if !ok {
@@ -191,7 +191,7 @@ func init() {
 		return nil
 	}}
 	// q22: the URL's first three directories.
-	Queries["q22"] = Query{Name: "q22", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Sink) error {
+	Queries["q22"] = Query{Name: "q22", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
 		b := e.Bid
 		out.Emit(fmt.Sprintf("%d,%d,%d,%s,%s,%s,%s", b.Auction, b.Bidder, b.Price, b.Channel, urlPart(b.URL, 3), urlPart(b.URL, 4), urlPart(b.URL, 5)))
 		return nil
@@ -202,7 +202,7 @@ func init() {
 	Queries["q15"] = Query{Name: "q15", Stateful: true, States: map[string]bool{"day": false, "day-seen": false},
 		Key:   dayKey,
 		Wants: func(e Event, s Store) { wantDistinct("day", []byte(dayOf(e.Bid.DateTime)), e.Bid, s) },
-		Process: func(e Event, s Store, out *Sink) error {
+		Process: func(e Event, s Store, out *Out) error {
 			return countDistinct("day", []byte(dayOf(e.Bid.DateTime)), e.Bid, s, out)
 		}}
 	// q16: the same per channel and day.
@@ -216,7 +216,7 @@ func init() {
 		Wants: func(e Event, s Store) {
 			wantDistinct("chday", []byte(e.Bid.Channel+"|"+dayOf(e.Bid.DateTime)), e.Bid, s)
 		},
-		Process: func(e Event, s Store, out *Sink) error {
+		Process: func(e Event, s Store, out *Out) error {
 			return countDistinct("chday", []byte(e.Bid.Channel+"|"+dayOf(e.Bid.DateTime)), e.Bid, s, out)
 		}}
 	// q19: the ten highest bids of each auction (ties: the earlier bid
@@ -224,7 +224,7 @@ func init() {
 	Queries["q19"] = Query{Name: "q19", Stateful: true, States: map[string]bool{"top": false},
 		Key:   bidKey,
 		Wants: func(e Event, s Store) { s.Want("top", i64(e.Bid.Auction)) },
-		Process: func(e Event, s Store, out *Sink) error {
+		Process: func(e Event, s Store, out *Out) error {
 			b := e.Bid
 			v, _, err := s.Get("top", i64(b.Auction))
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +20,7 @@ import (
 
 // MapStore is the reference Store: Go maps, nothing on disk.
 type MapStore struct {
+	Timers
 	values map[string]map[string][]byte
 	lists  map[string]map[string][][]byte
 }
@@ -29,6 +31,10 @@ func NewMapStore() *MapStore {
 }
 
 func (m *MapStore) Want(string, []byte) {}
+
+func (m *MapStore) load() error     { return nil }
+func (m *MapStore) commit() error   { return nil }
+func (m *MapStore) timers() *Timers { return &m.Timers }
 
 func (m *MapStore) Get(name string, key []byte) ([]byte, bool, error) {
 	v, ok := m.values[name][string(key)]
@@ -62,9 +68,11 @@ func (m *MapStore) Append(name string, key, item []byte) error {
 // stateStore runs a query's operator on package state, one mini-batch at
 // a time.
 type stateStore struct {
-	mb     *state.MiniBatch
-	values map[string]*state.ValueState
-	lists  map[string]*state.ListState
+	Timers
+	loadTime time.Duration // in load: the state's reads
+	mb       *state.MiniBatch
+	values   map[string]*state.ValueState
+	lists    map[string]*state.ListState
 }
 
 func newStateStore(b *state.Backend, q Query) (*stateStore, error) {
@@ -82,6 +90,15 @@ func newStateStore(b *state.Backend, q Query) (*stateStore, error) {
 	}
 	return s, nil
 }
+
+func (s *stateStore) load() error {
+	t := time.Now()
+	err := s.mb.Load()
+	s.loadTime += time.Since(t)
+	return err
+}
+func (s *stateStore) commit() error   { return s.mb.Commit() }
+func (s *stateStore) timers() *Timers { return &s.Timers }
 
 func (s *stateStore) Want(name string, key []byte) {
 	if v := s.values[name]; v != nil {
@@ -113,20 +130,49 @@ func (s *stateStore) Append(name string, key, item []byte) error {
 	return s.lists[name].Add(s.mb, key, nil, item)
 }
 
-// Reference runs query q over events [0, events) with a MapStore.
+// Reference runs query q over events [0, events) with a MapStore. The
+// watermark follows every event (its time less WatermarkLag) and reaches
+// the end of time after the last, as a bounded source's does.
 func Reference(q Query, gen GenConfig, events int64) (Sink, error) {
-	var out Sink
+	var out Out
 	s := NewMapStore()
+	var fin *finalStage
+	if q.Final != nil {
+		fin = newFinalStage(q, 1)
+	}
+	advance := func(wm int64) error {
+		if q.OnTimer != nil {
+			if err := q.advance(s, wm, &out); err != nil {
+				return err
+			}
+		}
+		if fin != nil {
+			err := fin.add(0, out.fwd, wm)
+			out.fwd = out.fwd[:0]
+			return err
+		}
+		return nil
+	}
 	for id := int64(0); id < events; id++ {
 		e := gen.Generate(id)
-		if _, ok := q.Key(e); !ok {
-			continue
+		if _, ok := q.Key(e); ok {
+			if err := q.Process(e, s, &out); err != nil {
+				return out.Sink, err
+			}
 		}
-		if err := q.Process(e, s, &out); err != nil {
-			return out, err
+		if q.timed() {
+			if err := advance(e.Time() - WatermarkLag); err != nil {
+				return out.Sink, err
+			}
 		}
 	}
-	return out, nil
+	if err := advance(math.MaxInt64); err != nil {
+		return out.Sink, err
+	}
+	if fin != nil {
+		out.Add(fin.out.Sink)
+	}
+	return out.Sink, nil
 }
 
 // RunConfig is one run of a query.
@@ -183,6 +229,11 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d: each must be positive", c.Events, c.Parallelism, c.Batch, c.Checkpoint)
 	case q.Stateful && c.Dir == "":
 		return c, fmt.Errorf("nexmark: %s keeps state and needs a directory", c.Query)
+	case q.Final != nil && (c.Checkpoint > 0 || c.Restore):
+		// A worker checkpoints on its own (no barrier aligns the workers),
+		// which is exact for one stage but would lose or repeat records
+		// in flight to a second.
+		return c, fmt.Errorf("nexmark: %s has a final stage; the runner's checkpoints cover single-stage queries only", c.Query)
 	}
 	return c, nil
 }
@@ -194,49 +245,85 @@ func partition(key int64, workers int) int {
 	return int(h.Sum32() % uint32(workers))
 }
 
-// worker is one subtask: its events in order, its state, its sink.
+// worker is one subtask: its events in order, its state, its timers, its
+// sink.
 type worker struct {
 	i       int
 	q       Query
 	cfg     RunConfig
 	backend *state.Backend
-	store   Store
-	out     Sink
+	store   operatorStore
+	out     Out
 	from    int64 // the first event id it processes (after a restore)
+	wm      int64 // the watermark it has reached
 	seen    int64 // its events since the last checkpoint
 	cks     int
-	load    time.Duration
+}
+
+// batchMsg is what the source sends a worker: events in order, then the
+// watermark they bring (no later event of the worker is at or before it).
+type batchMsg struct {
+	events []Event
+	wm     int64
 }
 
 // checkpoint writes the worker's state with its position (the next event
-// id) and its sink, so a restore resumes exactly.
+// id), its sink, its watermark and its timers, so a restore resumes
+// exactly: meta is next, rows, sum, xor, watermark (8 bytes each, big
+// endian), then the timers as Timers.Encode writes them.
 func (w *worker) checkpoint(next int64) error {
 	meta := binary.BigEndian.AppendUint64(nil, uint64(next))
 	meta = binary.BigEndian.AppendUint64(meta, w.out.Rows)
 	meta = binary.BigEndian.AppendUint64(meta, w.out.Sum)
 	meta = binary.BigEndian.AppendUint64(meta, w.out.Xor)
+	meta = binary.BigEndian.AppendUint64(meta, uint64(w.wm))
+	meta = w.store.timers().Encode(meta)
 	w.cks++
 	return w.backend.Checkpoint(filepath.Join(w.cfg.Dir, fmt.Sprintf("ck-%d-%06d", w.i, w.cks)), meta)
 }
 
-func (w *worker) process(batch []Event) error {
-	if ss, ok := w.store.(*stateStore); ok {
-		for _, e := range batch {
-			w.q.Wants(e, ss)
+// restoreMeta reads what checkpoint wrote.
+func (w *worker) restoreMeta(name string, meta []byte) error {
+	if len(meta) < 40 {
+		return fmt.Errorf("nexmark: checkpoint %s: meta of %d bytes, want at least 40", name, len(meta))
+	}
+	u := func(i int) uint64 { return binary.BigEndian.Uint64(meta[8*i:]) }
+	timers, rest, err := DecodeTimers(meta[40:])
+	if err != nil {
+		return fmt.Errorf("nexmark: checkpoint %s: %w", name, err)
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("nexmark: checkpoint %s: %d bytes after the timers", name, len(rest))
+	}
+	w.from, w.out.Sink, w.wm = int64(u(0)), Sink{Rows: u(1), Sum: u(2), Xor: u(3)}, int64(u(4))
+	*w.store.timers() = *timers
+	return nil
+}
+
+// process runs a message: the events' reads in one load, their writes in
+// one commit, then the timers the watermark fires.
+func (w *worker) process(m batchMsg) error {
+	if len(m.events) > 0 {
+		for _, e := range m.events {
+			w.q.Wants(e, w.store)
 		}
-		t := time.Now()
-		if err := ss.mb.Load(); err != nil {
+		if err := w.store.load(); err != nil {
 			return err
 		}
-		w.load += time.Since(t)
-	}
-	for _, e := range batch {
-		if err := w.q.Process(e, w.store, &w.out); err != nil {
-			return fmt.Errorf("nexmark: %s, event %d: %w", w.q.Name, e.ID, err)
+		for _, e := range m.events {
+			if err := w.q.Process(e, w.store, &w.out); err != nil {
+				return fmt.Errorf("nexmark: %s, event %d: %w", w.q.Name, e.ID, err)
+			}
+		}
+		if err := w.store.commit(); err != nil {
+			return err
 		}
 	}
-	if ss, ok := w.store.(*stateStore); ok {
-		return ss.mb.Commit()
+	if m.wm > w.wm {
+		w.wm = m.wm
+		if w.q.OnTimer != nil {
+			return w.q.advance(w.store, m.wm, &w.out)
+		}
 	}
 	return nil
 }
@@ -244,7 +331,7 @@ func (w *worker) process(batch []Event) error {
 // openWorker opens (or restores) worker i's state on eng, the engine all
 // workers share.
 func openWorker(i int, q Query, cfg RunConfig, eng *ioengine.Engine) (*worker, error) {
-	w := &worker{i: i, q: q, cfg: cfg}
+	w := &worker{i: i, q: q, cfg: cfg, wm: math.MinInt64}
 	if !q.Stateful {
 		w.store = NewMapStore()
 		return w, nil
@@ -261,22 +348,19 @@ func openWorker(i int, q Query, cfg RunConfig, eng *ioengine.Engine) (*worker, e
 			return nil, err
 		}
 	}
+	var meta []byte
 	if cfg.Restore && len(cks) > 0 {
-		var meta []byte
 		if w.backend, meta, err = state.Restore(cks[len(cks)-1], live, opts); err != nil {
 			return nil, err
 		}
-		if len(meta) != 32 {
-			w.backend.Close()
-			return nil, fmt.Errorf("nexmark: checkpoint %s: meta of %d bytes", cks[len(cks)-1], len(meta))
-		}
-		w.from = int64(binary.BigEndian.Uint64(meta))
-		w.out = Sink{Rows: binary.BigEndian.Uint64(meta[8:]), Sum: binary.BigEndian.Uint64(meta[16:]), Xor: binary.BigEndian.Uint64(meta[24:])}
 		w.cks = len(cks)
 	} else if w.backend, err = state.Open(live, opts); err != nil {
 		return nil, err
 	}
-	if w.store, err = newStateStore(w.backend, q); err != nil {
+	if w.store, err = newStateStore(w.backend, q); err == nil && meta != nil {
+		err = w.restoreMeta(cks[len(cks)-1], meta)
+	}
+	if err != nil {
 		w.backend.Close()
 		return nil, err
 	}
@@ -316,59 +400,113 @@ func Run(cfg RunConfig) (Result, error) {
 			return Result{}, err
 		}
 	}
+	var fin *finalStage
+	var finCh chan finalMsg
+	finDone := make(chan error, 1)
+	if q.Final != nil {
+		fin, finCh = newFinalStage(q, cfg.Parallelism), make(chan finalMsg, 4*cfg.Parallelism)
+		go func() {
+			var err error
+			for m := range finCh {
+				if err == nil {
+					err = fin.add(m.worker, m.recs, m.wm)
+				}
+			}
+			finDone <- err
+		}()
+	} else {
+		close(finDone)
+	}
 	start := time.Now()
-	chans := make([]chan []Event, cfg.Parallelism)
+	chans := make([]chan batchMsg, cfg.Parallelism)
 	errs := make([]error, cfg.Parallelism)
 	var wg sync.WaitGroup
 	for i, w := range workers {
-		chans[i] = make(chan []Event, 4)
+		chans[i] = make(chan batchMsg, 4)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for batch := range chans[i] {
+			for m := range chans[i] {
 				if errs[i] != nil {
 					continue
 				}
-				errs[i] = w.process(batch)
-				if errs[i] == nil && q.Stateful && cfg.Checkpoint > 0 {
-					w.seen += int64(len(batch))
+				errs[i] = w.process(m)
+				if finCh != nil {
+					finCh <- finalMsg{i, w.out.fwd, w.wm}
+					w.out.fwd = nil
+				}
+				if errs[i] == nil && q.Stateful && cfg.Checkpoint > 0 && len(m.events) > 0 {
+					w.seen += int64(len(m.events))
 					if w.seen >= cfg.Checkpoint {
 						w.seen = 0
-						errs[i] = w.checkpoint(batch[len(batch)-1].ID + 1)
+						errs[i] = w.checkpoint(m.events[len(m.events)-1].ID + 1)
 					}
 				}
 			}
 		}()
 	}
-	// The source: every event made once, routed by key.
+	// The source: every event made once, routed by key. A batch carries
+	// the watermark of the stream at its last event; for a query with
+	// windows, every Batch×Parallelism events each worker also gets the
+	// watermark on its own, so a worker with few events still fires its
+	// timers (held below the first event it has not been sent).
 	pending := make([][]Event, cfg.Parallelism)
+	sent := make([]int64, cfg.Parallelism)
+	for p := range sent {
+		sent[p] = math.MinInt64
+	}
+	every := int64(cfg.Batch * cfg.Parallelism)
 	for id := int64(0); id < end; id++ {
 		e := cfg.Gen.Generate(id)
-		k, ok := q.Key(e)
-		if !ok {
-			continue
+		wm := e.Time() - WatermarkLag
+		if k, ok := q.Key(e); ok {
+			if p := partition(k, cfg.Parallelism); id >= workers[p].from { // before: in the worker's checkpoint
+				pending[p] = append(pending[p], e)
+				if len(pending[p]) == cfg.Batch {
+					chans[p] <- batchMsg{pending[p], wm}
+					pending[p], sent[p] = nil, wm
+				}
+			}
 		}
-		p := partition(k, cfg.Parallelism)
-		if id < workers[p].from {
-			continue // before the worker's checkpoint: in its state already
-		}
-		pending[p] = append(pending[p], e)
-		if len(pending[p]) == cfg.Batch {
-			chans[p] <- pending[p]
-			pending[p] = nil
+		if q.timed() && (id+1)%every == 0 {
+			for p := range pending {
+				w := wm
+				if len(pending[p]) > 0 {
+					w = min(w, pending[p][0].Time()-1)
+				}
+				if w > sent[p] {
+					chans[p] <- batchMsg{wm: w}
+					sent[p] = w
+				}
+			}
 		}
 	}
 	for p := range pending {
-		if len(pending[p]) > 0 {
-			chans[p] <- pending[p]
+		// The end of the stream is the end of time (no watermark after a
+		// stop, as after a crash).
+		wm := int64(math.MinInt64)
+		if end == cfg.Events && q.timed() {
+			wm = math.MaxInt64
+		}
+		if len(pending[p]) > 0 || wm > sent[p] {
+			chans[p] <- batchMsg{pending[p], wm}
 		}
 		close(chans[p])
 	}
 	wg.Wait()
+	if finCh != nil {
+		close(finCh)
+	}
+	finErr := <-finDone
 	res := Result{Events: end, Seconds: time.Since(start).Seconds(), CacheBytes: cfg.Cache * int64(cfg.Parallelism)}
+	if fin != nil {
+		res.Sink.Add(fin.out.Sink)
+	}
 	for i, w := range workers {
-		res.Sink.Add(w.out)
-		res.LoadSeconds += w.load.Seconds()
+		res.Sink.Add(w.out.Sink)
+		if ss, ok := w.store.(*stateStore); ok {
+			res.LoadSeconds += ss.loadTime.Seconds()
+		}
 		if w.backend != nil {
 			st := w.backend.Stats()
 			res.MultiGets += st.MultiGets
@@ -389,7 +527,15 @@ func Run(cfg RunConfig) (Result, error) {
 			return nil
 		})
 	}
-	return res, errors.Join(errs...)
+	return res, errors.Join(append(errs, finErr)...)
+}
+
+// finalMsg is a worker's records for the final stage and the watermark it
+// has reached.
+type finalMsg struct {
+	worker int
+	recs   []Record
+	wm     int64
 }
 
 func isCheckpoint(path, dir string) bool {
