@@ -210,7 +210,11 @@ func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
 			}
 			results[i].Trials = append(results[i].Trials, tr)
 			if !bar.active {
-				fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s  p99 %8.0f µs  (%.1fs)\n", t+1, trials, modes[i].Name, tr.Rate(), tr.P99us, time.Since(start).Seconds())
+				p99 := "" // a benchmark that times no single operation has none
+				if tr.P99us > 0 {
+					p99 = fmt.Sprintf("  p99 %8.0f µs", tr.P99us)
+				}
+				fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s%s  (%.1fs)\n", t+1, trials, modes[i].Name, tr.Rate(), p99, time.Since(start).Seconds())
 			}
 			bar.step(modes[i].Name)
 		}
