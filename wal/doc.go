@@ -119,6 +119,12 @@
 //     offset, and changes nothing. Repair is the explicit choice to cut the
 //     log at the damage.
 //
+// One reader of segment files applies these rules: OpenSegment (and, for a
+// whole directory, Reader) is what Open's recovery, Verify, Repair and the
+// ringstore CLI's `wal dump` read segments through. A Reader takes no lock
+// and writes nothing; beside a writer that is appending, the group being
+// written may show as a torn tail.
+//
 // TruncateFront records the new first seq in wal.meta (written to a
 // temporary file, flushed, renamed, directory flushed) before it removes
 // whole segments, oldest first. TruncateBack removes later segments newest

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,65 +80,34 @@ func (l *Log) recover() error {
 	return nil
 }
 
-// openSegment opens and checks one segment at Open. For the last segment
-// it may cut a torn tail; it returns nil when it removed the segment.
+// openSegment opens and checks one segment at Open (through
+// checkSegment, as Verify and Reader do). For the last segment it may cut a
+// torn tail; it returns nil when it removed the segment.
 func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	path := filepath.Join(l.dir, segmentName(base))
-	flag := os.O_RDONLY
-	if isLast && !l.opts.ReadOnly {
-		flag = os.O_RDWR
+	sf, err := checkSegment(path, base, isLast, &l.opts, l.opts.LazyVerify)
+	if err != nil {
+		return nil, err
+	}
+	seg := &segment{base: base, path: path, size: sf.Info.Size, last: sf.Info.LastSeq, dataEnd: sf.Info.DataEnd}
+	if sf.Info.Sealed {
+		seg.sealed = true
+		if sf.img != nil { // checked in full: keep the map for reads
+			seg.data, seg.index, seg.loaded = sf.img, sf.r.index, true
+		}
+		return seg, nil
+	}
+	r, tail, clean := sf.r, sf.tail, sf.Info.TornTail == 0
+	sf.Close()
+	flag := os.O_RDWR
+	if l.opts.ReadOnly {
+		flag = os.O_RDONLY
 	}
 	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	h, t, sealed, err := readHeaderTrailer(f, path, base)
-	var ce *CorruptError
-	if isLast && errors.As(err, &ce) && ce.Offset == int64(h.Size)-TrailerSize {
-		// A torn trailer on the last segment is a seal that never
-		// completed: its entries are read as if unsealed, and the garbage
-		// trailer makes the tail unclean, so it is sealed again below.
-		l.opts.Logf("wal: %s: trailer not valid (%v); reading the segment as unsealed", path, ce.Err)
-		sealed, err = false, nil
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	seg := &segment{base: base, path: path, size: int64(h.Size)}
-	if sealed {
-		f.Close()
-		seg.sealed, seg.last, seg.dataEnd = true, t.LastSeq, int64(t.DataEnd)
-		if !l.opts.LazyVerify {
-			if err := seg.load(); err != nil {
-				return nil, err
-			}
-		}
-		return seg, nil
-	}
-	if !isLast {
-		f.Close()
-		return nil, &CorruptError{Path: path, Offset: seg.size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
-	}
-
-	img, err := mapFile(path, seg.size)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	r := scanEntries(img, base, seg.size-TrailerSize)
-	clean := allZero(img[r.dataEnd:])
-	var tail tailScan
-	if !clean {
-		tail = scanTail(img, r.dataEnd, seg.size-TrailerSize, r.last)
-		if err := tailDamage(path, l.opts, r, tail); err != nil {
-			unmapFile(img)
-			f.Close()
-			return nil, err
-		}
-	}
-	unmapFile(img)
-	seg.last, seg.dataEnd, seg.index, seg.f, seg.loaded = r.last, r.dataEnd, r.index, f, true
+	seg.index, seg.f, seg.loaded = r.index, f, true
 	if seg.index == nil {
 		seg.index = []uint32{}
 	}

@@ -81,54 +81,11 @@ func Verify(dir string) (VerifyReport, error) {
 }
 
 func verifySegment(path string, base uint64, isLast bool) (SegmentInfo, error) {
-	info := SegmentInfo{Path: path, BaseSeq: base, LastSeq: base - 1}
-	f, err := os.Open(path)
+	sf, err := checkSegment(path, base, isLast, nil, false)
 	if err != nil {
-		return info, fmt.Errorf("wal: %w", err)
+		return SegmentInfo{}, err
 	}
-	h, t, sealed, err := readHeaderTrailer(f, path, base)
-	f.Close()
-	var ce *CorruptError
-	if isLast && errors.As(err, &ce) && ce.Offset == int64(h.Size)-TrailerSize {
-		sealed, err = false, nil // a seal that never completed: a torn tail, as Open sees it
-	}
-	if err != nil {
-		return info, err
-	}
-	info.Size, info.Sealed = int64(h.Size), sealed
-	if !sealed && !isLast {
-		return info, &CorruptError{Path: path, Offset: info.Size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
-	}
-	img, err := mapFile(path, info.Size)
-	if err != nil {
-		return info, err
-	}
-	defer unmapFile(img)
-	if sealed {
-		r, err := checkSealed(path, img, h, t)
-		if err != nil {
-			return info, err
-		}
-		info.LastSeq, info.DataEnd = r.last, r.dataEnd
-		return info, nil
-	}
-	r := scanEntries(img, base, info.Size-TrailerSize)
-	info.LastSeq, info.DataEnd = r.last, r.dataEnd
-	if !allZero(img[r.dataEnd:]) {
-		tail := scanTail(img, r.dataEnd, info.Size-TrailerSize, r.last)
-		opts, _ := Options{SegmentSize: info.Size}.withDefaults()
-		if err := tailDamage(path, opts, r, tail); err != nil {
-			return info, err
-		}
-		info.TornEntries = tail.entries
-		for i := len(img) - 1; i >= int(r.dataEnd); i-- { // the trailer's bytes too: a torn seal
-			if img[i] != 0 {
-				info.TornTail = int64(i+1) - r.dataEnd
-				break
-			}
-		}
-	}
-	return info, nil
+	return sf.Info, sf.Close()
 }
 
 // errGap marks a segment that does not start where the previous one ended.
@@ -205,17 +162,23 @@ func (l *Log) repairSegment(ce *CorruptError, rep *RepairReport) error {
 	if !ok {
 		return ce
 	}
-	keep, r, err := l.salvage(ce.Path, base)
+	sf, err := salvageSegment(ce.Path, base)
 	if err != nil {
 		return err
 	}
+	var r scanResult
+	keep := sf != nil && len(sf.r.index) > 0
+	if sf != nil {
+		r = sf.r
+		sf.Close()
+	}
 	if keep && !errors.Is(ce, errGap) {
-		seg := &segment{base: base, path: ce.Path, size: r.size, last: r.last}
+		seg := &segment{base: base, path: ce.Path, size: sf.Info.Size, last: r.last}
 		if err := l.seal(seg, r.dataEnd, r.crc); err != nil {
 			return err
 		}
 		rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; sealed it after seq %d (offset %d)", ce.Path, ce.Err, r.last, r.dataEnd))
-		if ce.Offset < r.size-TrailerSize { // the damage was in the data, not the trailer
+		if ce.Offset < sf.Info.Size-TrailerSize { // the damage was in the data, not the trailer
 			rep.noteLoss(r.last + 1)
 		}
 		return nil
@@ -245,16 +208,13 @@ func (rep *RepairReport) noteLoss(from uint64) {
 	}
 }
 
-type salvaged struct {
-	scanResult
-	size int64
-}
-
-// salvage scans a damaged segment from its header for its good entries.
-func (l *Log) salvage(path string, base uint64) (bool, salvaged, error) {
+// salvageSegment scans a damaged segment from its header to its first
+// entry that is not valid (or the trailer). It returns nil when the header
+// cannot be trusted (nothing in the file can).
+func salvageSegment(path string, base uint64) (*SegmentFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, salvaged{}, fmt.Errorf("wal: %w", err)
+		return nil, fmt.Errorf("wal: %w", err)
 	}
 	st, err := f.Stat()
 	var hb [SegmentHeaderSize]byte
@@ -263,17 +223,17 @@ func (l *Log) salvage(path string, base uint64) (bool, salvaged, error) {
 	}
 	f.Close()
 	if err != nil && st == nil {
-		return false, salvaged{}, fmt.Errorf("wal: %w", err)
+		return nil, fmt.Errorf("wal: %w", err)
 	}
 	h, err := DecodeSegmentHeader(hb[:])
 	if err != nil || h.BaseSeq != base || int64(h.Size) != st.Size() || st.Size()%4096 != 0 {
-		return false, salvaged{}, nil // the header is gone: nothing in the file can be trusted
+		return nil, nil
 	}
-	img, err := mapFile(path, st.Size())
-	if err != nil {
-		return false, salvaged{}, err
+	s := &SegmentFile{Info: SegmentInfo{Path: path, BaseSeq: base, Size: st.Size()}, h: h}
+	if s.img, err = mapFile(path, st.Size()); err != nil {
+		return nil, err
 	}
-	defer unmapFile(img)
-	r := scanEntries(img, base, st.Size()-TrailerSize)
-	return len(r.index) > 0, salvaged{scanResult: r, size: st.Size()}, nil
+	s.r = scanEntries(s.img, base, st.Size()-TrailerSize)
+	s.Info.LastSeq, s.Info.DataEnd = s.r.last, s.r.dataEnd
+	return s, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -393,159 +392,23 @@ type walEntry struct {
 }
 
 // readLog reads the entries of the log in dir from seq from to seq to in
-// order, read-only, through the format decoders, and calls fn for each
-// until fn returns false. Damage is a *wal.CorruptError naming the file and
-// offset. A torn tail of the last, unsealed segment (which Open would cut)
-// ends the entries; notef hears of it.
+// order through wal.Reader (read-only, no lock, the checks Open makes) and
+// calls fn for each until fn returns false. Damage is a *wal.CorruptError
+// naming the file and offset. A torn tail of the last, unsealed segment
+// (which Open would cut) ends the entries; notef hears of it.
 func readLog(dir string, from, to uint64, fn func(walEntry) bool, notef func(string, ...any)) (first uint64, err error) {
-	metaPath := filepath.Join(dir, walMetaName)
-	if b, err := os.ReadFile(metaPath); err == nil {
-		if first, err = wal.DecodeMeta(b); err != nil {
-			return 0, &wal.CorruptError{Path: metaPath, Err: err}
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	r, err := wal.NewReader(dir)
+	if err != nil {
 		return 0, err
 	}
-	bases, err := segmentFiles(dir)
-	if err != nil {
-		return first, err
+	torn, err := r.Scan(from, to, func(e wal.Entry) bool {
+		return fn(walEntry{Seq: e.Seq, Len: len(e.Payload), Segment: filepath.Base(e.Segment), Offset: e.Offset, Payload: e.Payload})
+	})
+	if torn != nil {
+		notef("%s: the entries end at a torn tail at offset %d after seq %d (%d bytes, %d whole entries never acknowledged); Open would cut it",
+			torn.Path, torn.DataEnd, torn.LastSeq, torn.TornTail, torn.TornEntries)
 	}
-	if first == 0 {
-		first = 1
-		if len(bases) > 0 {
-			first = bases[0]
-		}
-	}
-	from = max(from, first)
-	var prevPath string
-	prevLast := uint64(0) // last seq of the previous segment read in full; 0 when none
-	for i, base := range bases {
-		isLast := i == len(bases)-1
-		if base > to {
-			return first, nil
-		}
-		if !isLast && bases[i+1] <= from {
-			prevLast = 0 // every entry is before from
-			continue
-		}
-		path := segmentPath(dir, base)
-		if prevLast != 0 && base != prevLast+1 {
-			return first, &wal.CorruptError{Path: path, Offset: 16, LastSeq: prevLast, Err: fmt.Errorf("%w: segment starts at seq %d but %s ends at seq %d", wal.ErrCorrupt, base, filepath.Base(prevPath), prevLast)}
-		}
-		last, done, err := readSegment(path, base, isLast, from, to, fn, notef)
-		if err != nil || done {
-			return first, err
-		}
-		prevPath, prevLast = path, last
-	}
-	return first, nil
-}
-
-// readSegment reads one segment file for readLog. done reports that fn
-// asked to stop or that seq to was passed.
-func readSegment(path string, base uint64, isLast bool, from, to uint64, fn func(walEntry) bool, notef func(string, ...any)) (last uint64, done bool, _ error) {
-	bad := func(off int64, last uint64, err error) error {
-		return &wal.CorruptError{Path: path, Offset: off, LastSeq: last, Err: err}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, false, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, false, err
-	}
-	var hb [wal.SegmentHeaderSize]byte
-	if _, err := f.ReadAt(hb[:], 0); err != nil {
-		return 0, false, bad(0, 0, fmt.Errorf("%w: segment header: %v", wal.ErrTruncated, err))
-	}
-	h, err := wal.DecodeSegmentHeader(hb[:])
-	if err != nil {
-		return 0, false, bad(0, 0, err)
-	}
-	if h.BaseSeq != base {
-		return 0, false, bad(16, 0, fmt.Errorf("%w: segment header base seq %d, file name says %d", wal.ErrCorrupt, h.BaseSeq, base))
-	}
-	size := int64(h.Size)
-	if st.Size() != size {
-		return 0, false, bad(min(st.Size(), size), 0, fmt.Errorf("%w: segment file is %d bytes, header says %d", wal.ErrTruncated, st.Size(), size))
-	}
-	if size > 1<<32 || size%4096 != 0 {
-		return 0, false, bad(24, 0, fmt.Errorf("%w: segment size %d in header", wal.ErrCorrupt, size))
-	}
-	var tb [wal.TrailerSize]byte
-	if _, err := f.ReadAt(tb[:], size-wal.TrailerSize); err != nil {
-		return 0, false, fmt.Errorf("read trailer of %s: %w", path, err)
-	}
-	t, err := wal.DecodeTrailer(tb[:])
-	sealed := err == nil
-	limit := size - wal.TrailerSize
-	switch {
-	case errors.Is(err, wal.ErrEndOfEntries):
-		if !isLast {
-			return 0, false, bad(limit, 0, fmt.Errorf("%w: segment is not sealed but is not the last one", wal.ErrCorrupt))
-		}
-	case err != nil:
-		return 0, false, bad(limit, 0, err)
-	default:
-		if t.DataEnd < wal.SegmentHeaderSize || t.DataEnd > h.Size-wal.TrailerSize || t.LastSeq+1 < base {
-			return 0, false, bad(limit, 0, fmt.Errorf("%w: trailer data end %d, last seq %d do not fit a segment of %d bytes starting at seq %d", wal.ErrCorrupt, t.DataEnd, t.LastSeq, size, base))
-		}
-		limit = int64(t.DataEnd)
-	}
-	img := make([]byte, limit)
-	if _, err := f.ReadAt(img, 0); err != nil {
-		return 0, false, fmt.Errorf("read %s: %w", path, err)
-	}
-	name := filepath.Base(path)
-	maxBody := int(size) - wal.SegmentHeaderSize - wal.TrailerSize - wal.EntryHeaderSize
-	off, last := int64(wal.SegmentHeaderSize), base-1
-	var crc uint32
-	for off < limit {
-		seq, payload, n, err := wal.DecodeEntry(img[off:], maxBody)
-		if err == nil && seq != last+1 {
-			err = fmt.Errorf("%w: entry seq %d where %d was expected", wal.ErrCorrupt, seq, last+1)
-		}
-		if err != nil {
-			if sealed {
-				return last, false, bad(off, last, fmt.Errorf("sealed segment: %w", err))
-			}
-			if !errors.Is(err, wal.ErrEndOfEntries) || !allZero(img[off:]) {
-				notef("%s: the entries end at a torn tail at offset %d after seq %d (%v); Open would cut it", path, off, last, err)
-			}
-			return last, false, nil
-		}
-		if seq > to {
-			return last, true, nil
-		}
-		if seq >= from && !fn(walEntry{Seq: seq, Len: len(payload), Segment: name, Offset: off, Payload: payload}) {
-			return last, true, nil
-		}
-		crc = crc32.Update(crc, castagnoli, img[off:off+int64(n)])
-		off += int64(n)
-		last = seq
-	}
-	if sealed {
-		if last != t.LastSeq {
-			return last, false, bad(off, last, fmt.Errorf("%w: sealed segment ends at seq %d, trailer says %d", wal.ErrCorrupt, last, t.LastSeq))
-		}
-		if crc != t.DataCRC {
-			return last, false, bad(wal.SegmentHeaderSize, 0, fmt.Errorf("%w: sealed segment data checksum %#08x, trailer says %#08x", wal.ErrCorrupt, crc, t.DataCRC))
-		}
-	}
-	return last, false, nil
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
+	return r.FirstSeq(), err
 }
 
 func walDump(args []string, stdout, stderr io.Writer) error {
