@@ -217,31 +217,19 @@ func init() {
 		},
 		Process: func(e Event, s Store, out *Out) error {
 			for end := range hopEnds(e.Bid.DateTime) {
-				k := key2(e.Bid.Auction, end)
-				v, ok, err := s.Get("count", k)
-				if err != nil {
+				if err := countInWindow(s, key2(e.Bid.Auction, end), end); err != nil {
 					return err
 				}
-				n := int64(0)
-				if ok {
-					if len(v) != 8 {
-						return fmt.Errorf("a stored count of %d bytes", len(v))
-					}
-					n = int64(binary.BigEndian.Uint64(v))
-				}
-				s.Put("count", k, i64(n+1))
-				s.Timer(end-1, k)
 			}
 			return nil
 		},
 		TimerWants: func(_ int64, key []byte, s Store) { s.Want("count", key) },
 		OnTimer: func(ts int64, key []byte, s Store, out *Out) error {
-			v, ok, err := s.Get("count", key)
+			n, ok, err := takeCount(s, key)
 			if err != nil || !ok {
 				return err
 			}
-			s.Delete("count", key)
-			out.Forward(ts, append(key[:8:8], v...)) // auction, count
+			out.Forward(ts, append(key[:8:8], i64(n)...)) // auction, count
 			return nil
 		},
 		Final: &FinalOperator{
@@ -442,32 +430,49 @@ func init() {
 		},
 		Process: func(e Event, s Store, out *Out) error {
 			end := tumbleEnd(ingestTime(e), tumble)
-			k := key2(e.Bid.Bidder, end)
-			v, ok, err := s.Get("count", k)
-			if err != nil {
-				return err
-			}
-			n := int64(0)
-			if ok {
-				if len(v) != 8 {
-					return fmt.Errorf("a stored count of %d bytes", len(v))
-				}
-				n = int64(binary.BigEndian.Uint64(v))
-			}
-			s.Put("count", k, i64(n+1))
-			s.Timer(end-1, k)
-			return nil
+			return countInWindow(s, key2(e.Bid.Bidder, end), end)
 		},
 		TimerWants: func(_ int64, key []byte, s Store) { s.Want("count", key) },
 		OnTimer: func(ts int64, key []byte, s Store, out *Out) error {
-			v, ok, err := s.Get("count", key)
+			n, ok, err := takeCount(s, key)
 			if err != nil || !ok {
 				return err
 			}
-			s.Delete("count", key)
-			out.Emit(fmt.Sprintf("%d,%d,%d,%d", int64(binary.BigEndian.Uint64(key)), int64(binary.BigEndian.Uint64(v)), ts+1-tumble, ts+1))
+			out.Emit(fmt.Sprintf("%d,%d,%d,%d", int64(binary.BigEndian.Uint64(key)), n, ts+1-tumble, ts+1))
 			return nil
 		}}
+}
+
+// countInWindow adds one to the count of key (its window ending at end)
+// and sets the timer that closes the window.
+func countInWindow(s Store, key []byte, end int64) error {
+	v, ok, err := s.Get("count", key)
+	if err != nil {
+		return err
+	}
+	n := int64(0)
+	if ok {
+		if len(v) != 8 {
+			return fmt.Errorf("a stored count of %d bytes", len(v))
+		}
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	s.Put("count", key, i64(n+1))
+	s.Timer(end-1, key)
+	return nil
+}
+
+// takeCount returns the count of key and clears it (its window closed).
+func takeCount(s Store, key []byte) (int64, bool, error) {
+	v, ok, err := s.Get("count", key)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	s.Delete("count", key)
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("a stored count of %d bytes", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, nil
 }
 
 // hopEnds yields the ends of q5's windows that hold ts, earliest first.
