@@ -34,7 +34,7 @@
 //
 // Validate, which Decode and Write run, checks that every file number is
 // below NextFileNum and appears once; every file's MaxSeq is at most
-// sstable.MaxSeq, and its Smallest <= Largest (sstable.Compare), both
+// base.MaxSeq, and its Smallest <= Largest (base.Compare), both
 // with a valid kind and a seq at most MaxSeq; L0 is newest first (Num
 // strictly descending); in each level from L1 on files are sorted by
 // Smallest and their user key ranges do not overlap (a file's largest
@@ -64,7 +64,7 @@ import (
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/internal/crashfs"
-	"github.com/ringstore/ringstore/kv/sstable"
+	"github.com/ringstore/ringstore/kv/internal/base"
 )
 
 const (
@@ -127,7 +127,7 @@ func (e *InvalidError) Unwrap() error { return ErrInvalid }
 type FileMeta struct {
 	Num               uint64 // SST file number: file name is fmt.Sprintf("%06d.sst", Num)
 	Size              uint64 // bytes
-	Smallest, Largest sstable.InternalKey
+	Smallest, Largest base.InternalKey
 	MaxSeq            uint64 // the largest seq in the file
 	Entries           uint64
 }
@@ -159,18 +159,18 @@ func (v *Version) Validate() error {
 				return bad("number also used in L%d", l)
 			}
 			seen[f.Num] = level
-			if f.MaxSeq > sstable.MaxSeq {
-				return bad("MaxSeq %d over sstable.MaxSeq", f.MaxSeq)
+			if f.MaxSeq > base.MaxSeq {
+				return bad("MaxSeq %d over base.MaxSeq", f.MaxSeq)
 			}
-			for _, k := range []sstable.InternalKey{f.Smallest, f.Largest} {
-				if k.Kind != sstable.KindSet && k.Kind != sstable.KindDelete {
+			for _, k := range []base.InternalKey{f.Smallest, f.Largest} {
+				if k.Kind != base.KindSet && k.Kind != base.KindDelete {
 					return bad("key %v has an unknown kind", k)
 				}
 				if k.Seq > f.MaxSeq {
 					return bad("key %v has a seq over MaxSeq %d", k, f.MaxSeq)
 				}
 			}
-			if sstable.Compare(f.Smallest, f.Largest) > 0 {
+			if base.Compare(f.Smallest, f.Largest) > 0 {
 				return bad("smallest %v after largest %v", f.Smallest, f.Largest)
 			}
 			if i == 0 {
@@ -183,7 +183,7 @@ func (v *Version) Validate() error {
 				}
 				continue
 			}
-			if sstable.Compare(p.Smallest, f.Smallest) > 0 {
+			if base.Compare(p.Smallest, f.Smallest) > 0 {
 				return bad("not sorted: smallest %v before %06d.sst's %v", f.Smallest, p.Num, p.Smallest)
 			}
 			if bytes.Compare(p.Largest.UserKey, f.Smallest.UserKey) >= 0 {
@@ -194,14 +194,14 @@ func (v *Version) Validate() error {
 	return nil
 }
 
-func appendKey(b []byte, k sstable.InternalKey) []byte {
+func appendKey(b []byte, k base.InternalKey) []byte {
 	b = binary.AppendUvarint(b, uint64(len(k.UserKey)))
 	b = append(b, k.UserKey...)
 	return binary.LittleEndian.AppendUint64(b, k.Seq<<8|uint64(k.Kind))
 }
 
 // Encode returns v in the manifest format. It does not validate v (Write
-// does); a Seq over sstable.MaxSeq does not survive the trailer.
+// does); a Seq over base.MaxSeq does not survive the trailer.
 func Encode(v *Version) []byte {
 	b := binary.LittleEndian.AppendUint64(nil, Magic)
 	b = binary.LittleEndian.AppendUint32(b, FormatVersion)
@@ -253,14 +253,14 @@ func (d *decoder) uvarint(what string) (uint64, error) {
 	return x, nil
 }
 
-func (d *decoder) key(what string) (sstable.InternalKey, error) {
+func (d *decoder) key(what string) (base.InternalKey, error) {
 	start := d.off
 	n, err := d.uvarint(what + " length")
 	if err != nil {
-		return sstable.InternalKey{}, err
+		return base.InternalKey{}, err
 	}
 	if n > uint64(len(d.body)-d.off) || uint64(len(d.body)-d.off)-n < 8 {
-		return sstable.InternalKey{}, d.corrupt(start, "%s length %d past the end", what, n)
+		return base.InternalKey{}, d.corrupt(start, "%s length %d past the end", what, n)
 	}
 	uk := bytes.Clone(d.body[d.off : d.off+int(n)])
 	if uk == nil {
@@ -268,8 +268,8 @@ func (d *decoder) key(what string) (sstable.InternalKey, error) {
 	}
 	d.off += int(n)
 	t := binary.LittleEndian.Uint64(d.body[d.off:])
-	k := sstable.InternalKey{UserKey: uk, Seq: t >> 8, Kind: sstable.Kind(t & 0xff)}
-	if k.Kind != sstable.KindSet && k.Kind != sstable.KindDelete {
+	k := base.InternalKey{UserKey: uk, Seq: t >> 8, Kind: base.Kind(t & 0xff)}
+	if k.Kind != base.KindSet && k.Kind != base.KindDelete {
 		return k, d.corrupt(d.off, "%s has unknown kind %d", what, t&0xff)
 	}
 	d.off += 8

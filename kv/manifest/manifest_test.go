@@ -15,11 +15,11 @@ import (
 	"testing"
 
 	"github.com/ringstore/ringstore"
-	"github.com/ringstore/ringstore/kv/sstable"
+	"github.com/ringstore/ringstore/kv/internal/base"
 )
 
-func ikey(k string, seq uint64, kind sstable.Kind) sstable.InternalKey {
-	return sstable.InternalKey{UserKey: []byte(k), Seq: seq, Kind: kind}
+func ikey(k string, seq uint64, kind base.Kind) base.InternalKey {
+	return base.InternalKey{UserKey: []byte(k), Seq: seq, Kind: kind}
 }
 
 // randomVersion returns a valid Version with up to maxFiles files per
@@ -31,7 +31,7 @@ func randomVersion(r *rand.Rand, maxFiles int) *Version {
 		n := r.IntN(maxFiles + 1)
 		key := 0
 		for range n {
-			maxSeq := r.Uint64N(sstable.MaxSeq + 1)
+			maxSeq := r.Uint64N(base.MaxSeq + 1)
 			if r.IntN(2) == 0 {
 				maxSeq = r.Uint64N(1000)
 			}
@@ -46,9 +46,9 @@ func randomVersion(r *rand.Rand, maxFiles int) *Version {
 			if a == 0 && r.IntN(2) == 0 {
 				sk = "" // the empty user key
 			}
-			f.Smallest = ikey(sk, r.Uint64N(maxSeq+1), sstable.Kind(r.IntN(2)))
-			f.Largest = ikey(lk, r.Uint64N(maxSeq+1), sstable.Kind(r.IntN(2)))
-			if a == b && sstable.Compare(f.Smallest, f.Largest) > 0 {
+			f.Smallest = ikey(sk, r.Uint64N(maxSeq+1), base.Kind(r.IntN(2)))
+			f.Largest = ikey(lk, r.Uint64N(maxSeq+1), base.Kind(r.IntN(2)))
+			if a == b && base.Compare(f.Smallest, f.Largest) > 0 {
 				f.Smallest, f.Largest = f.Largest, f.Smallest
 			}
 			if level == 0 {
@@ -73,7 +73,7 @@ func equalVersions(a, b *Version) bool {
 		for i, f := range a.Levels[l] {
 			g := b.Levels[l][i]
 			if f.Num != g.Num || f.Size != g.Size || f.MaxSeq != g.MaxSeq || f.Entries != g.Entries ||
-				sstable.Compare(f.Smallest, g.Smallest) != 0 || sstable.Compare(f.Largest, g.Largest) != 0 {
+				base.Compare(f.Smallest, g.Smallest) != 0 || base.Compare(f.Largest, g.Largest) != 0 {
 				return false
 			}
 		}
@@ -226,7 +226,7 @@ func TestValidate(t *testing.T) {
 		{"smallest after largest", map[int][]FileMeta{4: {f(1, "b", "a")}}, 6, 4, 0, "after largest"},
 		{"seq over MaxSeq", map[int][]FileMeta{1: {{Num: 1, MaxSeq: 4, Smallest: ikey("a", 5, 1), Largest: ikey("b", 1, 1)}}}, 6, 1, 0, "over MaxSeq 4"},
 		{"bad kind", map[int][]FileMeta{1: {{Num: 1, Smallest: ikey("a", 0, 2), Largest: ikey("b", 0, 1)}}}, 6, 1, 0, "unknown kind"},
-		{"MaxSeq too large", map[int][]FileMeta{1: {{Num: 1, MaxSeq: sstable.MaxSeq + 1}}}, 6, 1, 0, "over sstable.MaxSeq"},
+		{"MaxSeq too large", map[int][]FileMeta{1: {{Num: 1, MaxSeq: base.MaxSeq + 1}}}, 6, 1, 0, "over base.MaxSeq"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &Version{NextFileNum: tc.next}

@@ -1,8 +1,8 @@
 // Package memtable is kv's in-memory table: a skiplist of internal keys
-// (sstable.InternalKey, ordered by sstable.Compare) with their values.
+// (base.InternalKey, ordered by base.Compare) with their values.
 //
 //	m := memtable.New()
-//	m.Add(7, sstable.KindSet, k, v)            // one writer at a time
+//	m.Add(7, base.KindSet, k, v)            // one writer at a time
 //	v, kind, ok := m.Get(k, 7)                 // any number of readers
 //	it := m.NewIterator()
 //	for ok := it.SeekGE(k); ok; ok = it.Next() { _ = it.Key(); _ = it.Value() }
@@ -43,7 +43,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/ringstore/ringstore/kv/sstable"
+	"github.com/ringstore/ringstore/kv/internal/base"
 )
 
 const (
@@ -87,11 +87,11 @@ func keyPrefix(key []byte) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-func (n *node) internalKey() sstable.InternalKey {
-	return sstable.InternalKey{UserKey: n.key, Seq: n.trailer >> 8, Kind: sstable.Kind(n.trailer & 0xff)}
+func (n *node) internalKey() base.InternalKey {
+	return base.InternalKey{UserKey: n.key, Seq: n.trailer >> 8, Kind: base.Kind(n.trailer & 0xff)}
 }
 
-// compare orders n's key against (key, trailer) as sstable.Compare does;
+// compare orders n's key against (key, trailer) as base.Compare does;
 // prefix is keyPrefix(key).
 func (n *node) compare(key []byte, prefix, trailer uint64) int {
 	if n.prefix != prefix {
@@ -203,13 +203,13 @@ func (m *Memtable) randomHeight() int {
 // Add inserts one version of key: its value (or a tombstone when kind is
 // KindDelete) at seq. key and value are copied. Adds must not run
 // concurrently with one another. Add panics on a kind other than
-// KindSet and KindDelete or a seq over sstable.MaxSeq.
-func (m *Memtable) Add(seq uint64, kind sstable.Kind, key, value []byte) {
-	if kind != sstable.KindSet && kind != sstable.KindDelete {
+// KindSet and KindDelete or a seq over base.MaxSeq.
+func (m *Memtable) Add(seq uint64, kind base.Kind, key, value []byte) {
+	if kind != base.KindSet && kind != base.KindDelete {
 		panic(fmt.Sprintf("memtable: Add with %v", kind))
 	}
-	if seq > sstable.MaxSeq {
-		panic(fmt.Sprintf("memtable: Add with seq %d over sstable.MaxSeq", seq))
+	if seq > base.MaxSeq {
+		panic(fmt.Sprintf("memtable: Add with seq %d over base.MaxSeq", seq))
 	}
 	trailer := seq<<8 | uint64(kind)
 	prefix := keyPrefix(key)
@@ -285,24 +285,24 @@ func (m *Memtable) seekGE(key []byte, trailer uint64) *node {
 // and kind (a tombstone is found too, with kind KindDelete). found is
 // false when the memtable holds no such version. The value is the
 // memtable's (valid for its life, not to be modified).
-func (m *Memtable) Get(key []byte, seq uint64) (value []byte, kind sstable.Kind, found bool) {
-	if seq > sstable.MaxSeq {
-		seq = sstable.MaxSeq
+func (m *Memtable) Get(key []byte, seq uint64) (value []byte, kind base.Kind, found bool) {
+	if seq > base.MaxSeq {
+		seq = base.MaxSeq
 	}
 	// KindSet is the largest kind: (key, seq, KindSet) is the first
 	// internal key of key with a seq at most seq.
-	nd := m.seekGE(key, seq<<8|uint64(sstable.KindSet))
+	nd := m.seekGE(key, seq<<8|uint64(base.KindSet))
 	if nd == nil || !bytes.Equal(nd.key, key) {
 		return nil, 0, false
 	}
-	return nd.value, sstable.Kind(nd.trailer & 0xff), true
+	return nd.value, base.Kind(nd.trailer & 0xff), true
 }
 
 // NewIterator returns an unpositioned iterator over the memtable's
 // entries in internal-key order.
 func (m *Memtable) NewIterator() *Iterator { return &Iterator{m: m} }
 
-// Iterator walks a Memtable in sstable.Compare order. It is owned by one
+// Iterator walks a Memtable in base.Compare order. It is owned by one
 // goroutine. The keys and values it returns stay valid for the life of
 // the Memtable.
 type Iterator struct {
@@ -319,7 +319,7 @@ func (it *Iterator) First() bool {
 // SeekGE moves to the first entry whose user key is at least userKey (the
 // newest version of that user key) and reports whether there is one.
 func (it *Iterator) SeekGE(userKey []byte) bool {
-	it.nd = it.m.seekGE(userKey, sstable.MaxSeq<<8|uint64(sstable.KindSet))
+	it.nd = it.m.seekGE(userKey, base.MaxSeq<<8|uint64(base.KindSet))
 	return it.nd != nil
 }
 
@@ -338,7 +338,7 @@ func (it *Iterator) Valid() bool { return it.nd != nil }
 
 // Key returns the current entry's internal key; its UserKey is the
 // memtable's, not to be modified. Key must be called only when Valid.
-func (it *Iterator) Key() sstable.InternalKey { return it.nd.internalKey() }
+func (it *Iterator) Key() base.InternalKey { return it.nd.internalKey() }
 
 // Value returns the current entry's value (empty for most tombstones);
 // it is the memtable's, not to be modified. Value must be called only

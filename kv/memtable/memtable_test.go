@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ringstore/ringstore/kv/sstable"
+	"github.com/ringstore/ringstore/kv/internal/base"
 )
 
 type entry struct {
-	key   sstable.InternalKey
+	key   base.InternalKey
 	value []byte
 }
 
@@ -21,13 +21,13 @@ type entry struct {
 // checked against.
 type model []entry
 
-func (m *model) add(seq uint64, kind sstable.Kind, key, value []byte) {
-	e := entry{sstable.InternalKey{UserKey: bytes.Clone(key), Seq: seq, Kind: kind}, bytes.Clone(value)}
-	i, _ := slices.BinarySearchFunc(*m, e, func(a, b entry) int { return sstable.Compare(a.key, b.key) })
+func (m *model) add(seq uint64, kind base.Kind, key, value []byte) {
+	e := entry{base.InternalKey{UserKey: bytes.Clone(key), Seq: seq, Kind: kind}, bytes.Clone(value)}
+	i, _ := slices.BinarySearchFunc(*m, e, func(a, b entry) int { return base.Compare(a.key, b.key) })
 	*m = slices.Insert(*m, i, e)
 }
 
-func (m model) get(key []byte, seq uint64) ([]byte, sstable.Kind, bool) {
+func (m model) get(key []byte, seq uint64) ([]byte, base.Kind, bool) {
 	for _, e := range m {
 		if bytes.Equal(e.key.UserKey, key) && e.key.Seq <= seq {
 			return e.value, e.key.Kind, true
@@ -53,7 +53,7 @@ func checkFrom(t *testing.T, it *Iterator, ok bool, want model) {
 		if !ok || !it.Valid() {
 			t.Fatalf("iterator ended after %d of %d entries", i, len(want))
 		}
-		if sstable.Compare(it.Key(), e.key) != 0 || !bytes.Equal(it.Value(), e.value) {
+		if base.Compare(it.Key(), e.key) != 0 || !bytes.Equal(it.Value(), e.value) {
 			t.Fatalf("entry %d: got %v=%q, want %v=%q", i, it.Key(), it.Value(), e.key, e.value)
 		}
 		ok = it.Next()
@@ -65,7 +65,7 @@ func checkFrom(t *testing.T, it *Iterator, ok bool, want model) {
 
 func TestEmpty(t *testing.T) {
 	m := New()
-	if _, _, ok := m.Get(nil, sstable.MaxSeq); ok {
+	if _, _, ok := m.Get(nil, base.MaxSeq); ok {
 		t.Fatal("Get found a key in an empty memtable")
 	}
 	it := m.NewIterator()
@@ -93,10 +93,10 @@ func TestModel(t *testing.T) {
 			seqs := r.Perm(4000) // unique seqs, added out of order
 			for i, s := range seqs {
 				seq := uint64(s + 1)
-				kind := sstable.KindSet
+				kind := base.KindSet
 				var v []byte
 				if r.IntN(4) == 0 {
-					kind = sstable.KindDelete
+					kind = base.KindDelete
 				} else {
 					v = fmt.Appendf(nil, "v%d-%s", seq, bytes.Repeat([]byte{'x'}, r.IntN(40)))
 				}
@@ -142,13 +142,13 @@ func TestModel(t *testing.T) {
 
 func TestSeekGE(t *testing.T) {
 	m := New()
-	m.Add(1, sstable.KindSet, []byte("b"), []byte("b1"))
-	m.Add(3, sstable.KindDelete, []byte("b"), nil)
-	m.Add(2, sstable.KindSet, []byte("b"), []byte("b2"))
-	m.Add(4, sstable.KindSet, []byte("d"), []byte("d4"))
-	m.Add(5, sstable.KindSet, nil, []byte("empty"))
-	ik := func(k string, seq uint64, kind sstable.Kind) string {
-		return sstable.InternalKey{UserKey: []byte(k), Seq: seq, Kind: kind}.String()
+	m.Add(1, base.KindSet, []byte("b"), []byte("b1"))
+	m.Add(3, base.KindDelete, []byte("b"), nil)
+	m.Add(2, base.KindSet, []byte("b"), []byte("b2"))
+	m.Add(4, base.KindSet, []byte("d"), []byte("d4"))
+	m.Add(5, base.KindSet, nil, []byte("empty"))
+	ik := func(k string, seq uint64, kind base.Kind) string {
+		return base.InternalKey{UserKey: []byte(k), Seq: seq, Kind: kind}.String()
 	}
 	for _, tc := range []struct {
 		seek string
@@ -176,17 +176,17 @@ func TestSeekGE(t *testing.T) {
 		key   string
 		seq   uint64
 		value string
-		kind  sstable.Kind
+		kind  base.Kind
 		found bool
 	}{
 		{"b", 0, "", 0, false},
-		{"b", 1, "b1", sstable.KindSet, true},
-		{"b", 2, "b2", sstable.KindSet, true},
-		{"b", 3, "", sstable.KindDelete, true},
-		{"b", sstable.MaxSeq, "", sstable.KindDelete, true},
-		{"b", 1 << 63, "", sstable.KindDelete, true},
+		{"b", 1, "b1", base.KindSet, true},
+		{"b", 2, "b2", base.KindSet, true},
+		{"b", 3, "", base.KindDelete, true},
+		{"b", base.MaxSeq, "", base.KindDelete, true},
+		{"b", 1 << 63, "", base.KindDelete, true},
 		{"", 4, "", 0, false},
-		{"", 5, "empty", sstable.KindSet, true},
+		{"", 5, "empty", base.KindSet, true},
 		{"c", 100, "", 0, false},
 	} {
 		v, kind, found := m.Get([]byte(tc.key), tc.seq)
@@ -198,8 +198,8 @@ func TestSeekGE(t *testing.T) {
 
 func TestDuplicate(t *testing.T) {
 	m := New()
-	m.Add(7, sstable.KindSet, []byte("k"), []byte("first"))
-	m.Add(7, sstable.KindSet, []byte("k"), []byte("second"))
+	m.Add(7, base.KindSet, []byte("k"), []byte("first"))
+	m.Add(7, base.KindSet, []byte("k"), []byte("second"))
 	if v, _, _ := m.Get([]byte("k"), 7); string(v) != "second" {
 		t.Fatalf("Get after a duplicate Add = %q, want the later value", v)
 	}
@@ -217,11 +217,11 @@ func TestCopiesAndBigValues(t *testing.T) {
 	m := New()
 	key := []byte("key")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB, over bigAlloc
-	m.Add(1, sstable.KindSet, key, big)
-	m.Add(2, sstable.KindSet, []byte("mid"), big[:bigAlloc])
-	m.Add(3, sstable.KindSet, []byte("chunk"), big[:chunkSize])
+	m.Add(1, base.KindSet, key, big)
+	m.Add(2, base.KindSet, []byte("mid"), big[:bigAlloc])
+	m.Add(3, base.KindSet, []byte("chunk"), big[:chunkSize])
 	for i := range 100 { // fill several chunks
-		m.Add(uint64(10+i), sstable.KindSet, fmt.Appendf(nil, "small%03d", i), big[:1000])
+		m.Add(uint64(10+i), base.KindSet, fmt.Appendf(nil, "small%03d", i), big[:1000])
 	}
 	key[0] = 'X'
 	want := bytes.Clone(big)
@@ -250,8 +250,8 @@ func TestCopiesAndBigValues(t *testing.T) {
 func TestAddPanics(t *testing.T) {
 	for _, tc := range []struct {
 		seq  uint64
-		kind sstable.Kind
-	}{{1, 2}, {sstable.MaxSeq + 1, sstable.KindSet}} {
+		kind base.Kind
+	}{{1, 2}, {base.MaxSeq + 1, base.KindSet}} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -291,17 +291,17 @@ func TestConcurrent(t *testing.T) {
 					continue
 				}
 				seq := 1 + rnd.Uint64N(top)
-				if v, kind, ok := m.Get(keyOf(seq), seq); !ok || kind != sstable.KindSet || !bytes.Equal(v, value(seq)) {
+				if v, kind, ok := m.Get(keyOf(seq), seq); !ok || kind != base.KindSet || !bytes.Equal(v, value(seq)) {
 					errs <- fmt.Errorf("Get(%q, %d) = %q,%v,%v", keyOf(seq), seq, v, kind, ok)
 					return
 				}
 				// An iteration is sorted and holds at least what was published.
 				it := m.NewIterator()
 				cnt := uint64(0)
-				var prev sstable.InternalKey
+				var prev base.InternalKey
 				for ok := it.SeekGE(keyOf(seq)); ok; ok = it.Next() {
 					k := it.Key()
-					if cnt > 0 && sstable.Compare(prev, k) >= 0 {
+					if cnt > 0 && base.Compare(prev, k) >= 0 {
 						errs <- fmt.Errorf("iterator out of order: %v then %v", prev, k)
 						return
 					}
@@ -320,7 +320,7 @@ func TestConcurrent(t *testing.T) {
 		}()
 	}
 	for seq := uint64(1); seq <= n; seq++ {
-		m.Add(seq, sstable.KindSet, keyOf(seq), value(seq))
+		m.Add(seq, base.KindSet, keyOf(seq), value(seq))
 		published.Store(seq)
 	}
 	close(stop)
@@ -349,7 +349,7 @@ func BenchmarkAdd(b *testing.B) {
 				if i%len(keys) == 0 && i > 0 && m.Len() >= 1<<20 {
 					m = New()
 				}
-				m.Add(uint64(i+1), sstable.KindSet, keys[i%len(keys)], v)
+				m.Add(uint64(i+1), base.KindSet, keys[i%len(keys)], v)
 			}
 		})
 	}
@@ -362,11 +362,11 @@ func BenchmarkGet(b *testing.B) {
 			keys := make([][]byte, n)
 			for i := range keys {
 				keys[i] = fmt.Appendf(nil, "key%016x", rand.Uint64())
-				m.Add(uint64(i+1), sstable.KindSet, keys[i], []byte("value"))
+				m.Add(uint64(i+1), base.KindSet, keys[i], []byte("value"))
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				if _, _, ok := m.Get(keys[i%n], sstable.MaxSeq); !ok {
+				if _, _, ok := m.Get(keys[i%n], base.MaxSeq); !ok {
 					b.Fatal("not found")
 				}
 			}
@@ -384,14 +384,14 @@ func TestPrefixKeys(t *testing.T) {
 	var mod model
 	for i, j := range r.Perm(len(keys) * 3) {
 		k := []byte(keys[j%len(keys)])
-		m.Add(uint64(i+1), sstable.KindSet, k, k)
-		mod.add(uint64(i+1), sstable.KindSet, k, k)
+		m.Add(uint64(i+1), base.KindSet, k, k)
+		mod.add(uint64(i+1), base.KindSet, k, k)
 	}
 	it := m.NewIterator()
 	checkFrom(t, it, it.First(), mod)
 	for _, k := range keys {
 		checkFrom(t, it, it.SeekGE([]byte(k)), mod[mod.seekGE([]byte(k)):])
-		if v, _, ok := m.Get([]byte(k), sstable.MaxSeq); !ok || string(v) != k {
+		if v, _, ok := m.Get([]byte(k), base.MaxSeq); !ok || string(v) != k {
 			t.Fatalf("Get(%q) = %q, %v", k, v, ok)
 		}
 	}
@@ -406,15 +406,15 @@ func TestGetAtSeqWhileNewerVersionsArrive(t *testing.T) {
 	for round := 0; round < 3000; round++ {
 		m := New()
 		for _, k := range [][]byte{[]byte("a"), []byte("j"), []byte("l")} {
-			m.Add(1, sstable.KindSet, k, []byte("other"))
+			m.Add(1, base.KindSet, k, []byte("other"))
 		}
-		m.Add(5, sstable.KindSet, key, []byte("v5"))
+		m.Add(5, base.KindSet, key, []byte("v5"))
 		start := make(chan struct{})
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			<-start
-			m.Add(11, sstable.KindSet, key, []byte("v11"))
+			m.Add(11, base.KindSet, key, []byte("v11"))
 		}()
 		close(start)
 		for stop := false; !stop; {

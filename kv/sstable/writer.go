@@ -102,7 +102,7 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 		return w.err
 	}
 	switch {
-	case !key.Kind.valid():
+	case !key.Kind.Valid():
 		return fmt.Errorf("sstable: key %s has an unknown kind", key)
 	case key.Seq > MaxSeq:
 		return fmt.Errorf("sstable: key %q has seq %d over the maximum %d", key.UserKey, key.Seq, uint64(MaxSeq))
