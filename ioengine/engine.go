@@ -40,8 +40,13 @@ func (o Op) String() string {
 // Link; the engine fills N and Err. A Request belongs to the engine from the
 // call that submits it until that call returns.
 type Request struct {
-	Op  Op
-	Fd  int
+	Op Op
+	// File is the file the request is on: Do holds a reference to it for
+	// the request's flight, so closing it cannot race the request. Fd is
+	// the descriptor of a request without a File, which the caller keeps
+	// open until Do returns (tests, tools); with a File, Do sets it.
+	File *File
+	Fd   int
 	Off int64  // file offset (reads and writes)
 	Buf []byte // memory read into or written from; for O_DIRECT, aligned (package directio)
 
@@ -312,6 +317,18 @@ func (e *Engine) Do(reqs []Request) error {
 		}
 		r.N, r.Err, r.state, r.retries = 0, nil, statePending, 0
 	}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.File == nil {
+			continue
+		}
+		if !r.File.acquire() {
+			releaseFiles(reqs[:i])
+			return fmt.Errorf("ioengine: request %d: %s: %w", i, r.File.Name(), ErrFileClosed)
+		}
+		r.Fd = r.File.fd
+	}
+	defer releaseFiles(reqs)
 	e.calls.Add(1)
 	err := e.backend.do(reqs)
 	var n uint64
@@ -324,6 +341,15 @@ func (e *Engine) Do(reqs []Request) error {
 	e.requests.Add(uint64(len(reqs)))
 	e.bytes.Add(n)
 	return err
+}
+
+// releaseFiles drops the references Do took for reqs.
+func releaseFiles(reqs []Request) {
+	for i := range reqs {
+		if reqs[i].File != nil {
+			reqs[i].File.release()
+		}
+	}
 }
 
 // ReadBatch reads each request's Buf at its Off of its Fd (Op is set to
