@@ -203,7 +203,7 @@ func (x *directFetcher) read(r *directRead) {
 		for off := c.lo; off < c.hi; off += maxRequest {
 			n := min(c.hi-off, maxRequest)
 			at := c.at + off - c.lo
-			reqs = append(reqs, ioengine.Request{Op: ioengine.OpRead, Fd: int(f.osf.Fd()), Off: off, Buf: buf[at : at+n : at+n]})
+			reqs = append(reqs, ioengine.Request{Op: ioengine.OpRead, File: f.ef, Off: off, Buf: buf[at : at+n : at+n]})
 		}
 	}
 	_ = f.eng.Do(reqs)

@@ -28,6 +28,7 @@ type File struct {
 
 	// Mode-specific, immutable after Open.
 	osf        *os.File         // pread, direct, pool
+	ef         *ioengine.File   // osf as engine requests hold it (closing it closes osf)
 	ranges     rangeReader      // metadata and dictionary reads
 	eng        *ioengine.Engine // direct: data reads; direct/pool: metadata reads
 	ownEngine  bool
@@ -82,6 +83,7 @@ func (f *File) open() error {
 	if err != nil {
 		return fmt.Errorf("arrowscan: open: %w", err)
 	}
+	f.ef = ioengine.NewFile(f.osf)
 	st, err := f.osf.Stat()
 	if err != nil {
 		return fmt.Errorf("arrowscan: %w", err)
@@ -119,7 +121,7 @@ func (f *File) open() error {
 			}
 			f.ownEngine = true
 		}
-		f.ranges = directRanges{fd: int(f.osf.Fd()), eng: f.eng}
+		f.ranges = directRanges{file: f.ef, eng: f.eng}
 	}
 	if f.ranges == nil {
 		f.ranges = preadRanges{f.osf}
@@ -128,7 +130,7 @@ func (f *File) open() error {
 		return err
 	}
 	if f.opts.Mode == ModePool {
-		if f.poolID, err = f.opts.Pool.Register(int(f.osf.Fd()), f.size, f.path); err != nil {
+		if f.poolID, err = f.opts.Pool.Register(f.ef, f.size, f.path); err != nil {
 			return fmt.Errorf("arrowscan: %s: %w", f.path, err)
 		}
 		f.registered = true
@@ -357,8 +359,8 @@ func (f *File) release() error {
 			errs = append(errs, fmt.Errorf("arrowscan: munmap %s: %w", f.path, err))
 		}
 	}
-	if f.osf != nil {
-		if err := f.osf.Close(); err != nil {
+	if f.ef != nil {
+		if err := f.ef.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("arrowscan: %w", err))
 		}
 	}

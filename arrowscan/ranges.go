@@ -70,8 +70,8 @@ func (p preadRanges) readRanges(rs []fileRange) ([][]byte, int, error) {
 // directRanges reads with O_DIRECT through an engine: each range as the
 // covering 4 KiB-aligned range into aligned memory, then copied out.
 type directRanges struct {
-	fd  int
-	eng *ioengine.Engine
+	file *ioengine.File
+	eng  *ioengine.Engine
 }
 
 // maxRequest is the largest single read handed to the engine; longer
@@ -121,7 +121,7 @@ func (d directRanges) readGroup(rs []fileRange, out [][]byte, total int64) (int,
 		slots[i] = at + (r.off - lo)
 		for off := lo; off < hi; off += maxRequest {
 			n := min(hi-off, maxRequest)
-			reqs = append(reqs, ioengine.Request{Op: ioengine.OpRead, Fd: d.fd, Off: off, Buf: buf[at : at+n : at+n]})
+			reqs = append(reqs, ioengine.Request{Op: ioengine.OpRead, File: d.file, Off: off, Buf: buf[at : at+n : at+n]})
 			owner = append(owner, i)
 			at += n
 		}

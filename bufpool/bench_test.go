@@ -44,7 +44,7 @@ func benchPin(b *testing.B, fs int, mode ioengine.IOMode) {
 	var tf *testFile
 	fresh := func(b *testing.B) {
 		p = newPool(b, eng, Options{FrameSize: fs, Budget: int64(frames * fs)})
-		id, err := p.Register(file.fd(), int64(len(file.data)), "bench")
+		id, err := p.Register(file.ef, int64(len(file.data)), "bench")
 		if err != nil {
 			b.Fatal(err)
 		}

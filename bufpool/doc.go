@@ -129,9 +129,11 @@
 //
 //   - Frame.Bytes is valid while the frame is pinned, and only then; after
 //     Unpin its memory may be overwritten by the next load at any time.
-//   - A registered fd must stay open until Unregister returns; the pool
-//     never closes it. After Unregister (even one that reports pinned
-//     frames) the pool reads it no more.
+//   - A registered file (an ioengine.File) is the caller's: the pool never
+//     closes it, and after Unregister (even one that reports pinned frames)
+//     reads it no more. Its requests hold the file while in flight, so a
+//     Close before Unregister waits for them and fails later loads with
+//     ioengine.ErrFileClosed; it can never read a reused descriptor.
 //   - Close fails with ErrPinned, changing nothing, while any frame is
 //     pinned; otherwise it waits for the loads in flight, drops queued
 //     prefetches, closes the pool's own engine and unmaps the arena.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 // Pin the frames that hold two byte ranges of a file (loaded once, with
@@ -29,14 +30,15 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer f.Close()
+	file := ioengine.NewFile(f) // closed after the pool, which reads it
+	defer file.Close()
 
 	pool, err := bufpool.New(bufpool.Options{FrameSize: 16 << 10, Budget: 256 << 10})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	id, err := pool.Register(int(f.Fd()), int64(len(data)), path)
+	id, err := pool.Register(file, int64(len(data)), path)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func FuzzPoolOps(f *testing.F) {
 		p.callerLoads = len(ops)%2 == 0
 		ids := make([]FileID, len(files))
 		for i, tf := range files {
-			if ids[i], err = p.Register(tf.fd(), int64(len(tf.data)), tf.path); err != nil {
+			if ids[i], err = p.Register(tf.ef, int64(len(tf.data)), tf.path); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -134,7 +134,7 @@ func FuzzPoolOps(f *testing.F) {
 				if err != nil && !errors.Is(err, ErrPinned) && !errors.Is(err, ErrUnknownFile) {
 					t.Fatalf("Unregister: %v", err)
 				}
-				if ids[i], err = p.Register(files[i].fd(), int64(len(files[i].data)), files[i].path); err != nil {
+				if ids[i], err = p.Register(files[i].ef, int64(len(files[i].data)), files[i].path); err != nil {
 					t.Fatal(err)
 				}
 			case 4:

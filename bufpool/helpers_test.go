@@ -75,6 +75,7 @@ type testFile struct {
 	path string
 	data []byte
 	f    *os.File
+	ef   *ioengine.File // f, as the pool reads it
 	id   FileID
 }
 
@@ -97,15 +98,16 @@ func writeFile(t testing.TB, dir, name string, size int, seed uint64) *testFile 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
-	return &testFile{path: path, data: data, f: f}
+	ef := ioengine.NewFile(f)
+	t.Cleanup(func() { ef.Close() })
+	return &testFile{path: path, data: data, f: f, ef: ef}
 }
 
 // register writes a file and registers it with p.
 func register(t testing.TB, p *Pool, dir, name string, size int, seed uint64) *testFile {
 	t.Helper()
 	tf := writeFile(t, dir, name, size, seed)
-	id, err := p.Register(tf.fd(), int64(size), name)
+	id, err := p.Register(tf.ef, int64(size), name)
 	if err != nil {
 		t.Fatalf("Register(%s): %v", name, err)
 	}

@@ -61,7 +61,7 @@ func (p *Pool) ioWorker() {
 			}
 			f.io = ioIssued
 			batch = append(batch, f)
-			reqs = append(reqs, ioengine.Request{Op: ioengine.OpRead, Fd: f.file.fd, Off: f.off, Buf: f.buf[:readLen(f)]})
+			reqs = append(reqs, ioengine.Request{Op: ioengine.OpRead, File: f.file.f, Off: f.off, Buf: f.buf[:readLen(f)]})
 		}
 		if p.demandQ.len()+p.prefetchQ.len() > 0 {
 			p.work.Signal() // more than one batch: let another worker take the rest

@@ -266,7 +266,7 @@ func (p *Pool) accountLocked(pinned []*Frame, call uint64) (own []*Frame) {
 func (p *Pool) loadLocked(own []*Frame) {
 	reqs := make([]ioengine.Request, len(own))
 	for i, f := range own {
-		reqs[i] = ioengine.Request{Op: ioengine.OpRead, Fd: f.file.fd, Off: f.off, Buf: f.buf[:readLen(f)]}
+		reqs[i] = ioengine.Request{Op: ioengine.OpRead, File: f.file.f, Off: f.off, Buf: f.buf[:readLen(f)]}
 	}
 	p.stats.EngineCalls++
 	p.stats.CallerEngineCalls++

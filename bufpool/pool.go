@@ -60,7 +60,7 @@ type Pool struct {
 // file is a registered file. Immutable after Register except where noted.
 type file struct {
 	id     FileID
-	fd     int
+	f      *ioengine.File
 	size   int64
 	name   string
 	frames int  // guarded by mu: frames of this file in the table
@@ -141,14 +141,17 @@ func (p *Pool) Engine() *ioengine.Engine { return p.eng }
 // Options returns the options in effect (defaults filled in).
 func (p *Pool) Options() Options { return p.opts }
 
-// Register makes a file known to the pool. fd must be open for reading with
+// Register makes a file known to the pool. f must be open for reading with
 // O_DIRECT; the pool does not close it, and reads it until Unregister
-// returns. size is the file size the pool serves (it may be less than the
-// file's, not more); name is used in errors.
-func (p *Pool) Register(fd int, size int64, name string) (FileID, error) {
+// returns (a read of it after its Close fails with ioengine.ErrFileClosed,
+// never reads another file). size is the file size the pool serves (it
+// may be less than the file's, not more); name is used in errors.
+func (p *Pool) Register(f *ioengine.File, size int64, name string) (FileID, error) {
 	switch {
-	case fd < 0:
-		return 0, fmt.Errorf("%w: register %s: descriptor %d is negative", ErrBadFile, name, fd)
+	case f == nil:
+		return 0, fmt.Errorf("%w: register %s: no file", ErrBadFile, name)
+	case f.Fd() < 0:
+		return 0, fmt.Errorf("%w: register %s: the file has no descriptor (closed)", ErrBadFile, name)
 	case size < 0:
 		return 0, fmt.Errorf("%w: register %s: size %d is negative", ErrBadFile, name, size)
 	case size > math.MaxInt64-int64(p.frameSize):
@@ -156,7 +159,7 @@ func (p *Pool) Register(fd int, size int64, name string) (FileID, error) {
 	case (size+int64(p.frameSize)-1)/int64(p.frameSize) > maxFramesPerFile:
 		return 0, fmt.Errorf("%w: register %s: size %d is over %d frames of %d bytes", ErrBadFile, name, size, int64(maxFramesPerFile), p.frameSize)
 	}
-	if err := checkDescriptor(fd, size, name); err != nil {
+	if err := checkDescriptor(f.Fd(), size, name); err != nil {
 		return 0, err
 	}
 	p.mu.Lock()
@@ -168,7 +171,7 @@ func (p *Pool) Register(fd int, size int64, name string) (FileID, error) {
 		return 0, fmt.Errorf("%w: register %s: every file ID has been used", ErrBadFile, name)
 	}
 	p.lastID++
-	p.files[p.lastID] = &file{id: p.lastID, fd: fd, size: size, name: name}
+	p.files[p.lastID] = &file{id: p.lastID, f: f, size: size, name: name}
 	return p.lastID, nil
 }
 

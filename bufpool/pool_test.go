@@ -424,7 +424,7 @@ func TestReadError(t *testing.T) {
 		plan := ioengine.NewFaultPlan(ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpRead, Fd: tf.fd()})
 		eng := newEngine(t, mode, plan)
 		p := newPool(t, eng, Options{FrameSize: fs, Budget: 16 * fs})
-		id, err := p.Register(tf.fd(), int64(len(tf.data)), "bad.arrow")
+		id, err := p.Register(tf.ef, int64(len(tf.data)), "bad.arrow")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +492,7 @@ func TestReadErrorReleasesPins(t *testing.T) {
 		eng := newEngine(t, mode, plan)
 		p := newPool(t, eng, Options{FrameSize: fs, Budget: 32 * fs})
 		for _, tf := range []*testFile{good, bad} {
-			id, err := p.Register(tf.fd(), int64(len(tf.data)), tf.path)
+			id, err := p.Register(tf.ef, int64(len(tf.data)), tf.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -575,30 +575,30 @@ func TestRegisterErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closedFd := int(closed.Fd())
-	closed.Close()
+	closedFile := ioengine.NewFile(closed)
+	closedFile.Close()
 	cases := []struct {
 		name  string
-		fd    int
+		f     *ioengine.File
 		size  int64
 		parts []string
 	}{
-		{"negative fd", -1, 10, []string{"descriptor -1 is negative"}},
-		{"negative size", tf.fd(), -1, []string{"size -1 is negative"}},
-		{"not O_DIRECT", int(buffered.Fd()), 10000, []string{"not open with O_DIRECT"}},
-		{"write only", int(writeOnly.Fd()), 10000, []string{"writing only"}},
-		{"closed fd", closedFd, 10000, []string{"fcntl", "bad file descriptor"}},
-		{"size beyond the file", tf.fd(), 10001, []string{"size 10001 exceeds the file's 10000 bytes"}},
+		{"no file", nil, 10, []string{"no file"}},
+		{"negative size", tf.ef, -1, []string{"size -1 is negative"}},
+		{"not O_DIRECT", ioengine.NewFile(buffered), 10000, []string{"not open with O_DIRECT"}},
+		{"write only", ioengine.NewFile(writeOnly), 10000, []string{"writing only"}},
+		{"closed file", closedFile, 10000, []string{"no descriptor (closed)"}},
+		{"size beyond the file", tf.ef, 10001, []string{"size 10001 exceeds the file's 10000 bytes"}},
 	}
 	for _, c := range cases {
-		_, err := p.Register(c.fd, c.size, "f.arrow")
+		_, err := p.Register(c.f, c.size, "f.arrow")
 		if !errors.Is(err, ErrBadFile) {
 			t.Errorf("%s: %v, want ErrBadFile", c.name, err)
 			continue
 		}
 		mustContain(t, err, append(c.parts, "f.arrow")...)
 	}
-	if _, err := p.Register(tf.fd(), 5000, "prefix"); err != nil {
+	if _, err := p.Register(tf.ef, 5000, "prefix"); err != nil {
 		t.Errorf("Register of a prefix: %v", err)
 	}
 }
@@ -731,7 +731,7 @@ func TestClose(t *testing.T) {
 		if _, err := p.Pin([]Span{{tf.id, 0, 1}}, nil); !errors.Is(err, ErrClosed) {
 			t.Errorf("Pin after Close: %v", err)
 		}
-		if _, err := p.Register(tf.fd(), 10, "g"); !errors.Is(err, ErrClosed) {
+		if _, err := p.Register(tf.ef, 10, "g"); !errors.Is(err, ErrClosed) {
 			t.Errorf("Register after Close: %v", err)
 		}
 		p.Prefetch([]Span{{tf.id, 0, 1}})
@@ -984,7 +984,7 @@ func TestTransientFaults(t *testing.T) {
 		)
 		eng := newEngine(t, mode, plan)
 		p := newPool(t, eng, Options{FrameSize: fs, Budget: 16 * fs})
-		id, err := p.Register(tf.fd(), int64(len(tf.data)), "f")
+		id, err := p.Register(tf.ef, int64(len(tf.data)), "f")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1021,7 +1021,7 @@ func TestPrefetchReadError(t *testing.T) {
 			logs = append(logs, fmt.Sprintf(format, args...))
 			logMu.Unlock()
 		}})
-		id, err := p.Register(tf.fd(), int64(len(tf.data)), "p.arrow")
+		id, err := p.Register(tf.ef, int64(len(tf.data)), "p.arrow")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func TestConcurrentMixed(t *testing.T) {
 		var idMu sync.Mutex
 		ids := make([]FileID, len(files))
 		for i, tf := range files {
-			id, err := p.Register(tf.fd(), int64(len(tf.data)), tf.path)
+			id, err := p.Register(tf.ef, int64(len(tf.data)), tf.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestConcurrentMixed(t *testing.T) {
 					report(fmt.Errorf("Unregister: %w", err))
 					return
 				}
-				id, err := p.Register(files[3].fd(), int64(len(files[3].data)), files[3].path)
+				id, err := p.Register(files[3].ef, int64(len(files[3].data)), files[3].path)
 				if err != nil {
 					report(fmt.Errorf("Register: %w", err))
 					return

@@ -58,8 +58,13 @@ func (f *File) Name() string { return f.f.Name() }
 func (f *File) OS() *os.File { return f.f }
 
 // Fd returns the descriptor, for calls outside the engine that the caller
-// orders before Close itself.
-func (f *File) Fd() int { return f.fd }
+// orders before Close itself; -1 once Close has begun.
+func (f *File) Fd() int {
+	if f.refs.Load()&fileClosing != 0 {
+		return -1
+	}
+	return f.fd
+}
 
 // acquire takes a reference for a request; false once Close has begun.
 func (f *File) acquire() bool {

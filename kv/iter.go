@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv/memtable"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
@@ -189,7 +190,9 @@ func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill 
 // the block size) on the store's engine; a short read means the table is
 // shorter than its index says.
 func (db *DB) readTableAt(t *table, buf []byte, off int64) error {
-	n, err := db.eng.ReadAt(t.fd, buf, off)
+	req := [1]ioengine.Request{{Op: ioengine.OpRead, File: t.data, Buf: buf, Off: off}}
+	err := db.eng.Do(req[:])
+	n := req[0].N
 	if err != nil || n != len(buf) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF // the table is shorter than its index says

@@ -426,7 +426,7 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte) err
 	for k, r := range runs {
 		bufs[k] = mem[pos : pos+r.end-r.off]
 		pos += r.end - r.off
-		reqs[k] = ioengine.Request{Op: ioengine.OpRead, Fd: r.t.fd, Off: int64(r.off), Buf: bufs[k]}
+		reqs[k] = ioengine.Request{Op: ioengine.OpRead, File: r.t.data, Off: int64(r.off), Buf: bufs[k]}
 	}
 	err := db.eng.Do(reqs)
 	db.stats.blockReads.Add(total / directio.BlockSize)

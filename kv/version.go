@@ -10,6 +10,7 @@ import (
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/crashfs"
+	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv/manifest"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
@@ -26,8 +27,7 @@ type table struct {
 	meta                      manifest.FileMeta
 	path                      string
 	r                         *sstable.Reader
-	data                      *os.File
-	fd                        int
+	data                      *ioengine.File // its requests hold it: close cannot race a read
 	fid                       bufpool.FileID // 0 without a block cache
 	refs                      int            // guarded by DB.mu
 	gone                      bool           // guarded by DB.mu: no longer in the current version; removed at refs 0
@@ -54,11 +54,11 @@ func (db *DB) openTable(meta manifest.FileMeta) (*table, error) {
 		return nil, fmt.Errorf("kv: table %s is not the file the manifest describes (size %d, entries %d, max seq %d; manifest says %d, %d, %d)",
 			path, size, p.Entries, p.MaxSeq, meta.Size, meta.Entries, meta.MaxSeq)
 	}
-	var data *os.File
+	var osf *os.File
 	if db.opts.BufferedIO {
-		data, err = os.Open(path)
+		osf, err = os.Open(path)
 	} else {
-		data, err = directio.OpenFile(path, os.O_RDONLY, 0)
+		osf, err = directio.OpenFile(path, os.O_RDONLY, 0)
 	}
 	if err != nil {
 		r.Close()
@@ -67,12 +67,13 @@ func (db *DB) openTable(meta manifest.FileMeta) (*table, error) {
 	if !db.opts.BufferedIO {
 		// sstable.Open read the footer, index and filter through the page
 		// cache; they are in memory now, and blocks are read with O_DIRECT.
-		dropPageCache(int(data.Fd()))
+		dropPageCache(int(osf.Fd()))
 	}
-	t := &table{meta: meta, path: path, r: r, data: data, fd: int(data.Fd()),
+	data := ioengine.NewFile(osf)
+	t := &table{meta: meta, path: path, r: r, data: data,
 		smallestUser: meta.Smallest.UserKey, largestUser: meta.Largest.UserKey}
 	if db.pool != nil && !db.opts.BufferedIO {
-		if t.fid, err = db.pool.Register(t.fd, int64(meta.Size), path); err != nil {
+		if t.fid, err = db.pool.Register(data, int64(meta.Size), path); err != nil {
 			data.Close()
 			r.Close()
 			return nil, fmt.Errorf("kv: table %s: %w", path, err)

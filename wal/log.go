@@ -6,7 +6,6 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -695,7 +694,7 @@ func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
 	l.segMu.RUnlock()
 	if f == nil {
 		var err error
-		if f, err = os.OpenFile(seg.path, os.O_RDWR, 0); err != nil {
+		if f, err = ioengine.OpenFile(seg.path, os.O_RDWR, 0); err != nil {
 			return fmt.Errorf("wal: seal: %w", err)
 		}
 		defer f.Close()
@@ -730,11 +729,11 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	} else {
 		tmp = path + tmpSuffix
 		var err error
-		if f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		if f, err = ioengine.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 			return nil, false, fmt.Errorf("wal: create segment: %w", err)
 		}
 		l.traceCreate(tmp, size)
-		if err := preallocate(f, size); err != nil {
+		if err := preallocate(f.OS(), size); err != nil {
 			f.Close()
 			os.Remove(tmp)
 			return nil, false, fmt.Errorf("wal: create segment: %w", err)
@@ -768,7 +767,7 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 // io_uring with RWF_DSYNC on the write itself, otherwise (or with
 // LinkedFdatasync) with an fdatasync linked to the write — one submission,
 // and the flush runs only after the write completed in full.
-func (l *Log) writeFile(f *os.File, path string, off int64, buf []byte, sync bool) error {
+func (l *Log) writeFile(f *ioengine.File, path string, off int64, buf []byte, sync bool) error {
 	return l.writeFileOn(l.eng, f, path, off, buf, sync)
 }
 
@@ -780,11 +779,11 @@ func (l *Log) flushEngine() *ioengine.Engine {
 	return l.eng
 }
 
-func (l *Log) writeFileOn(eng *ioengine.Engine, f *os.File, path string, off int64, buf []byte, sync bool) error {
+func (l *Log) writeFileOn(eng *ioengine.Engine, f *ioengine.File, path string, off int64, buf []byte, sync bool) error {
 	id := l.traceWrite(path, off, buf)
 	reqs := [2]ioengine.Request{
-		{Op: ioengine.OpWrite, Fd: int(f.Fd()), Off: off, Buf: buf},
-		{Op: ioengine.OpFdatasync, Fd: int(f.Fd())},
+		{Op: ioengine.OpWrite, File: f, Off: off, Buf: buf},
+		{Op: ioengine.OpFdatasync, File: f},
 	}
 	n := 1
 	switch {
@@ -793,9 +792,7 @@ func (l *Log) writeFileOn(eng *ioengine.Engine, f *os.File, path string, off int
 	case sync:
 		reqs[0].Link, n = true, 2
 	}
-	err := eng.Do(reqs[:n])
-	runtime.KeepAlive(f)
-	if err != nil {
+	if err := eng.Do(reqs[:n]); err != nil {
 		return fmt.Errorf("wal: write %s at offset %d, %d bytes: %w", path, off, len(buf), err)
 	}
 	if sync {
@@ -805,13 +802,12 @@ func (l *Log) writeFileOn(eng *ioengine.Engine, f *os.File, path string, off int
 }
 
 // syncFile flushes f's data.
-func (l *Log) syncFile(f *os.File, path string) error {
+func (l *Log) syncFile(f *ioengine.File, path string) error {
 	if l.opts.Unsafe.NoSync {
 		return nil
 	}
-	err := l.eng.Fdatasync(int(f.Fd()))
-	runtime.KeepAlive(f)
-	if err != nil {
+	req := [1]ioengine.Request{{Op: ioengine.OpFdatasync, File: f}}
+	if err := l.eng.Do(req[:]); err != nil {
 		return fmt.Errorf("wal: fdatasync %s: %w", path, err)
 	}
 	l.traceSync(path, 0)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 // ReadAt returns a copy of the payload of entry seq. Entries are readable
@@ -62,7 +64,8 @@ func (l *Log) read(seq uint64, dst []byte) ([]byte, error) {
 	}
 	off, n := s.entryBounds(seq)
 	buf := make([]byte, n)
-	if _, err := l.eng.ReadAt(int(s.f.Fd()), buf, off); err != nil {
+	req := [1]ioengine.Request{{Op: ioengine.OpRead, File: s.f, Buf: buf, Off: off}}
+	if err := l.eng.Do(req[:]); err != nil {
 		return nil, fmt.Errorf("wal: read seq %d from %s at offset %d: %w", seq, s.path, off, err)
 	}
 	if dst == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 // recover rebuilds the log's state from dir at Open.
@@ -103,7 +105,7 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	if l.opts.ReadOnly {
 		flag = os.O_RDONLY
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := ioengine.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}

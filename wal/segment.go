@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 const (
@@ -43,8 +45,9 @@ type segment struct {
 	dataEnd int64    // offset just past the last durable entry
 	index   []uint32 // offset of entry base+i, for every durable entry
 
-	// f is the open file of the active segment (nil once sealed).
-	f *os.File
+	// f is the open file of the active segment (nil once sealed); its
+	// requests hold it, so closing it at the seal cannot race a flush.
+	f *ioengine.File
 
 	// mu guards data and loadErr of a sealed segment, which are filled on
 	// first read (readers hold segMu for reading, so they need their own

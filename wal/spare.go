@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 // Segments are made ahead of need. A spare goroutine keeps the next
@@ -30,9 +31,9 @@ const sparePrefix = "spare-"
 type spareMaker struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
-	want  bool     // a spare is wanted and not yet made
-	ready *os.File // a finished spare (its Name is its path)
-	err   error    // why making the last one failed; cleared by take
+	want  bool           // a spare is wanted and not yet made
+	ready *ioengine.File // a finished spare (its Name is its path)
+	err   error          // why making the last one failed; cleared by take
 	stop  bool
 	n     int // spares made; owned by the spare goroutine
 	done  chan struct{}
@@ -86,7 +87,7 @@ func (l *Log) requestSpare() {
 // takeSpare returns the spare segment file, waiting for it to be made if
 // needed, or nil when making it failed (or before the spare goroutine
 // runs, during recovery).
-func (l *Log) takeSpare() *os.File {
+func (l *Log) takeSpare() *ioengine.File {
 	s := &l.spares
 	if s.cond == nil {
 		return nil
@@ -126,21 +127,21 @@ func (l *Log) stopSpares() {
 // makeSpare creates the next spare file, reserves its space and, unless
 // SparseSegments, writes it full of zeros (with O_DIRECT where the file
 // system allows, so the page cache is left alone) and flushes it.
-func (l *Log) makeSpare() (*os.File, error) {
+func (l *Log) makeSpare() (*ioengine.File, error) {
 	l.spares.n++
 	path := filepath.Join(l.dir, fmt.Sprintf("%s%d%s%s", sparePrefix, l.spares.n, segmentSuffix, tmpSuffix))
 	size := l.opts.SegmentSize
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := ioengine.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	fail := func(err error) (*os.File, error) {
+	fail := func(err error) (*ioengine.File, error) {
 		f.Close()
 		os.Remove(path)
 		return nil, err
 	}
 	l.traceCreate(path, size)
-	if err := preallocate(f, size); err != nil {
+	if err := preallocate(f.OS(), size); err != nil {
 		return fail(err)
 	}
 	if !l.opts.ZeroFillSegments {
@@ -161,11 +162,11 @@ func (l *Log) makeSpare() (*os.File, error) {
 
 const zeroChunk = 1 << 20
 
-func (l *Log) zeroFill(f *os.File, path string, size int64) error {
+func (l *Log) zeroFill(f *ioengine.File, path string, size int64) error {
 	w := f
 	if d, err := directio.OpenFile(path, os.O_WRONLY, 0); err == nil {
-		defer d.Close()
-		w = d
+		w = ioengine.NewFile(d)
+		defer w.Close()
 	}
 	buf, err := directio.Alloc(zeroChunk)
 	if err != nil {
@@ -174,7 +175,8 @@ func (l *Log) zeroFill(f *os.File, path string, size int64) error {
 	defer directio.Free(buf)
 	for off := int64(0); off < size; off += zeroChunk {
 		n := min(zeroChunk, size-off)
-		if _, err := l.eng.WriteAt(int(w.Fd()), buf[:n], off); err != nil {
+		req := [1]ioengine.Request{{Op: ioengine.OpWrite, File: w, Buf: buf[:n], Off: off}}
+		if err := l.eng.Do(req[:]); err != nil {
 			return fmt.Errorf("wal: zero-fill %s: %w", path, err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 // TruncateFront removes the entries before seq: seq becomes the first
@@ -169,7 +171,7 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 func (l *Log) writeMeta(first uint64) error {
 	path := filepath.Join(l.dir, metaName)
 	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := ioengine.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
