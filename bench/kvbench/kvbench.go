@@ -438,36 +438,28 @@ func Run(opts Options) (err error) {
 		return err
 	}
 	modes = slices.DeleteFunc(modes, func(m *mode) bool { return !o.Modes.Keep(m.Name) })
-	machine := bench.DescribeMachine(o.Dir)
-	bench.WriteMachine(o.Progress, machine)
-	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process after a page cache drop, modes interleaved; %d callers × batches of %d keys, %s keys\n",
-		len(modes), o.Trials, o.Duration, o.Callers, o.Batch, o.Dist)
 	bm := make([]bench.Mode, len(modes))
 	for i, m := range modes {
 		bm[i] = m.Mode
 	}
-	results, runErr := bench.Run(bm, o.Trials, o.Progress)
-
-	cold.ResidentMax = residentMax
-	cold.Achieved, cold.Why = true, ""
-	switch {
-	case !ml.Applied:
-		cold.Achieved, cold.Why = false, "no memory limit: "+ml.Reason+"; Pebble could keep what it read in the machine's page cache between its reads (the drop before each trial still held at its start)"
-	case residentMax > 0:
-		cold.Why = fmt.Sprintf("up to %d KiB of a database's files stayed in the page cache after the drop", residentMax>>10)
-	}
-
-	rep := buildReport(o, modes, results, dataBytes, loads, cold, versions)
-	rep.Machine = machine
-	rep.Notes = append(notes, rep.Notes...)
-	writeText(o.Out, rep, modes, results)
-	if o.JSON != "" {
-		if jerr := bench.WriteJSON(o.JSON, rep); jerr != nil {
-			return errors.Join(runErr, fmt.Errorf("bench kv: write report: %w", jerr))
+	w := bench.Workload{Name: "kv", Dir: o.Dir, Trials: o.Trials, Modes: bm, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+		Plan: fmt.Sprintf(" × %s (each after a page cache drop), %d callers × batches of %d keys, %s keys", o.Duration, o.Callers, o.Batch, o.Dist)}
+	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
+		cold.ResidentMax = residentMax
+		cold.Achieved, cold.Why = true, ""
+		switch {
+		case !ml.Applied:
+			cold.Achieved, cold.Why = false, "no memory limit: "+ml.Reason+"; Pebble could keep what it read in the machine's page cache between its reads (the drop before each trial still held at its start)"
+		case residentMax > 0:
+			cold.Why = fmt.Sprintf("up to %d KiB of a database's files stayed in the page cache after the drop", residentMax>>10)
 		}
-		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+		rep := buildReport(o, modes, results, dataBytes, loads, cold, versions)
+		rep.Machine = machine
+		rep.Notes = append(notes, rep.Notes...)
+		return bench.Summary{Heading: "kv — cold point reads in batches", Body: func(w io.Writer) { writeBody(w, rep, modes) },
+			Bars: rep.Bars, Notes: rep.Notes, Report: rep}, nil
 	}
-	return runErr
+	return w.Run()
 }
 
 func loadOf(system string, t bench.Trial) Load {

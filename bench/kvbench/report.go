@@ -199,9 +199,8 @@ func limits(rows []Result, dev *Device) *Limits {
 
 func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 
-func writeText(w io.Writer, rep *report, modes []*mode, results []bench.ModeResult) {
-	fmt.Fprintf(w, "\n## bench kv — cold point reads in batches\n\n")
-	bench.WriteMachine(w, rep.Machine)
+// writeBody prints the report between the machine lines and the bars.
+func writeBody(w io.Writer, rep *report, modes []*mode) {
 	fmt.Fprintf(w, "data:    %.0f MiB of keys and values, %.1f× the %d MiB block cache\n", float64(rep.DataBytes)/(1<<20), rep.DataVsCache, rep.CacheBytes>>20)
 	for _, l := range rep.Loads {
 		fmt.Fprintf(w, "loaded:  %s in %.1f s, %.0f MiB on disk\n", l.System, l.Seconds, l.DiskBytes/(1<<20))
@@ -250,11 +249,6 @@ func writeText(w io.Writer, rep *report, modes []*mode, results []bench.ModeResu
 	}
 	fmt.Fprintln(w, "\nratios measured in this run:")
 	bench.WriteRatios(w, rep.Ratios, labels)
-	fmt.Fprintln(w, "\nbars:")
-	bench.WriteBars(w, rep.Bars)
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
 }
 
 func joinF(vs []float64) string {

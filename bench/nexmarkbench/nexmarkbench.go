@@ -194,11 +194,18 @@ func Run(o Options) error {
 	if err != nil {
 		return err
 	}
-	machine := bench.DescribeMachine(o.Dir)
-	bench.WriteMachine(o.Progress, machine)
-	fmt.Fprintf(o.Progress, "%d queries × ON/OFF × %d trials, %d events, %d workers, each trial in a fresh process, modes interleaved\n", len(o.Queries), o.Trials, o.Events, o.Parallelism)
-	results, runErr := bench.Run(modes, o.Trials, o.Progress)
+	w := bench.Workload{Name: "nexmark", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+		Plan: fmt.Sprintf(" (%d queries × ON/OFF), %d events, %d workers", len(o.Queries), o.Events, o.Parallelism)}
+	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
+		rep, err := summarize(o, results, machine, notes)
+		return bench.Summary{Heading: "nexmark — io_uring ON vs OFF", Body: func(w io.Writer) { writeBody(w, rep) }, Bars: rep.Bars, Notes: rep.Notes, Report: rep}, err
+	}
+	return w.Run()
+}
 
+// summarize makes the report of a run's results.
+func summarize(o Options, results []bench.ModeResult, machine bench.Machine, notes []string) (*report, error) {
+	var runErr error
 	rep := &report{Report: bench.Report{Benchmark: "nexmark", Machine: machine,
 		Config: map[string]any{"events": o.Events, "parallelism": o.Parallelism, "batch": o.Batch, "trials": o.Trials, "cache_bytes_per_worker": o.Cache,
 			"memtable_bytes_per_worker": o.Memtable, "queries": o.Queries}}}
@@ -213,7 +220,9 @@ func Run(o Options) error {
 			OnMedian: on.Median().Rate(), OffMedian: off.Median().Rate(), ChecksumEqual: true}
 		qr.RatioBest, qr.RatioMedian = qr.OnBest/qr.OffBest, qr.OnMedian/qr.OffMedian
 		qr.OnPerCore = qr.OnMedian / cores
-		qr.AllOnFaster, qr.AllOnSlower = on.Min() > off.Max(), on.Max() < off.Min()
+		if len(on.Trials) >= 3 && len(off.Trials) >= 3 { // fewer say nothing about every trial
+			qr.AllOnFaster, qr.AllOnSlower = on.Min() > off.Max(), on.Max() < off.Min()
+		}
 		om := off.Median()
 		qr.OffLoadShare = om.Extra[xLoadSeconds] / (om.Seconds * float64(o.Parallelism))
 		qr.StateBytes, qr.CacheBytes = om.Extra[xStateBytes], om.Extra[xCacheBytes]
@@ -278,14 +287,7 @@ func Run(o Options) error {
 		"ON: RINGSTORE_IO_URING=true, the workers' stores on one inline io_uring engine (each Load's reads submitted and waited for on the worker's thread); OFF: RINGSTORE_IO_URING=false, pread. Each trial in a fresh process and a fresh directory; events/s counts every generated event (the source's generation is in both modes alike).",
 		"The queries package nexmark implements: 22 of the suite (every one but q6): q0, q1, q2, q10, q13, q14, q21, q22 stateless; q3, q4, q5, q7, q8, q9, q11, q12, q15–q20 on state.",
 	)
-	writeText(o.Out, rep)
-	if o.JSON != "" {
-		if err := bench.WriteJSON(o.JSON, rep); err != nil {
-			return fmt.Errorf("bench nexmark: %w", err)
-		}
-		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
-	}
-	return runErr
+	return rep, runErr
 }
 
 func boolCount(b bool) int {
@@ -306,9 +308,7 @@ func geomean(v []float64) float64 {
 	return math.Exp(s / float64(len(v)))
 }
 
-func writeText(w io.Writer, rep *report) {
-	fmt.Fprintf(w, "\n## bench nexmark — io_uring ON vs OFF\n\n")
-	bench.WriteMachine(w, rep.Machine)
+func writeBody(w io.Writer, rep *report) {
 	fmt.Fprintln(w)
 	t := bench.Table{Header: []string{"query", "ON events/s (median)", "OFF events/s (median)", "ON/OFF best", "ON/OFF median", "ON trials", "OFF trials", "OFF time in state reads", "state MiB", "× cache", "ON events/s per core", "output"}}
 	for _, q := range rep.Queries {
@@ -326,11 +326,10 @@ func writeText(w io.Writer, rep *report) {
 	t.Write(w)
 	fmt.Fprintf(w, "\ngeometric mean ON/OFF: best-of %.3f×, median-of %.3f× (stateful queries: best-of %.3f×); median of best-of ratios %.3f×; %d faster, %d slower\n",
 		rep.GeomeanBest, rep.GeomeanMedian, rep.GeomeanBestSt, rep.MedianBest, rep.Faster, rep.Slower)
-	fmt.Fprintf(w, "every ON trial faster than every OFF trial: %v; every ON trial slower: %v\n", rep.AllOnFaster, rep.AllOnSlower)
-	fmt.Fprintln(w, "\nbars:")
-	bench.WriteBars(w, rep.Bars)
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+	if trials, _ := rep.Config.(map[string]any)["trials"].(int); trials < 3 {
+		fmt.Fprintf(w, "every ON trial faster or slower than every OFF trial: %d %s, too few to say\n", trials, map[bool]string{true: "trial", false: "trials"}[trials == 1])
+	} else {
+		fmt.Fprintf(w, "every ON trial faster than every OFF trial: %v; every ON trial slower: %v\n", rep.AllOnFaster, rep.AllOnSlower)
 	}
 }
 

@@ -155,68 +155,56 @@ func Run(o Options) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(file)
-	machine := bench.DescribeMachine(dir)
-	bench.WriteMachine(o.Progress, machine)
-	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process, modes interleaved\n", len(modes), o.Trials, o.Duration)
-	results, runErr := bench.Run(modes, o.Trials, o.Progress)
-
-	rows := make([]Result, 0, len(results))
-	labels := map[string]string{}
-	t := bench.Table{Header: []string{"mode", "batch", "IOPS (median)", "best", "min–max", "p50 µs", "p99 µs", "CPU s / M reads", "× serial"}}
-	serial := bench.Find(results, "serial-pread")
-	for _, r := range results {
-		labels[r.Mode.Name] = r.Mode.Label
-		if len(r.Trials) == 0 {
-			continue
+	w := bench.Workload{Name: "read", Dir: filepath.Dir(file), Trials: o.Trials, Modes: modes, Plan: " × " + o.Duration.String(),
+		Progress: o.Progress, Out: o.Out, JSON: o.JSON}
+	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
+		rows := make([]Result, 0, len(results))
+		labels := map[string]string{}
+		t := bench.Table{Header: []string{"mode", "batch", "IOPS (median)", "best", "min–max", "p50 µs", "p99 µs", "CPU s / M reads", "× serial"}}
+		serial := bench.Find(results, "serial-pread")
+		for _, r := range results {
+			labels[r.Mode.Name] = r.Mode.Label
+			if len(r.Trials) == 0 {
+				continue
+			}
+			med := r.Median()
+			row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, Batch: r.Mode.Batch, IOPS: med.Rate(), IOPSBest: r.Best(), IOPSMin: r.Min(), IOPSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, Trials: r.Rates()}
+			if med.Ops > 0 {
+				row.CPUPerM = med.CPUSeconds / float64(med.Ops) * 1e6
+			}
+			rows = append(rows, row)
+			x := "-"
+			if serial != nil && len(serial.Trials) > 0 {
+				x = fmt.Sprintf("%.2f×", row.IOPS/serial.Median().Rate())
+			}
+			t.Add(r.Mode.Label, strconv.Itoa(r.Mode.Batch), fmt.Sprintf("%.0f", row.IOPS), fmt.Sprintf("%.0f", row.IOPSBest),
+				fmt.Sprintf("%.0f–%.0f", row.IOPSMin, row.IOPSMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), fmt.Sprintf("%.1f", row.CPUPerM), x)
 		}
-		med := r.Median()
-		row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, Batch: r.Mode.Batch, IOPS: med.Rate(), IOPSBest: r.Best(), IOPSMin: r.Min(), IOPSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, Trials: r.Rates()}
-		if med.Ops > 0 {
-			row.CPUPerM = med.CPUSeconds / float64(med.Ops) * 1e6
+		var ratios []bench.Ratio
+		for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"uring-b64", "fio-qd64-batch"}, {"uring-4x16", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-b256", "serial-pread"}} {
+			if r, ok := bench.Compare(results, pair[0], pair[1]); ok {
+				ratios = append(ratios, r)
+			}
 		}
-		rows = append(rows, row)
-		x := "-"
-		if serial != nil && len(serial.Trials) > 0 {
-			x = fmt.Sprintf("%.2f×", row.IOPS/serial.Median().Rate())
-		}
-		t.Add(r.Mode.Label, strconv.Itoa(r.Mode.Batch), fmt.Sprintf("%.0f", row.IOPS), fmt.Sprintf("%.0f", row.IOPSBest),
-			fmt.Sprintf("%.0f–%.0f", row.IOPSMin, row.IOPSMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), fmt.Sprintf("%.1f", row.CPUPerM), x)
-	}
-	var ratios []bench.Ratio
-	for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"uring-b64", "fio-qd64-batch"}, {"uring-4x16", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-b256", "serial-pread"}} {
-		if r, ok := bench.Compare(results, pair[0], pair[1]); ok {
-			ratios = append(ratios, r)
-		}
-	}
-	bars := fioBars(rows)
-	notes = append(notes,
-		"4 KiB random reads with O_DIRECT (cold: no page cache), uniformly over the file.",
-		"Latency is per call: one pread for the pread modes, one whole batch for io_uring modes; fio reports per-read completion latency.",
-		"CPU is user+system time of the benchmark process, kernel SQPOLL thread included.")
-
-	fmt.Fprintf(o.Out, "\n## bench read — %s\n\n", filepath.Base(file))
-	bench.WriteMachine(o.Out, machine)
-	fmt.Fprintln(o.Out)
-	t.Write(o.Out)
-	fmt.Fprintln(o.Out, "\nratios measured in this run:")
-	bench.WriteRatios(o.Out, ratios, labels)
-	fmt.Fprintln(o.Out, "\nbars (against fio in batches of 64, the like-for-like case):")
-	bench.WriteBars(o.Out, bars)
-	for _, n := range notes {
-		fmt.Fprintf(o.Out, "note: %s\n", n)
-	}
-	if o.JSON != "" {
+		bars := fioBars(rows)
+		notes = append(notes,
+			"4 KiB random reads with O_DIRECT (cold: no page cache), uniformly over the file.",
+			"Latency is per call: one pread for the pread modes, one whole batch for io_uring modes; fio reports per-read completion latency.",
+			"CPU is user+system time of the benchmark process, kernel SQPOLL thread included.")
 		rep := &struct {
 			bench.Report
 			Bars []bench.Bar `json:"bars"`
 		}{bench.Report{Benchmark: "read", Machine: machine, Config: map[string]any{"file": file, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "block_size": blockSize}, Results: rows, Ratios: ratios, Notes: notes}, bars}
-		if err := bench.WriteJSON(o.JSON, rep); err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+		return bench.Summary{Heading: "read — " + filepath.Base(file), Report: rep, Bars: bars, Notes: notes,
+			BarsTitle: "bars (against fio in batches of 64, the like-for-like case)",
+			Body: func(out io.Writer) {
+				fmt.Fprintln(out)
+				t.Write(out)
+				fmt.Fprintln(out, "\nratios measured in this run:")
+				bench.WriteRatios(out, ratios, labels)
+			}}, nil
 	}
-	return runErr
+	return w.Run()
 }
 
 // createFile writes size bytes of incompressible data and syncs them.

@@ -299,13 +299,6 @@ func ioModeOf(s string) ioengine.IOMode {
 	return m
 }
 
-func writeJSON(path string, rep *report) error {
-	if err := bench.WriteJSON(path, rep); err != nil {
-		return fmt.Errorf("bench scan: %w", err)
-	}
-	return nil
-}
-
 func mib(b float64) string { return fmt.Sprintf("%.0f", b/(1<<20)) }
 
 func minMax(vs []float64, format string) string {
@@ -319,15 +312,18 @@ func minMax(vs []float64, format string) string {
 	return fmt.Sprintf(format+"–"+format, lo, hi)
 }
 
-func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
-	data := rep.Data
-	cfg := rep.Config.(map[string]any)
+// heading is the report's title.
+func heading(rep *report) string {
 	limit := "no memory limit"
 	if rep.MemoryLimit.Applied {
 		limit = fmt.Sprintf("memory limit %d MiB (cgroup %s)", rep.MemoryLimit.LimitBytes>>20, rep.MemoryLimit.Cgroup)
 	}
-	fmt.Fprintf(w, "\n## bench scan — %d concurrent queries over %d MiB of Arrow events (%d files), %s\n\n", cfg["queries"], data.Bytes>>20, len(data.Files), limit)
-	bench.WriteMachine(w, rep.Machine)
+	return fmt.Sprintf("scan — %d concurrent queries over %d MiB of Arrow events (%d files), %s", rep.Config.(map[string]any)["queries"], rep.Data.Bytes>>20, len(rep.Data.Files), limit)
+}
+
+// writeBody prints the report between the machine lines and the bars.
+func writeBody(w io.Writer, rep *report, results []bench.ModeResult) {
+	cfg := rep.Config.(map[string]any)
 	if d := rep.Device; d != nil {
 		fmt.Fprintf(w, "device:  sequential O_DIRECT reads %.2f GB/s (median of %d trials, %s)", d.GBps, len(d.TrialGBps), minMax(d.TrialGBps, "%.2f"))
 		if f := rep.DeviceFio; f != nil {
@@ -390,18 +386,6 @@ func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
 	}
 	bench.WriteRatios(w, rep.Ratios, labels)
 
-	fmt.Fprintln(w, "\nbars:")
-	for _, b := range rep.Bars {
-		verdict := "NOT met"
-		if b.Met {
-			verdict = "met"
-		}
-		if !b.Valid {
-			verdict += " — not a valid test of the bar: " + b.Why
-		}
-		fmt.Fprintf(w, "  %-48s %.2f: %s\n", b.Name, b.Value, verdict)
-	}
-
 	// Per-query mean latency, one column per mode.
 	rows := rep.Results.([]Result)
 	if len(rows) > 0 {
@@ -427,9 +411,5 @@ func writeMarkdown(w io.Writer, rep *report, results []bench.ModeResult) {
 		}
 		fmt.Fprintln(w)
 		qt.Write(w)
-	}
-	fmt.Fprintln(w, "\nhow it was measured:")
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
 	}
 }

@@ -376,29 +376,21 @@ func Run(opts Options) (err error) {
 	if modes, err = o.Modes.Select("scan", modes); err != nil {
 		return err
 	}
-	machine := bench.DescribeMachine(o.Dir)
-	bench.WriteMachine(o.Progress, machine)
-	fmt.Fprintf(o.Progress, "%d modes × %d trials, each trial in a fresh process with the data's page cache dropped, modes interleaved; %d queries at once × %d rounds per trial\n",
-		len(modes), o.Trials, o.Queries, o.Rounds)
-	results, runErr := bench.Run(modes, o.Trials, o.Progress)
-
-	rep := buildReport(o, results, data, ml, ioMode, residentMax)
-	rep.Machine = machine
-	rep.Notes = append(notes, rep.Notes...)
-	rep.Config = map[string]any{
-		"dir": o.Dir, "data_bytes": data.Bytes, "data_target_bytes": o.DataBytes, "files": len(files), "rows": data.Rows,
-		"compression": o.Compression, "mem_limit_bytes": o.MemLimit, "no_mem_limit": o.NoMemLimit, "pool_bytes": o.PoolBytes,
-		"frame_size": o.FrameSize, "trials": o.Trials, "queries": o.Queries, "rounds": o.Rounds, "query_mix": mix,
-		"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep, "fio": fioLabel != "",
-	}
-	writeMarkdown(o.Out, rep, results)
-	if o.JSON != "" {
-		if err := writeJSON(o.JSON, rep); err != nil {
-			return errors.Join(runErr, err)
+	w := bench.Workload{Name: "scan", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+		Plan: fmt.Sprintf(" (each with the data's page cache dropped), %d queries at once × %d rounds per trial", o.Queries, o.Rounds)}
+	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
+		rep := buildReport(o, results, data, ml, ioMode, residentMax)
+		rep.Machine = machine
+		rep.Notes = append(notes, rep.Notes...)
+		rep.Config = map[string]any{
+			"dir": o.Dir, "data_bytes": data.Bytes, "data_target_bytes": o.DataBytes, "files": len(files), "rows": data.Rows,
+			"compression": o.Compression, "mem_limit_bytes": o.MemLimit, "no_mem_limit": o.NoMemLimit, "pool_bytes": o.PoolBytes,
+			"frame_size": o.FrameSize, "trials": o.Trials, "queries": o.Queries, "rounds": o.Rounds, "query_mix": mix,
+			"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep, "fio": fioLabel != "",
 		}
-		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+		return bench.Summary{Heading: heading(rep), Body: func(w io.Writer) { writeBody(w, rep, results) }, Bars: rep.Bars, Notes: rep.Notes, Report: rep}, nil
 	}
-	return runErr
+	return w.Run()
 }
 
 // probeCgroup makes and removes one cgroup, so that a run whose cgroups

@@ -230,7 +230,7 @@ func TestRunTinyUnderACgroup(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"## bench scan", "| mode", "pool (O_DIRECT + bufpool)", "device: sequential O_DIRECT reads", "bars:", "how it was measured:", "query (mean ms)"} {
+	for _, want := range []string{"## bench scan", "| mode", "pool (O_DIRECT + bufpool)", "device: sequential O_DIRECT reads", "bars:", "note: ", "query (mean ms)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -221,165 +221,157 @@ func Run(o Options) error {
 		return err
 	}
 	modes = slices.DeleteFunc(modes, func(m mode) bool { return !o.Modes.Keep(m.Name) })
-	machine := bench.DescribeMachine(o.Dir)
-	bench.WriteMachine(o.Progress, machine)
-	tmpfs := machine.FileSystem == "tmpfs" || machine.FileSystem == "ramfs"
-	if tmpfs {
-		// Before the run, not only in its report.
-		fmt.Fprintf(o.Progress, "CAUTION: %s is on %s, where fdatasync does nothing: the figures will not be those of durable writes. Use a directory on a disk (e.g. under /var/tmp).\n", o.Dir, machine.FileSystem)
-	}
-	fmt.Fprintf(o.Progress, "%d modes × %d trials × %s, each trial in a fresh process and a fresh directory, modes interleaved\n", len(modes), o.Trials, o.Duration)
 	bm := make([]bench.Mode, len(modes))
 	for i, m := range modes {
 		bm[i] = m.Mode
 	}
-	results, runErr := bench.Run(bm, o.Trials, o.Progress)
-
-	rows := make([]Result, 0, len(results))
-	labels := map[string]string{}
-	t := bench.Table{Header: []string{"mode", "writers", "appends/s (median)", "best", "min–max", "p50 µs", "p99 µs", "flush p50/p99 µs", "entries/flush", "flushes/s", "CPU µs/append", "× fsync-per-write"}}
-	fsync := bench.Find(results, modeFsync)
-	for i, r := range results {
-		m := modes[i]
-		labels[r.Mode.Name] = r.Mode.Label
-		if len(r.Trials) == 0 {
-			continue
-		}
-		med := r.Median()
-		row := Result{System: m.system, Mode: m.Name, Label: m.Label, Writers: m.writers, Backend: m.backend, Version: m.version,
-			OpsPerS: med.Rate(), OpsBest: r.Best(), OpsMin: r.Min(), OpsMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, TrialOpsPerS: r.Rates()}
-		for _, tr := range r.Trials {
-			row.TrialP99us = append(row.TrialP99us, tr.P99us)
-		}
-		if f := med.Extra[ExtraFlushes]; f > 0 {
-			row.EntriesPerFlush = med.Extra[ExtraEntries] / f
-			row.FlushesPerS = f / med.Seconds
-		}
-		row.FlushesInferred = med.Extra[ExtraFlushesInferred] == 1
-		row.FlushP50us, row.FlushP99us = med.Extra[ExtraFlushP50us], med.Extra[ExtraFlushP99us]
-		if med.Ops > 0 {
-			row.CPUusPerOp = med.CPUSeconds / float64(med.Ops) * 1e6
-		}
-		rows = append(rows, row)
-		x := "-"
-		if fsync != nil && len(fsync.Trials) > 0 && m.system != "device" {
-			x = fmt.Sprintf("%.2f×", row.OpsPerS/fsync.Median().Rate())
-		}
-		epf, fps := "-", "-"
-		if m.system != "device" && row.FlushesPerS > 0 {
-			mark := ""
-			if row.FlushesInferred {
-				mark = "†"
+	w := bench.Workload{Name: "wal", Dir: o.Dir, Trials: o.Trials, Modes: bm, Plan: " × " + o.Duration.String(), Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+		Before: func(machine bench.Machine) {
+			if onTmpfs(machine) { // before the run, not only in its report
+				fmt.Fprintf(o.Progress, "CAUTION: %s is on %s, where fdatasync does nothing: the figures will not be those of durable writes. Use a directory on a disk (e.g. under /var/tmp).\n", o.Dir, machine.FileSystem)
 			}
-			epf, fps = fmt.Sprintf("%.1f%s", row.EntriesPerFlush, mark), fmt.Sprintf("%.0f%s", row.FlushesPerS, mark)
+		}}
+	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
+		tmpfs := onTmpfs(machine)
+		rows := make([]Result, 0, len(results))
+		labels := map[string]string{}
+		t := bench.Table{Header: []string{"mode", "writers", "appends/s (median)", "best", "min–max", "p50 µs", "p99 µs", "flush p50/p99 µs", "entries/flush", "flushes/s", "CPU µs/append", "× fsync-per-write"}}
+		fsync := bench.Find(results, modeFsync)
+		for i, r := range results {
+			m := modes[i]
+			labels[r.Mode.Name] = r.Mode.Label
+			if len(r.Trials) == 0 {
+				continue
+			}
+			med := r.Median()
+			row := Result{System: m.system, Mode: m.Name, Label: m.Label, Writers: m.writers, Backend: m.backend, Version: m.version,
+				OpsPerS: med.Rate(), OpsBest: r.Best(), OpsMin: r.Min(), OpsMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, TrialOpsPerS: r.Rates()}
+			for _, tr := range r.Trials {
+				row.TrialP99us = append(row.TrialP99us, tr.P99us)
+			}
+			if f := med.Extra[ExtraFlushes]; f > 0 {
+				row.EntriesPerFlush = med.Extra[ExtraEntries] / f
+				row.FlushesPerS = f / med.Seconds
+			}
+			row.FlushesInferred = med.Extra[ExtraFlushesInferred] == 1
+			row.FlushP50us, row.FlushP99us = med.Extra[ExtraFlushP50us], med.Extra[ExtraFlushP99us]
+			if med.Ops > 0 {
+				row.CPUusPerOp = med.CPUSeconds / float64(med.Ops) * 1e6
+			}
+			rows = append(rows, row)
+			x := "-"
+			if fsync != nil && len(fsync.Trials) > 0 && m.system != "device" {
+				x = fmt.Sprintf("%.2f×", row.OpsPerS/fsync.Median().Rate())
+			}
+			epf, fps := "-", "-"
+			if m.system != "device" && row.FlushesPerS > 0 {
+				mark := ""
+				if row.FlushesInferred {
+					mark = "†"
+				}
+				epf, fps = fmt.Sprintf("%.1f%s", row.EntriesPerFlush, mark), fmt.Sprintf("%.0f%s", row.FlushesPerS, mark)
+			}
+			flush := "-"
+			if row.FlushP50us > 0 {
+				flush = fmt.Sprintf("%.0f / %.0f", row.FlushP50us, row.FlushP99us)
+			}
+			t.Add(m.Label, strconv.Itoa(m.writers), fmt.Sprintf("%.0f", row.OpsPerS), fmt.Sprintf("%.0f", row.OpsBest),
+				fmt.Sprintf("%.0f–%.0f", row.OpsMin, row.OpsMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), flush, epf, fps, fmt.Sprintf("%.1f", row.CPUusPerOp), x)
 		}
-		flush := "-"
-		if row.FlushP50us > 0 {
-			flush = fmt.Sprintf("%.0f / %.0f", row.FlushP50us, row.FlushP99us)
-		}
-		t.Add(m.Label, strconv.Itoa(m.writers), fmt.Sprintf("%.0f", row.OpsPerS), fmt.Sprintf("%.0f", row.OpsBest),
-			fmt.Sprintf("%.0f–%.0f", row.OpsMin, row.OpsMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), flush, epf, fps, fmt.Sprintf("%.1f", row.CPUusPerOp), x)
-	}
 
-	// Ratios within this run.
-	var ratios []bench.Ratio
-	pairs := [][2]string{{mode64, modeFsync}}
-	if best := bestPeer(results, modes, 64); best != "" {
-		pairs = append(pairs, [2]string{mode64, best})
-	}
-	if best := bestPeer(results, modes, 1); best != "" {
-		pairs = append(pairs, [2]string{"ringstore-uring-w1", best})
-	}
-	pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}, {"ringstore-syscall-w64", modeFsync},
-		{modeKV64, modeKV1}, {mode1, modeKV1}, {modeKV64, mode64}}...)
-	for _, p := range pairs {
-		if r, ok := bench.Compare(results, p[0], p[1]); ok {
-			ratios = append(ratios, r)
+		// Ratios within this run.
+		var ratios []bench.Ratio
+		pairs := [][2]string{{mode64, modeFsync}}
+		if best := bestPeer(results, modes, 64); best != "" {
+			pairs = append(pairs, [2]string{mode64, best})
 		}
-	}
-	var device *DeviceSync
-	var latRatios []LatencyRatio
-	if d := bench.Find(results, modeDevice); d != nil && len(d.Trials) > 0 {
-		med := d.Median()
-		device = &DeviceSync{P50us: med.P50us, P99us: med.P99us, Measurement: deviceMeasurement}
-		for _, tr := range d.Trials {
-			device.TrialP50us = append(device.TrialP50us, tr.P50us)
+		if best := bestPeer(results, modes, 1); best != "" {
+			pairs = append(pairs, [2]string{"ringstore-uring-w1", best})
 		}
-		if fsync != nil && len(fsync.Trials) > 0 {
-			device.FsyncP50us = fsync.Median().P50us
-		}
-		if r := bench.Find(results, mode64); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
-			latRatios = append(latRatios, LatencyRatio{A: mode64 + " p99", B: "device fdatasync p50", Ratio: r.Median().P99us / med.P50us})
-			if f := r.Median().Extra[ExtraFlushP99us]; f > 0 {
-				// What the append's p99 is made of: its group's flush alone.
-				latRatios = append(latRatios, LatencyRatio{A: mode64 + " flush p99", B: "device fdatasync p50", Ratio: f / med.P50us})
+		pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}, {"ringstore-syscall-w64", modeFsync},
+			{modeKV64, modeKV1}, {mode1, modeKV1}, {modeKV64, mode64}}...)
+		for _, p := range pairs {
+			if r, ok := bench.Compare(results, p[0], p[1]); ok {
+				ratios = append(ratios, r)
 			}
 		}
-		if r := bench.Find(results, "ringstore-uring-w1"); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
-			latRatios = append(latRatios, LatencyRatio{A: "ringstore-uring-w1 p50", B: "device fdatasync p50", Ratio: r.Median().P50us / med.P50us})
+		var device *DeviceSync
+		var latRatios []LatencyRatio
+		if d := bench.Find(results, modeDevice); d != nil && len(d.Trials) > 0 {
+			med := d.Median()
+			device = &DeviceSync{P50us: med.P50us, P99us: med.P99us, Measurement: deviceMeasurement}
+			for _, tr := range d.Trials {
+				device.TrialP50us = append(device.TrialP50us, tr.P50us)
+			}
+			if fsync != nil && len(fsync.Trials) > 0 {
+				device.FsyncP50us = fsync.Median().P50us
+			}
+			if r := bench.Find(results, mode64); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
+				latRatios = append(latRatios, LatencyRatio{A: mode64 + " p99", B: "device fdatasync p50", Ratio: r.Median().P99us / med.P50us})
+				if f := r.Median().Extra[ExtraFlushP99us]; f > 0 {
+					// What the append's p99 is made of: its group's flush alone.
+					latRatios = append(latRatios, LatencyRatio{A: mode64 + " flush p99", B: "device fdatasync p50", Ratio: f / med.P50us})
+				}
+			}
+			if r := bench.Find(results, "ringstore-uring-w1"); r != nil && len(r.Trials) > 0 && med.P50us > 0 {
+				latRatios = append(latRatios, LatencyRatio{A: "ringstore-uring-w1 p50", B: "device fdatasync p50", Ratio: r.Median().P50us / med.P50us})
+			}
 		}
-	}
 
-	var group *DeviceSync
-	if d := bench.Find(results, modeDeviceGroup); d != nil && len(d.Trials) > 0 {
-		med := d.Median()
-		group = &DeviceSync{P50us: med.P50us, P99us: med.P99us, Measurement: fmt.Sprintf("a %d-byte pwrite in place into already written blocks of a preallocated file, then fdatasync, both timed: one group of 64 entries as the log writes it, with no file-system metadata to commit", groupCfg.WriteSize)}
-		for _, tr := range d.Trials {
-			group.TrialP50us = append(group.TrialP50us, tr.P50us)
+		var group *DeviceSync
+		if d := bench.Find(results, modeDeviceGroup); d != nil && len(d.Trials) > 0 {
+			med := d.Median()
+			group = &DeviceSync{P50us: med.P50us, P99us: med.P99us, Measurement: fmt.Sprintf("a %d-byte pwrite in place into already written blocks of a preallocated file, then fdatasync, both timed: one group of 64 entries as the log writes it, with no file-system metadata to commit", groupCfg.WriteSize)}
+			for _, tr := range d.Trials {
+				group.TrialP50us = append(group.TrialP50us, tr.P50us)
+			}
 		}
-	}
-	bars := walBars(results, modes, group)
+		bars := walBars(results, modes, group)
 
-	notes = append(notes,
-		fmt.Sprintf("%d-byte entries; every append is durable (fdatasync or fsync) before it returns. Latency is per append call, waits for a lock or a group included.", EntrySize),
-		fmt.Sprintf("Each trial runs in a fresh empty directory under %s, removed afterwards: the log is opened (not timed), warmed up for 10%% of the duration (not counted), then measured; segment files are created and preallocated inside the trial by each system as it does, so every system pays for its own.", o.Dir),
-		"fsync-per-write: an os.File opened O_APPEND, Write then fdatasync, one writer; the file grows, so each fdatasync also commits the new size.",
-		"device-fdatasync: "+deviceMeasurement+"; its p50 is the device's single-flush latency, the floor under every durable append.",
-		"ringstore: wal.Open with default options (64 MiB segments) and the named backend; entries/flush and flushes/s are the log's own counters (Stats: Entries/Flushes) over the measured part; flush p50/p99 is the log's own histogram of its group flushes, one write and its fdatasync each, from submission to completion (Stats.FlushLatency, buckets at most 12.5% wide, upper bounds given), over the same part.",
-	)
-	if o.Peers && versions != nil {
 		notes = append(notes,
-			"Peers, as their users use them: one entry per call. Each needs consecutive indexes from one writer, so every call takes the next index and writes under one mutex; concurrent writers queue on it. None of them groups concurrent callers, and no grouping was done for them: that is the comparison. † = not counted: one sync per call, by the peer's code.",
-			"hashicorp/raft-wal: StoreLogs with one raft.Log (it fsyncs the segment on every StoreLogs). tidwall/wal: Write with NoSync=false (os.File.Sync, an fsync, on every Write). etcd wal: Save(empty HardState, one entry), which fdatasyncs when it has entries.")
-	}
-	if tmpfs {
-		notes = append(notes, "CAUTION: "+o.Dir+" is on "+machine.FileSystem+", where fdatasync does nothing: these are not figures of durable writes. Use a directory on a disk (e.g. under /var/tmp).")
-	}
+			fmt.Sprintf("%d-byte entries; every append is durable (fdatasync or fsync) before it returns. Latency is per append call, waits for a lock or a group included.", EntrySize),
+			fmt.Sprintf("Each trial runs in a fresh empty directory under %s, removed afterwards: the log is opened (not timed), warmed up for 10%% of the duration (not counted), then measured; segment files are created and preallocated inside the trial by each system as it does, so every system pays for its own.", o.Dir),
+			"fsync-per-write: an os.File opened O_APPEND, Write then fdatasync, one writer; the file grows, so each fdatasync also commits the new size.",
+			"device-fdatasync: "+deviceMeasurement+"; its p50 is the device's single-flush latency, the floor under every durable append.",
+			"ringstore: wal.Open with default options (64 MiB segments) and the named backend; entries/flush and flushes/s are the log's own counters (Stats: Entries/Flushes) over the measured part; flush p50/p99 is the log's own histogram of its group flushes, one write and its fdatasync each, from submission to completion (Stats.FlushLatency, buckets at most 12.5% wide, upper bounds given), over the same part.",
+		)
+		if o.Peers && versions != nil {
+			notes = append(notes,
+				"Peers, as their users use them: one entry per call. Each needs consecutive indexes from one writer, so every call takes the next index and writes under one mutex; concurrent writers queue on it. None of them groups concurrent callers, and no grouping was done for them: that is the comparison. † = not counted: one sync per call, by the peer's code.",
+				"hashicorp/raft-wal: StoreLogs with one raft.Log (it fsyncs the segment on every StoreLogs). tidwall/wal: Write with NoSync=false (os.File.Sync, an fsync, on every Write). etcd wal: Save(empty HardState, one entry), which fdatasyncs when it has entries.")
+		}
+		if tmpfs {
+			notes = append(notes, "CAUTION: "+o.Dir+" is on "+machine.FileSystem+", where fdatasync does nothing: these are not figures of durable writes. Use a directory on a disk (e.g. under /var/tmp).")
+		}
 
-	fmt.Fprintf(o.Out, "\n## bench wal — %d-byte durable appends\n\n", EntrySize)
-	bench.WriteMachine(o.Out, machine)
-	if device != nil {
-		fmt.Fprintf(o.Out, "device: one fdatasync p50 %.0f µs, p99 %.0f µs (median trial; trials' p50: %s)\n", device.P50us, device.P99us, joinF(device.TrialP50us))
-	}
-	if len(versions) > 0 {
-		fmt.Fprintf(o.Out, "peers:  %s\n", peerVersionLine(versions))
-	}
-	fmt.Fprintln(o.Out)
-	t.Write(o.Out)
-	fmt.Fprintln(o.Out, "\nratios measured in this run:")
-	bench.WriteRatios(o.Out, ratios, labels)
-	for _, r := range latRatios {
-		fmt.Fprintf(o.Out, "  %-28s vs %-28s %6.2f×\n", r.A, r.B, r.Ratio)
-	}
-	fmt.Fprintln(o.Out, "\nbars:")
-	bench.WriteBars(o.Out, bars)
-	for _, n := range notes {
-		fmt.Fprintf(o.Out, "note: %s\n", n)
-	}
-	if o.JSON != "" {
 		rep := &report{
 			Report: bench.Report{Benchmark: "wal", Machine: machine,
 				Config:  map[string]any{"dir": o.Dir, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "entry_size": EntrySize, "warmup_frac": 0.1, "peers": o.Peers},
 				Results: rows, Ratios: ratios, Notes: notes},
 			Device: device, DeviceGroup: group, LatencyRatios: latRatios, PeerVersions: versions, Bars: bars,
 		}
-		if err := bench.WriteJSON(o.JSON, rep); err != nil {
-			return fmt.Errorf("bench wal: %w", err)
-		}
-		fmt.Fprintf(o.Out, "JSON written to %s\n", o.JSON)
+		return bench.Summary{Heading: fmt.Sprintf("wal — %d-byte durable appends", EntrySize), Bars: bars, Notes: notes, Report: rep, Body: func(out io.Writer) {
+			if device != nil {
+				fmt.Fprintf(out, "device: one fdatasync p50 %.0f µs, p99 %.0f µs (median trial; trials' p50: %s)\n", device.P50us, device.P99us, joinF(device.TrialP50us))
+			}
+			if len(versions) > 0 {
+				fmt.Fprintf(out, "peers:  %s\n", peerVersionLine(versions))
+			}
+			fmt.Fprintln(out)
+			t.Write(out)
+			fmt.Fprintln(out, "\nratios measured in this run:")
+			bench.WriteRatios(out, ratios, labels)
+			for _, r := range latRatios {
+				fmt.Fprintf(out, "  %-28s vs %-28s %6.2f×\n", r.A, r.B, r.Ratio)
+			}
+		}}, nil
 	}
-	return runErr
+	return w.Run()
 }
+
+// onTmpfs says whether the run's directory is in memory, where fdatasync
+// does nothing.
+func onTmpfs(m bench.Machine) bool { return m.FileSystem == "tmpfs" || m.FileSystem == "ramfs" }
 
 // walBars checks the run's figures against the bars; a bar whose modes did
 // not run is there, not tested.
