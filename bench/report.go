@@ -136,3 +136,13 @@ func plural(n int, s string) string {
 	}
 	return s + "s"
 }
+
+// Whole lists numbers rounded to whole units, comma-separated (a mode's
+// trials).
+func Whole(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(s, ", ")
+}

@@ -212,7 +212,7 @@ func writeBody(w io.Writer, rep *report, modes []*mode) {
 		fmt.Fprintf(w, "         NO memory limit: %s\n", ml.Reason)
 	}
 	if rep.Device != nil {
-		fmt.Fprintf(w, "device:  %.0f IOPS at QD64 (median; trials %s), p50 %.0f µs per batch of 64\n", rep.Device.IOPS, joinF(rep.Device.TrialIOPS), rep.Device.P50us)
+		fmt.Fprintf(w, "device:  %.0f IOPS at QD64 (median; trials %s), p50 %.0f µs per batch of 64\n", rep.Device.IOPS, bench.Whole(rep.Device.TrialIOPS), rep.Device.P50us)
 	}
 	if l := rep.Limits; l != nil {
 		fmt.Fprintf(w, "limits:  device-bound %.0f keys/s (QD64 IOPS ÷ %.2f blocks read per key), CPU-bound %.0f keys/s (MultiGet with every block cached, %.1f µs of CPU per key); the cold MultiGet is %s-bound\n",
@@ -249,12 +249,4 @@ func writeBody(w io.Writer, rep *report, modes []*mode) {
 	}
 	fmt.Fprintln(w, "\nratios measured in this run:")
 	bench.WriteRatios(w, rep.Ratios, labels)
-}
-
-func joinF(vs []float64) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = f0(v)
-	}
-	return strings.Join(s, ", ")
 }

@@ -321,7 +321,7 @@ func writeBody(w io.Writer, rep *report) {
 			share, ratio = fmt.Sprintf("%.0f%%", 100*q.OffLoadShare), fmt.Sprintf("%.1f", q.StateVsCache)
 		}
 		t.Add(q.Query, fmt.Sprintf("%.0f", q.OnMedian), fmt.Sprintf("%.0f", q.OffMedian), fmt.Sprintf("%.2f×", q.RatioBest), fmt.Sprintf("%.2f×", q.RatioMedian),
-			joinF(q.OnEPS), joinF(q.OffEPS), share, fmt.Sprintf("%.1f", q.StateBytes/(1<<20)), ratio, fmt.Sprintf("%.0f", q.OnPerCore), out)
+			bench.Whole(q.OnEPS), bench.Whole(q.OffEPS), share, fmt.Sprintf("%.1f", q.StateBytes/(1<<20)), ratio, fmt.Sprintf("%.0f", q.OnPerCore), out)
 	}
 	t.Write(w)
 	fmt.Fprintf(w, "\ngeometric mean ON/OFF: best-of %.3f×, median-of %.3f× (stateful queries: best-of %.3f×); median of best-of ratios %.3f×; %d faster, %d slower\n",
@@ -331,12 +331,4 @@ func writeBody(w io.Writer, rep *report) {
 	} else {
 		fmt.Fprintf(w, "every ON trial faster than every OFF trial: %v; every ON trial slower: %v\n", rep.AllOnFaster, rep.AllOnSlower)
 	}
-}
-
-func joinF(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprintf("%.0f", x)
-	}
-	return strings.Join(s, " ")
 }

@@ -352,7 +352,7 @@ func Run(o Options) error {
 		}
 		return bench.Summary{Heading: fmt.Sprintf("wal — %d-byte durable appends", EntrySize), Bars: bars, Notes: notes, Report: rep, Body: func(out io.Writer) {
 			if device != nil {
-				fmt.Fprintf(out, "device: one fdatasync p50 %.0f µs, p99 %.0f µs (median trial; trials' p50: %s)\n", device.P50us, device.P99us, joinF(device.TrialP50us))
+				fmt.Fprintf(out, "device: one fdatasync p50 %.0f µs, p99 %.0f µs (median trial; trials' p50: %s)\n", device.P50us, device.P99us, bench.Whole(device.TrialP50us))
 			}
 			if len(versions) > 0 {
 				fmt.Fprintf(out, "peers:  %s\n", peerVersionLine(versions))
@@ -466,15 +466,4 @@ func peerVersionLine(v map[string]string) string {
 		s += k + " " + v[k]
 	}
 	return s
-}
-
-func joinF(fs []float64) string {
-	out := ""
-	for i, f := range fs {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%.0f", f)
-	}
-	return out
 }
