@@ -50,8 +50,11 @@
 // package state and Reference on Go maps, and the tests compare the two
 // outputs' checksums (rows, and the sum and xor of their hashes: order
 // does not matter across keys). This checks the state path — partitioning,
-// mini-batches, MultiGet, checkpoints — not the queries' reading of the SQL,
-// which the operators' code and this doc state.
+// mini-batches, MultiGet, timers, checkpoints. The operators' reading of
+// the SQL is checked apart from them for the queries whose rows do not
+// depend on the order they are made in (q3, q5, q7, q8, q11, q12, q20):
+// batch_test.go recomputes their output from the whole list of events by
+// grouping and joining, with no state, timers or watermarks.
 //
 // # Events
 //
