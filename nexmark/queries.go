@@ -178,15 +178,7 @@ func init() {
 	// auctions that came before their seller) for as long as the run
 	// lasts: unbounded retention, as the SQL's regular join.
 	Queries["q3"] = Query{Name: "q3", Stateful: true, States: map[string]bool{"person": false, "pending": true},
-		Key: func(e Event) (int64, bool) {
-			switch e.Kind {
-			case KindPerson:
-				return e.Person.ID, true
-			case KindAuction:
-				return e.Auction.Seller, true
-			}
-			return 0, false
-		},
+		Key: personOrSeller,
 		Wants: func(e Event, s Store) {
 			switch e.Kind {
 			case KindPerson:
@@ -275,12 +267,7 @@ func init() {
 	// q18: the last bid of each bidder on each auction (a deduplication
 	// keeping the latest by event time).
 	Queries["q18"] = Query{Name: "q18", Stateful: true, States: map[string]bool{"last": false},
-		Key: func(e Event) (int64, bool) {
-			if e.Kind != KindBid {
-				return 0, false
-			}
-			return e.Bid.Bidder, true
-		},
+		Key:   bidderKey,
 		Wants: func(e Event, s Store) { s.Want("last", key2(e.Bid.Bidder, e.Bid.Auction)) },
 		Process: func(e Event, s Store, out *Out) error {
 			b := e.Bid
@@ -300,15 +287,7 @@ func init() {
 	// 10. Every auction is kept (its category decides later bids); a bid
 	// that names an auction not yet seen waits for it.
 	Queries["q20"] = Query{Name: "q20", Stateful: true, States: map[string]bool{"auction": false, "early": true},
-		Key: func(e Event) (int64, bool) {
-			switch e.Kind {
-			case KindAuction:
-				return e.Auction.ID, true
-			case KindBid:
-				return e.Bid.Auction, true
-			}
-			return 0, false
-		},
+		Key: auctionOrBid,
 		Wants: func(e Event, s Store) {
 			switch e.Kind {
 			case KindAuction:

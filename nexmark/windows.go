@@ -48,6 +48,17 @@ func bidderKey(e Event) (int64, bool) {
 	return e.Bid.Bidder, true
 }
 
+// personOrSeller partitions people by id and auctions by seller.
+func personOrSeller(e Event) (int64, bool) {
+	switch e.Kind {
+	case KindPerson:
+		return e.Person.ID, true
+	case KindAuction:
+		return e.Auction.Seller, true
+	}
+	return 0, false
+}
+
 // auctionOrBid partitions auctions and bids by auction id.
 func auctionOrBid(e Event) (int64, bool) {
 	switch e.Kind {
@@ -316,15 +327,7 @@ func init() {
 	// q8: new users: people who opened an auction in the tumbling window of
 	// 10 s in which they registered, emitted when the window closes.
 	Queries["q8"] = Query{Name: "q8", Stateful: true, States: map[string]bool{"person": false, "seller": false},
-		Key: func(e Event) (int64, bool) {
-			switch e.Kind {
-			case KindPerson:
-				return e.Person.ID, true
-			case KindAuction:
-				return e.Auction.Seller, true
-			}
-			return 0, false
-		},
+		Key:   personOrSeller,
 		Wants: noWants,
 		Process: func(e Event, s Store, out *Out) error {
 			end := tumbleEnd(e.Time(), tumble)
