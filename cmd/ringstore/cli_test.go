@@ -201,8 +201,8 @@ func TestJSONOutputs(t *testing.T) {
 	}
 }
 
-// TestReport: ringstore report renders saved JSON reports as one page;
-// missing input and a missing --html are errors.
+// TestReport: ringstore report renders saved JSON reports as one page, or
+// their charts as SVG files; missing input and no output are errors.
 func TestReport(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.html")
 	in := filepath.Join("..", "..", "bench", "htmlreport", "testdata")
@@ -214,8 +214,13 @@ func TestReport(t *testing.T) {
 	if err != nil || !strings.Contains(string(page), `id="bench-kv"`) || !strings.Contains(string(page), `id="bench-nexmark"`) {
 		t.Errorf("page: %v", err)
 	}
+	svgs := filepath.Join(t.TempDir(), "charts")
+	code, stdout, stderr = runCLI("report", filepath.Join(in, "kv.json"), "--svg", svgs)
+	if svg, err := os.ReadFile(filepath.Join(svgs, "kv-1.svg")); code != 0 || err != nil || !strings.Contains(string(svg), "keys/s by mode") {
+		t.Errorf("report --svg: exit %d, %v\n%s%s", code, err, stdout, stderr)
+	}
 	runCLICases(t, []cliCase{
-		{"no html", []string{"report", filepath.Join(in, "kv.json")}, 2, "--html OUT is required"},
+		{"no output", []string{"report", filepath.Join(in, "kv.json")}, 2, "--html OUT or --svg DIR is required"},
 		{"no input", []string{"report", "--html", out}, 2, "no JSON report given"},
 		{"missing input", []string{"report", "/nonexistent.json", "--html", out}, 1, "/nonexistent.json"},
 	})
