@@ -47,8 +47,8 @@ type Request struct {
 	// open until Do returns (tests, tools); with a File, Do sets it.
 	File *File
 	Fd   int
-	Off int64  // file offset (reads and writes)
-	Buf []byte // memory read into or written from; for O_DIRECT, aligned (package directio)
+	Off  int64  // file offset (reads and writes)
+	Buf  []byte // memory read into or written from; for O_DIRECT, aligned (package directio)
 
 	// Link makes the next request of the same call start only after this
 	// one has completed in full. If it fails, the rest of the chain is not
