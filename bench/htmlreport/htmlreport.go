@@ -136,7 +136,11 @@ func hbars(b *strings.Builder, title, unit string, bars []bar, limits []limit) {
 	if len(bars) == 0 {
 		return
 	}
-	const width, left, right, rowH, top = 1000, 300, 110, 22, 34
+	const width, right, rowH, top = 1000, 110, 22, 34
+	left := 300 // room for the labels: about 7 px a character at 12 px
+	for _, x := range bars {
+		left = max(left, min(520, 7*len([]rune(x.label))+16))
+	}
 	maxV := 0.0
 	for _, x := range bars {
 		maxV = math.Max(maxV, x.value)
