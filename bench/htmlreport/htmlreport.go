@@ -43,18 +43,9 @@ func Render(w io.Writer, inputs ...Input) error {
 		}
 		kind, _ := rep["benchmark"].(string)
 		fmt.Fprintf(&b, "<section id=%q>\n", "bench-"+kind)
-		switch kind {
-		case "read":
-			renderRead(&b, rep)
-		case "wal":
-			renderWAL(&b, rep)
-		case "scan":
-			renderScan(&b, rep)
-		case "kv":
-			renderKV(&b, rep)
-		case "nexmark":
-			renderNexmark(&b, rep)
-		default:
+		if render := renderers[kind]; render != nil {
+			render(&b, rep)
+		} else {
 			fmt.Fprintf(&b, `<p class="note">%s: a report of kind %s, which this page does not draw; skipped.</p>`, esc(in.Name), esc(fmt.Sprintf("%q", kind)))
 		}
 		renderBars(&b, rep)
@@ -69,6 +60,11 @@ func Render(w io.Writer, inputs ...Input) error {
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// renderers draw each kind of report: its tables and charts.
+var renderers = map[string]func(*strings.Builder, map[string]any){
+	"read": renderRead, "wal": renderWAL, "scan": renderScan, "kv": renderKV, "nexmark": renderNexmark,
 }
 
 const head = `<!DOCTYPE html>

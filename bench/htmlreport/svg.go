@@ -38,22 +38,13 @@ func Charts(inputs ...Input) ([]Chart, error) {
 			continue
 		}
 		kind, _ := rep["benchmark"].(string)
-		var b strings.Builder
-		switch kind {
-		case "read":
-			renderRead(&b, rep)
-		case "wal":
-			renderWAL(&b, rep)
-		case "scan":
-			renderScan(&b, rep)
-		case "kv":
-			renderKV(&b, rep)
-		case "nexmark":
-			renderNexmark(&b, rep)
-		default:
+		render := renderers[kind]
+		if render == nil {
 			errs = append(errs, fmt.Sprintf("%s: a report of kind %q, which this package does not draw", in.Name, kind))
 			continue
 		}
+		var b strings.Builder
+		render(&b, rep)
 		for i, m := range svgElem.FindAllStringSubmatchIndex(b.String(), -1) {
 			page := b.String()[m[0]:m[1]]
 			title := unescape(b.String()[m[2]:m[3]])
