@@ -35,6 +35,10 @@ type ChildConfig struct {
 	WriteSize  int           `json:"write_size,omitempty"`
 	Duration   time.Duration `json:"duration"`
 	WarmupFrac float64       `json:"warmup_frac"`
+	// KeepEntries, when set, truncates ringstore's log from the front as
+	// the trial goes (every 10 ms, as a raft log after snapshots), keeping
+	// about this many of its newest entries: the log's steady state.
+	KeepEntries uint64 `json:"keep_entries,omitempty"`
 }
 
 // Keys of bench.Trial.Extra that the wal benchmark fills in.
@@ -49,6 +53,9 @@ const (
 	// wal.Stats.FlushLatency: ringstore only.
 	ExtraFlushP50us = "flush_p50_us"
 	ExtraFlushP99us = "flush_p99_us"
+	// ExtraRotations is how many segments the steady-state mode's log
+	// sealed and made in the trial (while its truncations removed them).
+	ExtraRotations = "rotations"
 )
 
 func init() { bench.RegisterChild(Workload, child) }
@@ -294,6 +301,28 @@ func kvWrite(c ChildConfig, dir string) (bench.Trial, error) {
 	return tr, err
 }
 
+// truncateAsItGoes cuts the log's front every 10 ms to keep about keep
+// entries, until stop is closed (keep 0: it does nothing).
+func truncateAsItGoes(l *wal.Log, keep uint64, stop <-chan struct{}) error {
+	if keep == 0 {
+		return nil
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-tick.C:
+			if last := l.LastSeq(); last > keep {
+				if err := l.TruncateFront(last - keep); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
 // ringstore runs c.Writers goroutines appending to one wal.Log.
 func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 	mode, err := ioengine.ParseIOMode(c.IOMode)
@@ -313,6 +342,8 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 		l.Close()
 		return bench.Trial{}, fmt.Errorf("wanted backend %s, the log is on %s: %s", w, st.Backend, st.FallbackReason)
 	}
+	stop, truncated := make(chan struct{}), make(chan error, 1)
+	go func() { truncated <- truncateAsItGoes(l, c.KeepEntries, stop) }()
 	tr, err := Measure(c, func(_ int, p []byte) error {
 		_, err := l.Append(p)
 		return err
@@ -320,6 +351,16 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 		st := l.Stats()
 		return Counts{Entries: st.Entries, Flushes: st.Flushes, FlushLatency: st.FlushLatency}
 	})
+	close(stop)
+	if terr := <-truncated; err == nil && terr != nil {
+		err = fmt.Errorf("truncate: %w", terr)
+	}
+	if c.KeepEntries > 0 && err == nil {
+		if tr.Extra == nil {
+			tr.Extra = map[string]float64{}
+		}
+		tr.Extra[ExtraRotations] = float64(l.Stats().Rotations)
+	}
 	if cerr := l.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
 	}
