@@ -36,7 +36,7 @@ type ChildConfig struct {
 	Duration   time.Duration `json:"duration"`
 	WarmupFrac float64       `json:"warmup_frac"`
 	// KeepEntries, when set, truncates ringstore's log from the front as
-	// the trial goes (every 10 ms, as a raft log after snapshots), keeping
+	// the trial goes (every 100 ms, as a raft log after snapshots), keeping
 	// about this many of its newest entries: the log's steady state.
 	KeepEntries uint64 `json:"keep_entries,omitempty"`
 }
@@ -301,13 +301,13 @@ func kvWrite(c ChildConfig, dir string) (bench.Trial, error) {
 	return tr, err
 }
 
-// truncateAsItGoes cuts the log's front every 10 ms to keep about keep
+// truncateAsItGoes cuts the log's front every 100 ms to keep about keep
 // entries, until stop is closed (keep 0: it does nothing).
 func truncateAsItGoes(l *wal.Log, keep uint64, stop <-chan struct{}) error {
 	if keep == 0 {
 		return nil
 	}
-	tick := time.NewTicker(10 * time.Millisecond)
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
