@@ -348,7 +348,7 @@ func Run(o Options) error {
 			"fsync-per-write: an os.File opened O_APPEND, Write then fdatasync, one writer; the file grows, so each fdatasync also commits the new size.",
 			"device-fdatasync: "+deviceMeasurement+"; its p50 is the device's single-flush latency, the floor under every durable append.",
 			fmt.Sprintf("truncated: the log is cut from the front every 100 ms to its newest %d entries (TruncateFront, as a raft log after a snapshot or kv's log after a flush), so segments are made and removed all through the trial: the log's steady state.", SteadyKeep),
-		"ringstore: wal.Open with default options (64 MiB segments) and the named backend; entries/flush and flushes/s are the log's own counters (Stats: Entries/Flushes) over the measured part; flush p50/p99 is the log's own histogram of its group flushes, one write and its fdatasync each, from submission to completion (Stats.FlushLatency, buckets at most 12.5% wide, upper bounds given), over the same part.",
+			"ringstore: wal.Open with default options (64 MiB segments) and the named backend; entries/flush and flushes/s are the log's own counters (Stats: Entries/Flushes) over the measured part; flush p50/p99 is the log's own histogram of its group flushes, one write and its fdatasync each, from submission to completion (Stats.FlushLatency, buckets at most 12.5% wide, upper bounds given), over the same part.",
 		)
 		if o.Peers && versions != nil {
 			notes = append(notes,
