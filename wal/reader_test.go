@@ -65,7 +65,8 @@ func TestReaderBesideAWriter(t *testing.T) {
 
 // TestReaderDamageAndTornTail: in a damaged segment the Reader hands out
 // the entries before the damage, then the damage, marked ErrCorrupt and
-// naming file and offset; a torn tail ends the entries and is described.
+// naming file and offset, and Salvage finds where Repair would cut; a torn
+// tail ends the entries and is described.
 func TestReaderDamageAndTornTail(t *testing.T) {
 	dir := t.TempDir()
 	path, offs := writeEntries(t, dir, tailOpts(), 30)
@@ -102,5 +103,8 @@ func TestReaderDamageAndTornTail(t *testing.T) {
 	n = 0
 	if _, err := r.Scan(1, 11, func(Entry) bool { n++; return true }); err != nil || n != 11 {
 		t.Errorf("entries before the damage: %d, %v", n, err)
+	}
+	if last, end, ok, err := Salvage(path); last != 11 || end != offs[11] || !ok || err != nil {
+		t.Errorf("Salvage: last %d, end %d, header %v, %v; want 11 and %d", last, end, ok, err, offs[11])
 	}
 }

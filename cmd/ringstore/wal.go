@@ -37,7 +37,6 @@ Commands:
 // Files of a log directory (see the wal package documentation).
 const (
 	walSegmentSuffix = ".seg"
-	walSegmentDigits = 20
 	walMetaName      = "wal.meta"
 	walLockName      = "wal.lock"
 )
@@ -356,32 +355,6 @@ func fmtBytes(n int64) string {
 	return fmt.Sprintf("%d B (%.4g %s)", n, v, unit)
 }
 
-// segmentFiles returns the bases of dir's segment files in order.
-func segmentFiles(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var bases []uint64
-	for _, e := range entries { // sorted by name; 20-digit names sort as numbers
-		name := e.Name()
-		digits, ok := strings.CutSuffix(name, walSegmentSuffix)
-		if !ok {
-			continue
-		}
-		base, err := strconv.ParseUint(digits, 10, 64)
-		if len(digits) != walSegmentDigits || err != nil || base == 0 {
-			return nil, fmt.Errorf("%s: not a segment file name (want %d digits and %s)", filepath.Join(dir, name), walSegmentDigits, walSegmentSuffix)
-		}
-		bases = append(bases, base)
-	}
-	return bases, nil
-}
-
-func segmentPath(dir string, base uint64) string {
-	return filepath.Join(dir, fmt.Sprintf("%0*d%s", walSegmentDigits, base, walSegmentSuffix))
-}
-
 // walEntry is one entry a reader found.
 type walEntry struct {
 	Seq     uint64 `json:"seq"`
@@ -636,7 +609,7 @@ func repairPlan(dir string, v wal.VerifyReport, verr error) []string {
 	}
 	if filepath.Base(ce.Path) == walMetaName {
 		first := "1"
-		if bases, _ := segmentFiles(dir); len(bases) > 0 {
+		if bases, _ := wal.Segments(dir); len(bases) > 0 {
 			first = strconv.FormatUint(bases[0], 10)
 		}
 		return []string{fmt.Sprintf("rewrite %s with first seq %s, the oldest segment's", ce.Path, first)}
@@ -648,9 +621,9 @@ func repairPlan(dir string, v wal.VerifyReport, verr error) []string {
 	}
 	var later []string
 	next := uint64(0) // base of the segment after the damaged one
-	bases, _ := segmentFiles(dir)
+	bases, _ := wal.Segments(dir)
 	for i := len(bases) - 1; i >= 0 && bases[i] > base; i-- {
-		later = append(later, segmentPath(dir, bases[i]))
+		later = append(later, wal.SegmentPath(dir, bases[i]))
 		next = bases[i]
 	}
 	removeLater := func(from uint64, why string) []string {
@@ -663,7 +636,7 @@ func repairPlan(dir string, v wal.VerifyReport, verr error) []string {
 	// A segment that does not follow the one before it goes, with every
 	// later one; so does one whose header is bad or that has no good entry.
 	gap := len(v.Segments) > 0 && v.Segments[len(v.Segments)-1].LastSeq+1 != base
-	last, end, headerOK := salvageable(ce.Path, base)
+	last, end, headerOK, _ := wal.Salvage(ce.Path)
 	if gap || !headerOK || last < base {
 		why := "it has no good entry"
 		switch {
@@ -682,33 +655,6 @@ func repairPlan(dir string, v wal.VerifyReport, verr error) []string {
 		plan = append(plan, fmt.Sprintf("entries after seq %d are lost", last))
 	}
 	return append(plan, "then verify again and repair any further damage the same way")
-}
-
-// salvageable scans a damaged segment from its header to its first entry
-// that is not valid (or the trailer), as Repair does, and returns the last
-// good entry and its end; last is base-1 when there is none. headerOK is
-// false when the header cannot be trusted.
-func salvageable(path string, base uint64) (last uint64, end int64, headerOK bool) {
-	img, err := os.ReadFile(path)
-	if err != nil {
-		return base - 1, 0, false
-	}
-	h, err := wal.DecodeSegmentHeader(img)
-	if err != nil || h.BaseSeq != base || h.Size != uint64(len(img)) || len(img)%4096 != 0 {
-		return base - 1, 0, false
-	}
-	limit := len(img) - wal.TrailerSize
-	maxBody := len(img) - wal.SegmentHeaderSize - wal.TrailerSize - wal.EntryHeaderSize
-	end, last = wal.SegmentHeaderSize, base-1
-	for end < int64(limit) {
-		seq, _, n, err := wal.DecodeEntry(img[end:limit], maxBody)
-		if err != nil || seq != last+1 {
-			break
-		}
-		end += int64(n)
-		last = seq
-	}
-	return last, end, true
 }
 
 // walAppend appends its VALUEs to the log in DIR, each an entry durable
