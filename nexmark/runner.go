@@ -179,8 +179,8 @@ func Reference(q Query, gen GenConfig, events int64) (Sink, error) {
 type RunConfig struct {
 	Query       string
 	Events      int64
-	Parallelism int   // workers; default 4
-	Batch       int   // events per mini-batch; default 1000
+	Parallelism int   // workers; default DefaultParallelism
+	Batch       int   // events per mini-batch; default DefaultBatch
 	Checkpoint  int64 // a checkpoint of each worker every this many of its events; 0: none
 	Dir         string
 	Gen         GenConfig
@@ -208,12 +208,19 @@ type Result struct {
 	Backend     ioengine.Backend
 }
 
+// A run's defaults: the workers (a stream processor's subtasks) and the
+// events of one mini-batch (one MultiGet of each worker's state).
+const (
+	DefaultParallelism = 4
+	DefaultBatch       = 1000
+)
+
 func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.Parallelism == 0 {
-		c.Parallelism = 4
+		c.Parallelism = DefaultParallelism
 	}
 	if c.Batch == 0 {
-		c.Batch = 1000
+		c.Batch = DefaultBatch
 	}
 	if c.Cache == 0 {
 		c.Cache = 1 << 20

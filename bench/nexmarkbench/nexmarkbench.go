@@ -30,8 +30,8 @@ type Options struct {
 	Dir         string
 	Queries     []string // default: every query of package nexmark
 	Events      int64    // default 2,000,000
-	Parallelism int      // default 4
-	Batch       int      // events per mini-batch; default 1000
+	Parallelism int      // default nexmark.DefaultParallelism
+	Batch       int      // events per mini-batch; default nexmark.DefaultBatch
 	Trials      int      // default 3
 	Cache       int64    // each worker's block cache; default 256 KiB
 	Memtable    int64    // each worker's memtable; default 256 KiB
@@ -146,10 +146,10 @@ func Run(o Options) error {
 		o.Events = 2_000_000
 	}
 	if o.Parallelism == 0 {
-		o.Parallelism = 4
+		o.Parallelism = nexmark.DefaultParallelism
 	}
 	if o.Batch == 0 {
-		o.Batch = 1000
+		o.Batch = nexmark.DefaultBatch
 	}
 	if o.Trials == 0 {
 		o.Trials = 3

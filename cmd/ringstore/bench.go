@@ -138,8 +138,8 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if workload == "nexmark" {
 		nxQueries = fs.String("queries", strings.Join(nexmark.QueryNames(), ","), "the queries, comma-separated")
 		nxEvents = fs.Int64("events", 2_000_000, "events generated per trial")
-		nxParallelism = fs.Int("parallelism", 4, "workers, each with its own state")
-		nxBatch = fs.Int("batch", 1000, "events per mini-batch (one MultiGet of state per worker)")
+		nxParallelism = fs.Int("parallelism", nexmark.DefaultParallelism, "workers, each with its own state")
+		nxBatch = fs.Int("batch", nexmark.DefaultBatch, "events per mini-batch (one MultiGet of state per worker)")
 		nxCache = fs.String("cache", "256KiB", "each worker's block cache")
 		nxMemtable = fs.String("memtable", "256KiB", "each worker's memtable")
 	}
