@@ -16,7 +16,6 @@ import (
 type SegmentFile struct {
 	Info SegmentInfo
 
-	h      SegmentHeader
 	img    []byte     // the mapped file; nil when only the frame was read
 	r      scanResult // the entries
 	tail   tailScan   // what follows them when Info.TornTail > 0
@@ -60,7 +59,7 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 	if err != nil {
 		return nil, err
 	}
-	s.h, s.Info.Size, s.Info.Sealed = h, int64(h.Size), sealed
+	s.Info.Size, s.Info.Sealed = int64(h.Size), sealed
 	if !sealed && !isLast {
 		return nil, &CorruptError{Path: path, Offset: s.Info.Size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
 	}

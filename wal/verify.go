@@ -229,7 +229,7 @@ func salvageSegment(path string, base uint64) (*SegmentFile, error) {
 	if err != nil || h.BaseSeq != base || int64(h.Size) != st.Size() || st.Size()%4096 != 0 {
 		return nil, nil
 	}
-	s := &SegmentFile{Info: SegmentInfo{Path: path, BaseSeq: base, Size: st.Size()}, h: h}
+	s := &SegmentFile{Info: SegmentInfo{Path: path, BaseSeq: base, Size: st.Size()}}
 	if s.img, err = mapFile(path, st.Size()); err != nil {
 		return nil, err
 	}
