@@ -25,12 +25,11 @@ type File struct {
 	f  *os.File
 	fd int
 	// refs counts the requests in flight; fileClosing is set once Close
-	// has begun.
+	// has begun. drained is closed (once) when both hold: closing and no
+	// request in flight.
 	refs    atomic.Int64
 	drained chan struct{}
 	once    sync.Once
-	closeMu sync.Mutex
-	closed  bool
 }
 
 const fileClosing = 1 << 62
@@ -84,14 +83,17 @@ func (f *File) release() {
 // Close fails later requests with ErrFileClosed, waits for those in flight
 // and closes the descriptor. A second Close returns ErrFileClosed.
 func (f *File) Close() error {
-	f.closeMu.Lock()
-	defer f.closeMu.Unlock()
-	if f.closed {
-		return ErrFileClosed
-	}
-	f.closed = true
-	if f.refs.Add(fileClosing) == fileClosing {
-		f.once.Do(func() { close(f.drained) })
+	for {
+		r := f.refs.Load()
+		if r&fileClosing != 0 {
+			return ErrFileClosed
+		}
+		if f.refs.CompareAndSwap(r, r|fileClosing) {
+			if r == 0 {
+				f.once.Do(func() { close(f.drained) })
+			}
+			break
+		}
 	}
 	<-f.drained
 	return f.f.Close()
