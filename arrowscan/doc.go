@@ -36,8 +36,10 @@
 //	     │            mmap: the mapping's slice, nothing read
 //	     │            pread: packed, one pread per interval
 //	     │            direct: aligned chunks, read straight into the body
-//	     │            pool: Pin, bufpool.CopyOut, Unpin (zero-copy when all
-//	     │                  intervals lie in one frame)
+//	     │            pool: Pin; the frames' memory itself when they lie
+//	     │                  in one frame or the pool shows them as one
+//	     │                  range (bufpool.Pool.Window), else
+//	     │                  bufpool.CopyOut and Unpin
 //	     ▼ projected RecordBatch message: only the projected fields' nodes,
 //	     │            buffers (offsets remapped into the new body) and
 //	     │            variadic counts; same length, compression, version
@@ -85,8 +87,9 @@
 //     must not be used after the record is released.
 //   - direct: off-heap aligned memory (directio.Alloc), recycled or freed
 //     when released; the same rule, and a use after release may fault.
-//   - pool, zero-copy: the pool frame itself, pinned until released: a
-//     retained record holds pool memory.
+//   - pool, zero-copy: the pool frames themselves (one frame, or the file's
+//     window over several), pinned until released: a retained record holds
+//     pool memory.
 //   - mmap: the mapping, unmapped by File.Close: release every record first.
 //
 // File.Close fails with ErrBusy while Scanners are open. Scanner.Close waits
@@ -129,14 +132,15 @@
 // (a narrow column's 256 KiB chunk in 256 KiB frames usually spans two
 // frames: 2× read amplification, measured in BenchmarkScan's poolreadB/op),
 // where direct reads R rounded out to 4 KiB. Frames of 64 KiB keep that
-// near 1.25× for such data. Frames are copied into the contiguous body
-// arrow-go needs (bufpool.CopyOut); only a batch whose projected ranges all
-// lie in one frame is decoded from the frame itself. That copy is the
-// pool mode's main cost of its own: about a third of the CPU time of 12
-// concurrent events queries on two cores. Doing without it needs either
-// frames at least as large as a column's chunk (more read amplification)
-// or a pool that can show consecutive frames of a file as one contiguous
-// range of memory.
+// near 1.25× for such data. arrow-go needs each batch's body as one
+// contiguous slice. PoolOptions turns on the pool's windows, which show the
+// frames a batch's ranges lie in as one range of memory in file order
+// (bufpool.Pool.Window), so batches are decoded from the pool's memory
+// whatever the frame size. Only where the pool has no windows (more than
+// bufpool.MaxWindowFrames frames, not Linux, a failed mapping) or a batch
+// needs more than a quarter of the pool's frames are the frames copied into
+// a body (bufpool.CopyOut). The copy cost about a third of the CPU of 12
+// concurrent queries on two cores (docs/DECISIONS.md).
 //
 // # Errors
 //

@@ -1,15 +1,17 @@
 package arrowscan
 
 import (
+	"errors"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/ringstore/ringstore/bufpool"
 )
 
-// poolZeroCopy lets a batch whose projected ranges all lie in one pool
-// frame be decoded straight from the frame (the frame stays pinned until
-// arrow-go releases the body). Tests and benchmarks turn it off to compare.
+// poolZeroCopy lets a batch be decoded straight from pool memory when its
+// projected ranges all lie in one frame, or in frames the pool shows as
+// one range (bufpool.Pool.Window); the frames stay pinned until arrow-go
+// releases the body. Tests and benchmarks turn it off to compare.
 var poolZeroCopy = true
 
 // poolGap: intervals closer than this are copied out as one.
@@ -34,6 +36,7 @@ type poolFetcher struct {
 	met        int   // batches below this were pinned, or retracted by close
 	frameSize  int64 // immutable
 	maxPin     int64 // most frames one Pin call may need
+	windows    bool  // immutable: the pool has windows (bufpool.Options.Windows)
 
 	ivs    []interval
 	place  []placed
@@ -50,6 +53,7 @@ func newPoolFetcher(f *File, p *projection) *poolFetcher {
 		prefetched: -1,
 		frameSize:  int64(pool.FrameSize()),
 		maxPin:     max(1, int64(pool.Frames())/4),
+		windows:    pool.Options().Windows,
 	}
 	// Tell the pool every batch this scan will pin, batch by batch as next
 	// pins them, so that frames other scans load stay until this one has
@@ -87,8 +91,11 @@ func (x *poolFetcher) next(i int) (*memory.Buffer, memory.Allocator, []placed, e
 		return memory.NewBufferBytes(nil), nil, x.place, nil
 	}
 	lo, hi := spans[0].Off, spans[len(spans)-1].Off+spans[len(spans)-1].Len
-	if poolZeroCopy && lo/x.frameSize == (hi-1)/x.frameSize {
-		return x.zeroCopy(i, ivs, spans, lo, hi)
+	if poolZeroCopy && (lo/x.frameSize == (hi-1)/x.frameSize || x.windows && x.frameCount(spans) <= x.maxPin) {
+		body, ref, place, err := x.zeroCopy(i, ivs, spans, lo, hi)
+		if !errors.Is(err, bufpool.ErrNotWindowed) {
+			return body, ref, place, err
+		}
 	}
 	var n int64
 	x.place, n = packed(ivs, x.place)
@@ -158,29 +165,52 @@ func (x *poolFetcher) copyOut(spans []bufpool.Span, buf []byte, place []placed) 
 	return flush()
 }
 
-// zeroCopy makes the body of a batch whose spans [lo, hi) lie in one
-// frame: the frame's own bytes, pinned until arrow-go releases the body.
+// frameCount is how many frames spans cover, counting a frame shared by
+// two spans twice.
+func (x *poolFetcher) frameCount(spans []bufpool.Span) int64 {
+	var n int64
+	for _, s := range spans {
+		n += (s.Off+s.Len-1)/x.frameSize - s.Off/x.frameSize + 1
+	}
+	return n
+}
+
+// zeroCopy makes the body of a batch from the pool's memory: [lo, hi) of
+// its one frame, or of the file's window, pinned until arrow-go releases
+// the body. Where the pool cannot show the frames as one range it returns
+// an error wrapping bufpool.ErrNotWindowed, with nothing pinned, and the
+// caller copies instead.
 func (x *poolFetcher) zeroCopy(i int, ivs []interval, spans []bufpool.Span, lo, hi int64) (*memory.Buffer, memory.Allocator, []placed, error) {
 	frames, err := x.pool.Pin(spans, nil)
 	if err != nil {
 		return nil, nil, nil, x.f.batchReadError(i, lo, hi-lo, err)
 	}
-	fr := frames[0]
-	data := fr.Bytes()
-	start, end := lo-fr.Offset(), hi-fr.Offset()
-	if start < 0 || end > int64(len(data)) {
+	var data []byte
+	switch fr := frames[0]; { // fr covers lo
+	case hi <= fr.Offset()+int64(fr.Len()):
+		data = fr.Bytes()[lo-fr.Offset():]
+	case lo/x.frameSize == (hi-1)/x.frameSize:
+		err = errFrameShort
+	default:
+		data, err = x.pool.Window(x.id, lo, hi-lo, frames)
+	}
+	if err != nil {
 		for _, f := range frames {
 			f.Unpin()
 		}
-		return nil, nil, nil, x.f.batchReadError(i, lo, hi-lo, errFrameShort)
+		if errors.Is(err, bufpool.ErrNotWindowed) {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, x.f.batchReadError(i, lo, hi-lo, err)
 	}
+	data = data[: hi-lo : hi-lo]
 	base := x.f.footer.RecordBatches[i].BodyOffset()
 	x.place = x.place[:0]
 	for _, iv := range ivs {
 		x.place = append(x.place, placed{iv.start, iv.end, base + iv.start - lo})
 	}
 	pf := &pinnedFrames{frames: frames}
-	return memory.NewBufferWithAllocator(data[start:end:end], pf), pf, x.place, nil
+	return memory.NewBufferWithAllocator(data, pf), pf, x.place, nil
 }
 
 // close retracts the announcements of the batches the scan did not reach.

@@ -68,10 +68,23 @@ const DefaultPoolPrefetch = 12
 const ScanProbationPercent = 50
 
 // PoolOptions returns o with the settings that suit a pool shared by
-// concurrent scans (ScanProbationPercent) where o leaves them zero.
+// concurrent scans where o leaves them zero: ScanProbationPercent, and
+// windows (bufpool.Options.Windows) where the platform and the number of
+// frames allow them, so that a batch whose projected ranges span several
+// frames is decoded from the pool's memory instead of a copy.
 func PoolOptions(o bufpool.Options) bufpool.Options {
 	if o.ProbationPercent == 0 {
 		o.ProbationPercent = ScanProbationPercent
+	}
+	frame, budget := int64(o.FrameSize), o.Budget
+	if frame == 0 {
+		frame = bufpool.DefaultFrameSize
+	}
+	if budget == 0 {
+		budget = bufpool.DefaultBudget
+	}
+	if bufpool.WindowsSupported && frame > 0 && budget/frame <= bufpool.MaxWindowFrames {
+		o.Windows = true
 	}
 	return o
 }

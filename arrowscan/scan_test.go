@@ -28,10 +28,17 @@ func newEngine(t testing.TB, mode ioengine.IOMode) *ioengine.Engine {
 	return testengine.New(t, mode, ioengine.Options{})
 }
 
+// newPool makes a pool as PoolOptions sets one up (with windows on Linux),
+// closed at cleanup.
 func newPool(t testing.TB, mode ioengine.IOMode, frame int, budget int64) *bufpool.Pool {
 	t.Helper()
-	eng := newEngine(t, mode)
-	p, err := bufpool.New(bufpool.Options{FrameSize: frame, Budget: budget, Engine: eng, Logf: t.Logf})
+	return newPoolOptions(t, PoolOptions(bufpool.Options{FrameSize: frame, Budget: budget, Engine: newEngine(t, mode)}))
+}
+
+func newPoolOptions(t testing.TB, o bufpool.Options) *bufpool.Pool {
+	t.Helper()
+	o.Logf = t.Logf
+	p, err := bufpool.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +66,10 @@ func allModes() []testMode {
 		}},
 		{"pool-syscall-256k", func(t testing.TB) Options {
 			return Options{Mode: ModePool, Pool: newPool(t, ioengine.Syscall, 256<<10, 8<<20), Prefetch: 4}
+		}},
+		{"pool-uring-16k-nowindows", func(t testing.TB) Options {
+			o := bufpool.Options{FrameSize: 16 << 10, Budget: 2 << 20, Engine: newEngine(t, ioengine.URing)}
+			return Options{Mode: ModePool, Pool: newPoolOptions(t, o)}
 		}},
 	}
 }

@@ -18,6 +18,19 @@
 // arena. The last frame of a file is partial: Bytes stops at the registered
 // size (the read itself is rounded up to 4 KiB, as O_DIRECT requires).
 //
+// # Windows
+//
+// Consecutive frames of a file lie wherever eviction freed a slot, so a
+// range that spans frames is not contiguous in the arena. With
+// Options.Windows the arena is a memfd mapped shared, and every registered
+// file gets a reserved range of addresses as long as the file: each load
+// maps its slot, read-only, at the frame's place there (window.go draws
+// it). Window then returns a range of pinned frames as one slice, in file
+// order, without a copy; arrowscan decodes record batches from it. A load
+// costs one mmap (and the reuse of its slot one more), about what copying
+// the frame once costs, however many readers use the frame afterwards.
+// The mappings are made on the loading goroutine, outside Pool.mu.
+//
 // # Frames and the table
 //
 //	table: (FileID, frame index) ──▶ *Frame        one frame per key at a time
@@ -129,6 +142,9 @@
 //
 //   - Frame.Bytes is valid while the frame is pinned, and only then; after
 //     Unpin its memory may be overwritten by the next load at any time.
+//     Window's slice is valid in the parts covered by the caller's pinned
+//     frames, under the same rule; an unregistered file's window is
+//     unmapped at the last Unpin of its frames.
 //   - A registered file (an ioengine.File) is the caller's: the pool never
 //     closes it, and after Unregister (even one that reports pinned frames)
 //     reads it no more. Its requests hold the file while in flight, so a

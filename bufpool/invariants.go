@@ -180,6 +180,44 @@ func (p *Pool) checkInvariantsLocked() error {
 			return fmt.Errorf("key %v both on the ghost list and in the table", k)
 		}
 	}
+	if p.win != nil {
+		return p.checkWindowsLocked()
+	}
+	return nil
+}
+
+// checkWindowsLocked checks that the window maps agree with each other and,
+// when no mapping call failed, that every resident frame is mapped at its
+// place.
+func (p *Pool) checkWindowsLocked() error {
+	w := p.win
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, slot := range w.by {
+		if w.at[slot] != k {
+			return fmt.Errorf("window: key %v says slot %d, which is mapped at %v", k, slot, w.at[slot])
+		}
+		if w.bases[k.file()] == nil {
+			return fmt.Errorf("window: key %v mapped, but file %d has no window", k, k.file())
+		}
+	}
+	for slot, k := range w.at {
+		if k != 0 && int(w.by[k]) != slot {
+			return fmt.Errorf("window: slot %d mapped at %v, which says slot %d", slot, k, w.by[k])
+		}
+	}
+	if w.broken || w.fails > 0 {
+		return nil
+	}
+	for i := range p.frames {
+		f := &p.frames[i]
+		if f.state != stateResident {
+			continue
+		}
+		if !w.mapped[f.slot] || w.at[f.slot] != f.key {
+			return fmt.Errorf("window: resident %s is not mapped at its place (slot mapped at %v, mapped %v)", f, w.at[f.slot], w.mapped[f.slot])
+		}
+	}
 	return nil
 }
 

@@ -41,6 +41,7 @@ func (p *Pool) ioWorker() {
 	defer p.workers.Done()
 	batch := make([]*Frame, 0, p.opts.MaxBatch)
 	reqs := make([]ioengine.Request, 0, p.opts.MaxBatch)
+	var loads []windowLoad
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for {
@@ -51,7 +52,7 @@ func (p *Pool) ioWorker() {
 			p.dropQueuedPrefetchesLocked()
 			return
 		}
-		batch, reqs = batch[:0], reqs[:0]
+		batch, reqs, loads = batch[:0], reqs[:0], loads[:0]
 		for take := p.batchLimitLocked(); len(batch) < take; {
 			f := p.demandQ.popFront()
 			if f == nil {
@@ -73,6 +74,7 @@ func (p *Pool) ioWorker() {
 			p.testBeforeDo(len(reqs))
 		}
 		err := p.eng.Do(reqs)
+		loads = p.mapWindows(batch, reqs, err, loads)
 		p.mu.Lock()
 		p.busyWorkers--
 		p.completeLocked(batch, reqs, err)
@@ -94,21 +96,44 @@ func (p *Pool) batchLimitLocked() int {
 	return max(1, min(p.opts.MaxBatch, (queued+free-1)/free))
 }
 
+// loadCause is why the load of a frame of n valid bytes in a file of size
+// bytes failed, nil if it did not.
+func loadCause(r *ioengine.Request, n int, size int64, doErr error) error {
+	switch {
+	case r.N >= n && (r.Err == nil || errors.Is(r.Err, io.EOF)):
+		return nil
+	case r.Err != nil && !errors.Is(r.Err, io.EOF):
+		return r.Err
+	case r.Err == nil && doErr != nil:
+		return doErr // the engine refused the whole call (closed)
+	default:
+		return fmt.Errorf("%w: the read ended %d bytes into the frame, %d bytes short of the registered size %d",
+			ErrShortRead, r.N, n-r.N, size)
+	}
+}
+
+// mapWindows maps the frames of a finished engine call in their files'
+// windows (Options.Windows), before completeLocked publishes them. It runs
+// on the loader without mu: the frames are in state loading, which no one
+// else changes, and loads is filled from fields written under mu before
+// the loads were issued. It returns loads for reuse.
+func (p *Pool) mapWindows(batch []*Frame, reqs []ioengine.Request, doErr error, loads []windowLoad) []windowLoad {
+	if p.win == nil {
+		return loads
+	}
+	loads = loads[:0]
+	for i, f := range batch {
+		loads = append(loads, windowLoad{slot: f.slot, key: f.key, ok: loadCause(&reqs[i], f.n, f.file.size, doErr) == nil})
+	}
+	p.win.mapLoads(loads)
+	return loads
+}
+
 // completeLocked records the results of one engine call.
 func (p *Pool) completeLocked(batch []*Frame, reqs []ioengine.Request, doErr error) {
 	for i, f := range batch {
 		r := &reqs[i]
-		var cause error
-		switch {
-		case r.N >= f.n && (r.Err == nil || errors.Is(r.Err, io.EOF)):
-		case r.Err != nil && !errors.Is(r.Err, io.EOF):
-			cause = r.Err
-		case r.Err == nil && doErr != nil:
-			cause = doErr // the engine refused the whole call (closed)
-		default:
-			cause = fmt.Errorf("%w: the read ended %d bytes into the frame, %d bytes short of the registered size %d",
-				ErrShortRead, r.N, f.n-r.N, f.file.size)
-		}
+		cause := loadCause(r, f.n, f.file.size, doErr)
 		p.stats.Loads++
 		p.stats.BytesRead += uint64(r.N)
 		p.loading--

@@ -21,6 +21,7 @@ var (
 	ErrPinned        = errors.New("bufpool: frames still pinned")
 	ErrShortRead     = errors.New("bufpool: file shorter than its registered size")
 	ErrNotCovered    = errors.New("bufpool: range not covered by the frames")
+	ErrNotWindowed   = errors.New("bufpool: range not mapped in a window")
 )
 
 // Limits of the options.
@@ -82,6 +83,14 @@ type Options struct {
 	// ProbationPercent is the share of frames the probation FIFO aims for
 	// (S3-FIFO's small queue), 1 to 90. Default 10.
 	ProbationPercent int
+	// Windows maps each registered file's resident frames, in file order,
+	// into a range of addresses of its own, so that Window can show a run
+	// of consecutive pinned frames as one slice without copying them. Each
+	// load then costs a memory mapping (about what copying the frame once
+	// costs), paid once however many readers use the frame. The arena is
+	// a memfd mapped shared instead of anonymous memory. Linux only; at
+	// most MaxWindowFrames frames.
+	Windows bool
 	// Logf receives the engine's fallback reason and the pool's rare
 	// notices (the first failed prefetch). Default: the standard logger.
 	Logf func(format string, args ...any)
@@ -98,8 +107,8 @@ func (o *Options) String() string {
 	if o.FrameSize > 0 {
 		frames = o.Budget / int64(o.FrameSize)
 	}
-	return fmt.Sprintf("bufpool.Options{FrameSize: %d, Budget: %d (%d frames), IOWorkers: %d, Engine: %s, MaxBatch: %d, ProbationPercent: %d}",
-		o.FrameSize, o.Budget, frames, o.IOWorkers, engine, o.MaxBatch, o.ProbationPercent)
+	return fmt.Sprintf("bufpool.Options{FrameSize: %d, Budget: %d (%d frames), IOWorkers: %d, Engine: %s, MaxBatch: %d, ProbationPercent: %d, Windows: %v}",
+		o.FrameSize, o.Budget, frames, o.IOWorkers, engine, o.MaxBatch, o.ProbationPercent, o.Windows)
 }
 
 // withDefaults returns o with every zero field set to its default. It is
@@ -156,6 +165,11 @@ func (o *Options) validate() (int, error) {
 	case frames > MaxFrames:
 		return bad("Budget", "%d bytes makes %d frames of %d bytes; at most %d (use larger frames)",
 			o.Budget, frames, o.FrameSize, MaxFrames)
+	case o.Windows && !WindowsSupported:
+		return bad("Windows", "needs Linux")
+	case o.Windows && frames > MaxWindowFrames:
+		return bad("Windows", "%d bytes makes %d frames of %d bytes; windows allow at most %d (use larger frames)",
+			o.Budget, frames, o.FrameSize, MaxWindowFrames)
 	}
 	return int(frames), nil
 }

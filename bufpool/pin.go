@@ -275,6 +275,7 @@ func (p *Pool) loadLocked(own []*Frame) {
 		p.testBeforeDo(len(reqs))
 	}
 	err := p.eng.Do(reqs)
+	p.mapWindows(own, reqs, err, nil)
 	p.mu.Lock()
 	p.completeLocked(own, reqs, err)
 }

@@ -20,6 +20,7 @@ type Pool struct {
 	eng       *ioengine.Engine // immutable
 	ownEngine bool             // immutable: the pool made eng and closes it
 	arena     []byte           // immutable until Close frees it
+	win       *windows         // immutable: nil unless Options.Windows
 	frames    []Frame          // immutable slice; frame fields as documented on Frame
 	target    int              // immutable: probation's target length
 
@@ -64,6 +65,7 @@ type file struct {
 	size   int64
 	name   string
 	frames int  // guarded by mu: frames of this file in the table
+	held   int  // guarded by mu: detached frames of this file, still pinned
 	gone   bool // guarded by mu: Unregister has taken it out of Pool.files
 	// announced holds, by frame index, the open announcements (Announce
 	// calls no Pin or Retract has met) of frames not in the table; a
@@ -81,11 +83,20 @@ func New(opts Options) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	arena, err := directio.Alloc(nframes * o.FrameSize)
+	var arena []byte
+	var win *windows
+	if o.Windows {
+		var memfd int
+		memfd, arena, err = newSharedArena(nframes * o.FrameSize)
+		win = newWindows(memfd, nframes, o.FrameSize)
+	} else {
+		arena, err = directio.Alloc(nframes * o.FrameSize)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bufpool: arena of %d frames × %d bytes: %w", nframes, o.FrameSize, err)
 	}
 	p := &Pool{
+		win:       win,
 		opts:      o,
 		frameSize: o.FrameSize,
 		eng:       o.Engine,
@@ -116,7 +127,7 @@ func New(opts Options) (*Pool, error) {
 	if p.eng == nil {
 		p.eng, err = ioengine.New(ioengine.Options{Mode: o.IOMode, Logf: o.Logf})
 		if err != nil {
-			directio.Free(arena)
+			p.freeArena()
 			return nil, fmt.Errorf("bufpool: engine: %w", err)
 		}
 		p.ownEngine = true
@@ -172,6 +183,9 @@ func (p *Pool) Register(f *ioengine.File, size int64, name string) (FileID, erro
 	}
 	p.lastID++
 	p.files[p.lastID] = &file{id: p.lastID, f: f, size: size, name: name}
+	if p.win != nil {
+		p.win.reserve(p.lastID, size)
+	}
 	return p.lastID, nil
 }
 
@@ -234,6 +248,7 @@ func (p *Pool) Unregister(id FileID) error {
 		p.detachLocked(f)
 	}
 	p.wakeStalledLocked()
+	p.releaseWindowLocked(fl)
 	if pinned > 0 {
 		return fmt.Errorf("%w: unregister of %s: %d frames still pinned (they return to the pool at their last Unpin)", ErrPinned, fl, pinned)
 	}
@@ -286,10 +301,33 @@ func (p *Pool) Close() error {
 		p.frames[i].buf = nil
 	}
 	p.mu.Unlock()
-	if err := directio.Free(p.arena); err != nil {
+	if p.win != nil {
+		if err := p.win.releaseAll(); err != nil {
+			errs = append(errs, fmt.Errorf("bufpool: unmap windows: %w", err))
+		}
+	}
+	if err := p.freeArena(); err != nil {
 		errs = append(errs, fmt.Errorf("bufpool: free arena: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+func (p *Pool) freeArena() error {
+	if p.win != nil {
+		return freeSharedArena(p.win.memfd, p.arena)
+	}
+	return directio.Free(p.arena)
+}
+
+// releaseWindowLocked unmaps the window of an unregistered file once none
+// of its frames is pinned any more.
+func (p *Pool) releaseWindowLocked(fl *file) {
+	if p.win == nil || !fl.gone || fl.held > 0 {
+		return
+	}
+	if err := p.win.release(fl.id); err != nil {
+		p.opts.Logf("bufpool: unmap the window of %s: %v", fl, err)
+	}
 }
 
 // detachLocked takes a loading-finished or resident frame out of the table
@@ -303,6 +341,7 @@ func (p *Pool) detachLocked(f *Frame) {
 	}
 	f.state = stateDetached
 	f.detached.Store(true)
+	f.file.held++
 }
 
 // removeFromTableLocked takes f out of the table and its eviction queue.
@@ -334,7 +373,10 @@ func (p *Pool) freeLocked(f *Frame) {
 // care: a detached frame goes back to the pool, a stalled Pin is woken.
 func (p *Pool) afterUnpinLocked(f *Frame) {
 	if f.state == stateDetached && f.pins.Load() == 0 {
+		fl := f.file
+		fl.held--
 		p.freeLocked(f)
+		p.releaseWindowLocked(fl)
 	}
 	p.wakeStalledLocked()
 }
@@ -398,6 +440,9 @@ type Stats struct {
 
 	Stalls     uint64 `json:"stalls"`      // Pins that waited because every frame was pinned or loading
 	ReadErrors uint64 `json:"read_errors"` // loads that failed
+
+	WindowMaps     uint64 `json:"window_maps,omitempty"`     // frames mapped into their files' windows (Options.Windows)
+	WindowFailures uint64 `json:"window_failures,omitempty"` // frames or files left without a window because a mapping call failed
 }
 
 // HitRatio returns Hits / (Hits + Misses + LoadWaits), or 0 before any Pin.
@@ -412,11 +457,11 @@ func (s Stats) HitRatio() float64 {
 func (s Stats) String() string {
 	return fmt.Sprintf("frames %d × %d B: %d pinned, %d resident, %d loading; hits %d, misses %d, load waits %d (hit ratio %.3f); "+
 		"loads %d, %d B read in %d engine calls; evictions %d, promotions %d, ghost hits %d; "+
-		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d",
+		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d; window maps %d, failures %d",
 		s.Frames, s.FrameSize, s.Pinned, s.Resident, s.Loading, s.Hits, s.Misses, s.LoadWaits, s.HitRatio(),
 		s.Loads, s.BytesRead, s.EngineCalls, s.Evictions, s.Promotions, s.GhostHits,
 		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected,
-		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors)
+		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors, s.WindowMaps, s.WindowFailures)
 }
 
 // Stats returns the pool's counters.
@@ -428,5 +473,10 @@ func (p *Pool) Stats() Stats {
 	s.Loading = p.loading
 	s.Resident = len(p.table) - p.loading
 	s.OpenAnnouncements = p.openAnnouncementsLocked()
+	if p.win != nil {
+		p.win.mu.Lock()
+		s.WindowMaps, s.WindowFailures = p.win.maps, p.win.fails
+		p.win.mu.Unlock()
+	}
 	return s
 }

@@ -15,14 +15,23 @@ import (
 // TestConcurrentMixed runs goroutines that pin (one to four spans across
 // files, holding some pins across calls), prefetch, and re-register files,
 // all at once on a pool much smaller than the data; every frame's bytes
-// are compared with the file, and the pool's invariants are checked at the
-// end (and after every Pin and engine call under -race).
+// are compared with the file (and, with windows, every span's window), and
+// the pool's invariants are checked at the end (and after every Pin and
+// engine call under -race).
 func TestConcurrentMixed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
+		for _, windows := range []bool{false, true} {
+			t.Run(fmt.Sprintf("windows=%v", windows), func(t *testing.T) { concurrentMixed(t, mode, windows) })
+		}
+	})
+}
+
+func concurrentMixed(t *testing.T, mode ioengine.IOMode, windows bool) {
+	{
 		dir := testdir.Direct(t)
 		eng := newEngine(t, mode, nil)
 		const fs = 8192
-		p := newPool(t, eng, Options{FrameSize: fs, Budget: 32 * fs, MaxBatch: 6, IOWorkers: 3})
+		p := newPool(t, eng, Options{FrameSize: fs, Budget: 32 * fs, MaxBatch: 6, IOWorkers: 3, Windows: windows})
 		sizes := []int{40 * fs, 13*fs + 77, 3 * fs, 25*fs - 1}
 		var files []*testFile
 		for i, size := range sizes {
@@ -88,6 +97,17 @@ func TestConcurrentMixed(t *testing.T) {
 							want := files[which[k]].data[f.Offset():min(f.Offset()+fs, int64(len(files[which[k]].data)))]
 							if f.File() != s.File || string(f.Bytes()) != string(want) {
 								report(fmt.Errorf("span %v: frame at %d of file %d holds the wrong bytes", s, f.Offset(), f.File()))
+								return
+							}
+						}
+						if windows && cnt > 0 {
+							got, err := p.Window(s.File, s.Off, s.Len, rest[:cnt])
+							if err != nil {
+								report(fmt.Errorf("Window(%v): %w", s, err))
+								return
+							}
+							if string(got) != string(files[which[k]].data[s.Off:s.Off+s.Len]) {
+								report(fmt.Errorf("Window(%v): bytes differ from the file", s))
 								return
 							}
 						}
@@ -166,6 +186,10 @@ func TestConcurrentMixed(t *testing.T) {
 		if err := p.checkQuiescent(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s", p.Stats())
-	})
+		st := p.Stats()
+		if windows && (st.WindowMaps == 0 || st.WindowFailures > 0) {
+			t.Errorf("windows: %d maps, %d failures", st.WindowMaps, st.WindowFailures)
+		}
+		t.Logf("%s", st)
+	}
 }

@@ -1,0 +1,247 @@
+package bufpool
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Window returns the bytes [off, off+n) of file id as one slice of the
+// file's window (Options.Windows): the frames covering it, wherever they
+// lie in the arena, in file order, without a copy.
+//
+// frames are frames of that file the caller holds pinned (as Pin returned
+// them); the caller may read only the parts of the slice that lie in them
+// and only until it unpins them. Other parts may be unmapped (reading them
+// kills the process) or show whatever their slot holds now. The slice is
+// read-only: writing to it kills the process.
+//
+// It fails, wrapping ErrNotWindowed, when the pool has no windows, the file
+// has none, or a frame's mapping failed (Stats.WindowFailures); the caller
+// then copies (CopyOut) instead. A range outside the file's window wraps
+// ErrNotCovered.
+func (p *Pool) Window(id FileID, off, n int64, frames []*Frame) ([]byte, error) {
+	if p.win == nil {
+		return nil, fmt.Errorf("%w: the pool was made without Options.Windows", ErrNotWindowed)
+	}
+	return p.win.slice(id, off, n, frames)
+}
+
+// MaxWindowFrames is the most frames a pool with Options.Windows may have.
+// Each frame mapped into a window can cost the process two kernel memory
+// mappings (the frame and the reserved gap after it), and Linux allows
+// 65,530 by default (vm.max_map_count).
+const MaxWindowFrames = 1 << 14
+
+// windows maps each registered file's resident frames into a range of
+// addresses of its own, in file order, so that a run of consecutive
+// frames can be read as one slice (Pool.Window) wherever their frames lie
+// in the arena:
+//
+//	arena (a memfd, MAP_SHARED)   │ slot 0 │ slot 1 │ slot 2 │ slot 3 │
+//	                                   ▲        ▲                 ▲
+//	file 7's window (PROT_NONE    ┌────┼────────┼────┐            │
+//	reserved, size rounded up to  │ k=0│ k=1    │ k=2│ k=3 ───────┘
+//	FrameSize)                    │  ──┘  (gap) └────┼─ slot 1 at k=2
+//	                              └──────────────────┘
+//
+// A frame's load maps its slot, read-only, at its key's place in its file's
+// window (window base + index × FrameSize) after the read and before the
+// frame turns resident, so a Pin never returns a frame whose place is not
+// mapped yet. The same load first turns the slot's earlier place back into
+// a reserved gap, unless a later load of that key has mapped it to
+// another slot meanwhile. A place whose key is no longer in the table may
+// thus still show its old slot, whatever that now holds; no one reads it,
+// because Window is only for frames the caller holds pinned.
+//
+// The mapping syscalls run on the loading goroutine outside Pool.mu, under
+// windows.mu. Lock order: Pool.mu, then windows.mu.
+//
+// If a mapping call fails (out of mappings: ENOMEM), the frame is not
+// windowed and Window reports false for it; the caller copies instead. If
+// restoring a reserved gap fails, the address space of a window may have a
+// hole another mapping could take, so the pool stops using windows
+// altogether and never unmaps them (broken).
+type windows struct {
+	memfd     int // the arena's backing file; immutable
+	frameSize int // immutable
+
+	mu     sync.Mutex
+	bases  map[FileID]unsafe.Pointer // guarded by mu: window base of each file that has one
+	sizes  map[FileID]int64          // guarded by mu: its length, a multiple of FrameSize
+	at     []frameKey                // guarded by mu: by slot, the key whose place the slot is mapped at (0: none)
+	by     map[frameKey]int32        // guarded by mu: key → the slot mapped at its place
+	mapped []bool                    // guarded by mu: by slot, the slot's current frame is mapped at its key's place
+	broken bool                      // guarded by mu: a gap could not be restored; windows are off for good
+	maps   uint64                    // guarded by mu: frames mapped
+	fails  uint64                    // guarded by mu: frames left unmapped because a mapping call failed
+}
+
+// windowLoad is what a loader needs to map one frame after its read,
+// captured under Pool.mu so that the loader reads no frame field without
+// it.
+type windowLoad struct {
+	slot int
+	key  frameKey
+	ok   bool // the read succeeded
+}
+
+func newWindows(memfd, frames, frameSize int) *windows {
+	return &windows{memfd: memfd, frameSize: frameSize, bases: make(map[FileID]unsafe.Pointer), sizes: make(map[FileID]int64),
+		at: make([]frameKey, frames), by: make(map[frameKey]int32, frames), mapped: make([]bool, frames)}
+}
+
+// placeLocked returns the address of key's place in its file's window, nil when
+// the file has none. w.mu held.
+func (w *windows) placeLocked(key frameKey) unsafe.Pointer {
+	base := w.bases[key.file()]
+	if base == nil {
+		return nil
+	}
+	return unsafe.Add(base, key.index()*int64(w.frameSize))
+}
+
+// reserve gives file id a window of size bytes (rounded up to FrameSize).
+// Without one (windows broken, or the reservation failed) its frames are
+// simply never windowed. Called under Pool.mu.
+func (w *windows) reserve(id FileID, size int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.broken || size == 0 {
+		return
+	}
+	n := (size + int64(w.frameSize) - 1) / int64(w.frameSize) * int64(w.frameSize)
+	base, err := reserveRange(n)
+	if err != nil {
+		w.fails++
+		return
+	}
+	w.bases[id] = base
+	w.sizes[id] = n
+}
+
+// release unmaps file id's window. The caller guarantees that no frame of
+// the file is pinned or loading. Called under Pool.mu.
+func (w *windows) release(id FileID) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	base := w.bases[id]
+	if base == nil {
+		return nil
+	}
+	for slot, k := range w.at {
+		if k != 0 && k.file() == id {
+			w.at[slot] = 0
+			w.mapped[slot] = false
+			delete(w.by, k)
+		}
+	}
+	delete(w.bases, id)
+	n := w.sizes[id]
+	delete(w.sizes, id)
+	if w.broken {
+		return nil // a hole may hold someone else's mapping now: leave it all
+	}
+	return unmapRange(base, n)
+}
+
+// releaseAll unmaps every window (Pool.Close, nothing pinned or loading).
+func (w *windows) releaseAll() error {
+	w.mu.Lock()
+	ids := make([]FileID, 0, len(w.bases))
+	for id := range w.bases {
+		ids = append(ids, id)
+	}
+	w.mu.Unlock()
+	var first error
+	for _, id := range ids {
+		if err := w.release(id); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// slice returns [off, off+n) of file id's window, if frames are all
+// windowed frames of that file covering parts of it.
+func (w *windows) slice(id FileID, off, n int64, frames []*Frame) ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	base := w.bases[id]
+	switch {
+	case w.broken:
+		return nil, fmt.Errorf("%w: a mapping call failed and the pool stopped using windows", ErrNotWindowed)
+	case base == nil:
+		return nil, fmt.Errorf("%w: file %d has no window", ErrNotWindowed, id)
+	case off < 0 || n < 0 || off+n > w.sizes[id]:
+		return nil, fmt.Errorf("%w: range [%d, %d) is outside file %d's window of %d bytes", ErrNotCovered, off, off+n, id, w.sizes[id])
+	}
+	for _, f := range frames {
+		if f.key.file() != id || !w.mapped[f.slot] || w.at[f.slot] != f.key {
+			return nil, fmt.Errorf("%w: %s is not mapped in its file's window", ErrNotWindowed, f)
+		}
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(base, off)), n), nil
+}
+
+// mapLoads maps the frames of finished loads at their places. Called by the
+// loader without Pool.mu, before completeLocked publishes the frames.
+func (w *windows) mapLoads(loads []windowLoad) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range loads {
+		w.mapped[l.slot] = false
+		if w.broken || !l.ok {
+			continue
+		}
+		if !w.unmapSlotLocked(l.slot) {
+			continue
+		}
+		addr := w.placeLocked(l.key)
+		if addr == nil {
+			continue
+		}
+		if err := mapFrame(addr, w.frameSize, w.memfd, int64(l.slot)*int64(w.frameSize)); err != nil {
+			w.fails++
+			// A failed MAP_FIXED may have removed what was there: put the
+			// gap back, and if even that fails give up on windows.
+			if mapGap(addr, w.frameSize) != nil {
+				w.broken = true
+			}
+			if s, ok := w.by[l.key]; ok {
+				w.at[s] = 0
+				delete(w.by, l.key)
+			}
+			continue
+		}
+		if s, ok := w.by[l.key]; ok && int(s) != l.slot {
+			w.at[s] = 0 // its stale mapping was just replaced
+		}
+		w.at[l.slot], w.by[l.key] = l.key, int32(l.slot)
+		w.mapped[l.slot] = true
+		w.maps++
+	}
+}
+
+// unmapSlotLocked turns slot's earlier place, if it still shows the slot,
+// back into a gap. It reports false if windows broke.
+func (w *windows) unmapSlotLocked(slot int) bool {
+	old := w.at[slot]
+	if old == 0 {
+		return true
+	}
+	w.at[slot] = 0
+	if s, ok := w.by[old]; !ok || int(s) != slot {
+		return true
+	}
+	delete(w.by, old)
+	addr := w.placeLocked(old) // released windows' keys were cleared
+	if addr == nil {
+		return true
+	}
+	if err := mapGap(addr, w.frameSize); err != nil {
+		w.broken = true
+		return false
+	}
+	return true
+}
