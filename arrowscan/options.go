@@ -68,11 +68,13 @@ const DefaultPoolPrefetch = 12
 const ScanProbationPercent = 50
 
 // PoolOptions returns o with the settings that suit a pool shared by
-// concurrent scans where o leaves them zero: ScanProbationPercent, and
-// windows (bufpool.Options.Windows) where the platform and the number of
-// frames allow them, so that a batch whose projected ranges span several
-// frames is decoded from the pool's memory instead of a copy.
+// concurrent scans where o leaves them zero: ScanProbationPercent; the
+// arena's pages allocated at New (Prefault), since scans go through every
+// frame; and windows (bufpool.Options.Windows) where the platform and the
+// number of frames allow them, so that a batch whose projected ranges span
+// several frames is decoded from the pool's memory instead of a copy.
 func PoolOptions(o bufpool.Options) bufpool.Options {
+	o.Prefault = true
 	if o.ProbationPercent == 0 {
 		o.ProbationPercent = ScanProbationPercent
 	}

@@ -29,6 +29,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -77,7 +79,13 @@ func MaybeChild() {
 		fmt.Fprintf(os.Stderr, "bench: unknown child workload %q\n", os.Args[2])
 		os.Exit(2)
 	}
+	stop, err := startProfile(os.Args[2])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", os.Args[2], err)
+		os.Exit(1)
+	}
 	t, err := f(json.RawMessage(os.Args[3]))
+	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", os.Args[2], err)
 		os.Exit(1)
@@ -85,6 +93,32 @@ func MaybeChild() {
 	out, _ := json.Marshal(t)
 	fmt.Printf("RESULT %s\n", out)
 	os.Exit(0)
+}
+
+// ProfileEnv names a directory in which every bench child writes a CPU
+// profile of its whole run, as WORKLOAD-PID.pprof (go tool pprof reads it).
+const ProfileEnv = "RINGSTORE_BENCH_CPUPROFILE"
+
+func startProfile(workload string) (stop func(), err error) {
+	dir := os.Getenv(ProfileEnv)
+	if dir == "" {
+		return func() {}, nil
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", workload, os.Getpid()))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ProfileEnv, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %s: %w", ProfileEnv, path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %s: %v\n", ProfileEnv, path, err)
+		}
+	}, nil
 }
 
 // Mode is one way of running a workload.

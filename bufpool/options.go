@@ -91,6 +91,12 @@ type Options struct {
 	// a memfd mapped shared instead of anonymous memory. Linux only; at
 	// most MaxWindowFrames frames.
 	Windows bool
+	// Prefault allocates every page of the arena in New, so that loads
+	// never stop to fault memory in (and zero it) on their first use of a
+	// frame. New then costs about what touching Budget bytes costs; a pool
+	// that lives as long as the process pays it once instead of in its
+	// first pass over the arena.
+	Prefault bool
 	// Logf receives the engine's fallback reason and the pool's rare
 	// notices (the first failed prefetch). Default: the standard logger.
 	Logf func(format string, args ...any)
@@ -107,8 +113,8 @@ func (o *Options) String() string {
 	if o.FrameSize > 0 {
 		frames = o.Budget / int64(o.FrameSize)
 	}
-	return fmt.Sprintf("bufpool.Options{FrameSize: %d, Budget: %d (%d frames), IOWorkers: %d, Engine: %s, MaxBatch: %d, ProbationPercent: %d, Windows: %v}",
-		o.FrameSize, o.Budget, frames, o.IOWorkers, engine, o.MaxBatch, o.ProbationPercent, o.Windows)
+	return fmt.Sprintf("bufpool.Options{FrameSize: %d, Budget: %d (%d frames), IOWorkers: %d, Engine: %s, MaxBatch: %d, ProbationPercent: %d, Windows: %v, Prefault: %v}",
+		o.FrameSize, o.Budget, frames, o.IOWorkers, engine, o.MaxBatch, o.ProbationPercent, o.Windows, o.Prefault)
 }
 
 // withDefaults returns o with every zero field set to its default. It is

@@ -95,6 +95,9 @@ func New(opts Options) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bufpool: arena of %d frames × %d bytes: %w", nframes, o.FrameSize, err)
 	}
+	if o.Prefault {
+		prefault(arena)
+	}
 	p := &Pool{
 		win:       win,
 		opts:      o,

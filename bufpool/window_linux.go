@@ -60,3 +60,14 @@ func mapGap(addr unsafe.Pointer, n int) error {
 	_, err := unix.MmapPtr(-1, 0, addr, uintptr(n), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
 	return err
 }
+
+// prefault allocates every page of b: MADV_POPULATE_WRITE (Linux 5.14), or
+// a write to each page where the kernel lacks it.
+func prefault(b []byte) {
+	if len(b) == 0 || unix.Madvise(b, unix.MADV_POPULATE_WRITE) == nil {
+		return
+	}
+	for i := 0; i < len(b); i += unix.Getpagesize() {
+		b[i] = 0
+	}
+}
