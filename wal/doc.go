@@ -117,7 +117,8 @@
 //     can never be read as entries, and appends go to a new segment;
 //   - reports damage anywhere else as a *CorruptError naming the file and
 //     offset, and changes nothing. Repair is the explicit choice to cut the
-//     log at the damage.
+//     log at the damage; PlanRepair says what it would cut, changing
+//     nothing.
 //
 // One reader of segment files applies these rules: OpenSegment (and, for a
 // whole directory, Reader) is what Open's recovery, Verify, Repair and the

@@ -260,22 +260,3 @@ func Segments(dir string) ([]uint64, error) { return listSegments(dir, false) }
 // SegmentPath is the path of the segment file in dir whose first seq is
 // base.
 func SegmentPath(dir string, base uint64) string { return filepath.Join(dir, segmentName(base)) }
-
-// Salvage reads a damaged segment file as Repair does: from its header to
-// its first entry that is not valid (or the trailer). It returns the last
-// good entry's seq and the offset just past it (base-1 and the header's
-// end when there is none); headerOK is false when the name or header
-// cannot be trusted, and Repair would then remove the file. It changes
-// nothing.
-func Salvage(path string) (last uint64, end int64, headerOK bool, err error) {
-	base, ok := parseSegmentName(filepath.Base(path))
-	if !ok {
-		return 0, 0, false, nil
-	}
-	s, err := salvageSegment(path, base)
-	if err != nil || s == nil {
-		return base - 1, SegmentHeaderSize, false, err
-	}
-	defer s.Close()
-	return s.Info.LastSeq, s.Info.DataEnd, true, nil
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,11 +182,28 @@ func TestRecoveryDamage(t *testing.T) {
 			if after := dirSnapshot(t, dir); !bytes.Equal(before, after) {
 				t.Fatal("a failed Open changed the directory")
 			}
+			plan, err := PlanRepair(dir)
+			if err != nil {
+				t.Fatalf("PlanRepair: %v", err)
+			}
+			if after := dirSnapshot(t, dir); !bytes.Equal(before, after) {
+				t.Fatal("PlanRepair changed the directory")
+			}
 			rep, err := Repair(dir, Options{Logf: t.Logf})
 			if err != nil {
 				t.Fatalf("Repair: %v", err)
 			}
 			t.Logf("repair: %q, lost from %d", rep.Actions, rep.LostFrom)
+			// The dry run said what Repair then did, round by round.
+			done := strings.NewReplacer("would rewrite", "rewrote", "would seal", "sealed", "would remove", "removed")
+			var planned []string
+			for _, a := range plan.Actions {
+				planned = append(planned, done.Replace(a))
+			}
+			if !plan.DryRun || rep.DryRun || !slices.Equal(planned, rep.Actions) || plan.LostFrom != rep.LostFrom || plan.LastSeqAfter != rep.LastSeqAfter {
+				t.Fatalf("PlanRepair: %q, lost from %d, last %d (dry run %v);\nRepair:     %q, lost from %d, last %d",
+					plan.Actions, plan.LostFrom, plan.LastSeqAfter, plan.DryRun, rep.Actions, rep.LostFrom, rep.LastSeqAfter)
+			}
 			l, err = Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
 			if err != nil {
 				t.Fatalf("Open after Repair: %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -42,21 +43,44 @@ type VerifyReport struct {
 // shows in the report; what tells them apart is Open's rule (tail.go), with
 // the default Options' group and entry limits. The report holds what was
 // read up to the damage.
-func Verify(dir string) (VerifyReport, error) {
+func Verify(dir string) (VerifyReport, error) { return verifyView(dir, nil) }
+
+// repairView is the log as a dry run of Repair sees it: the changes it
+// would have made so far, laid over the files, which it leaves alone.
+type repairView struct {
+	meta    uint64                 // first seq of the rewritten wal.meta; 0: as on disk
+	removed map[uint64]bool        // bases of the segments removed
+	sealed  map[uint64]SegmentInfo // bases of the segments sealed again: as they would verify
+}
+
+// verifyView is Verify of the log with view's changes laid over it (nil:
+// the files as they are).
+func verifyView(dir string, view *repairView) (VerifyReport, error) {
 	rep := VerifyReport{Dir: dir}
-	first, err := readMeta(dir)
-	if err != nil {
+	var first uint64
+	var err error
+	if view != nil && view.meta != 0 {
+		first = view.meta
+	} else if first, err = readMeta(dir); err != nil {
 		return rep, err
 	}
 	bases, err := listSegments(dir, false)
 	if err != nil {
 		return rep, err
 	}
+	if view != nil {
+		bases = slices.DeleteFunc(bases, func(b uint64) bool { return view.removed[b] })
+	}
 	var prev *SegmentInfo
 	for i, base := range bases {
-		info, err := verifySegment(filepath.Join(dir, segmentName(base)), base, i == len(bases)-1)
-		if err != nil {
-			return rep, err
+		info, sealed := SegmentInfo{}, false
+		if view != nil {
+			info, sealed = view.sealed[base]
+		}
+		if !sealed {
+			if info, err = verifySegment(filepath.Join(dir, segmentName(base)), base, i == len(bases)-1); err != nil {
+				return rep, err
+			}
 		}
 		if prev != nil && info.BaseSeq != prev.LastSeq+1 {
 			return rep, gapError(info.Path, info.BaseSeq, prev.Path, prev.LastSeq)
@@ -91,18 +115,20 @@ func verifySegment(path string, base uint64, isLast bool) (SegmentInfo, error) {
 // errGap marks a segment that does not start where the previous one ended.
 var errGap = errors.New("segments do not follow")
 
-// RepairReport says what Repair cut.
+// RepairReport says what Repair cut, or what PlanRepair found it would.
 type RepairReport struct {
-	Actions      []string // what was done, one line each
+	Actions      []string // what was done (or would be), one line each
 	LostFrom     uint64   // first seq no longer in the log (0 when nothing was lost)
 	LastSeqAfter uint64
+	DryRun       bool // PlanRepair's: nothing was changed
 }
 
 // Repair cuts the log in dir at its first damage so that it opens again:
 // the damaged segment is sealed after its last good entry (or removed when
 // it has none) and the later segments that then no longer follow are
-// removed. Entries after the damage are lost — this is the user's explicit choice, never something
-// Open does by itself. A log without damage is left as it is.
+// removed. Entries after the damage are lost — this is the user's explicit
+// choice, never something Open does by itself. A log without damage is
+// left as it is.
 func Repair(dir string, opts Options) (RepairReport, error) {
 	var rep RepairReport
 	opts, err := opts.withDefaults()
@@ -120,9 +146,24 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 	}
 	l.ownEngine = true
 	defer l.releaseAll()
+	return repair(dir, l, nil)
+}
+
+// PlanRepair returns what Repair would do to the log in dir, changing
+// nothing: the same rounds, each deciding on the log as the rounds before
+// it would have left it (Report.DryRun is set). It takes no lock, as
+// Verify does not; a log being written meanwhile can make the plan stale.
+func PlanRepair(dir string) (RepairReport, error) {
+	return repair(dir, nil, &repairView{removed: map[uint64]bool{}, sealed: map[uint64]SegmentInfo{}})
+}
+
+// repair runs Repair's rounds: on the log through l, or, with view, as a
+// dry run that records its changes in view instead of making them.
+func repair(dir string, l *Log, view *repairView) (RepairReport, error) {
+	rep := RepairReport{DryRun: view != nil}
 	seen := map[string]bool{}
 	for { // every round removes or reseals a segment, or rewrites wal.meta
-		v, err := Verify(dir)
+		v, err := verifyView(dir, view)
 		var ce *CorruptError
 		if !errors.As(err, &ce) {
 			rep.LastSeqAfter = v.LastSeq
@@ -138,26 +179,42 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 			if len(v.Segments) > 0 {
 				first = v.Segments[0].BaseSeq
 			} else if bases, _ := listSegments(dir, false); len(bases) > 0 {
-				first = bases[0]
+				if view != nil {
+					bases = slices.DeleteFunc(bases, func(b uint64) bool { return view.removed[b] })
+				}
+				if len(bases) > 0 {
+					first = bases[0]
+				}
 			}
-			if err := l.writeMeta(first); err != nil {
+			if view != nil {
+				view.meta = first
+			} else if err := l.writeMeta(first); err != nil {
 				return rep, err
 			}
-			rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; rewrote it with first seq %d", ce.Path, ce.Err, first))
+			rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; %s it with first seq %d", ce.Path, ce.Err, verb(view, "rewrote", "would rewrite"), first))
 			continue
 		}
-		if err := l.repairSegment(ce, &rep); err != nil {
+		if err := repairSegment(dir, l, view, ce, &rep); err != nil {
 			return rep, err
 		}
 	}
+}
+
+// verb returns done for a repair, planned for a dry run.
+func verb(view *repairView, done, planned string) string {
+	if view != nil {
+		return planned
+	}
+	return done
 }
 
 // repairSegment cuts the log at the damage ce reports. A segment that does
 // not follow the one before it is removed with every later one (newest
 // first). A damaged segment is sealed again after its last good entry, or
 // removed with every later one when it has none; if later segments then no
-// longer follow, the next round removes them.
-func (l *Log) repairSegment(ce *CorruptError, rep *RepairReport) error {
+// longer follow, the next round removes them. With view the changes go
+// there instead of to the files.
+func repairSegment(dir string, l *Log, view *repairView, ce *CorruptError, rep *RepairReport) error {
 	base, ok := parseSegmentName(filepath.Base(ce.Path))
 	if !ok {
 		return ce
@@ -173,28 +230,34 @@ func (l *Log) repairSegment(ce *CorruptError, rep *RepairReport) error {
 		sf.Close()
 	}
 	if keep && !errors.Is(ce, errGap) {
-		seg := &segment{base: base, path: ce.Path, size: sf.Info.Size, last: r.last}
-		if err := l.seal(seg, r.dataEnd, r.crc); err != nil {
+		if view != nil {
+			view.sealed[base] = SegmentInfo{Path: ce.Path, BaseSeq: base, LastSeq: r.last, Size: sf.Info.Size, DataEnd: r.dataEnd, Sealed: true}
+		} else if err := l.seal(&segment{base: base, path: ce.Path, size: sf.Info.Size, last: r.last}, r.dataEnd, r.crc); err != nil {
 			return err
 		}
-		rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; sealed it after seq %d (offset %d)", ce.Path, ce.Err, r.last, r.dataEnd))
+		rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; %s it after seq %d (offset %d)", ce.Path, ce.Err, verb(view, "sealed", "would seal"), r.last, r.dataEnd))
 		if ce.Offset < sf.Info.Size-TrailerSize { // the damage was in the data, not the trailer
 			rep.noteLoss(r.last + 1)
 		}
 		return nil
 	}
-	bases, err := listSegments(l.dir, false)
+	bases, err := listSegments(dir, false)
 	if err != nil {
 		return err
 	}
 	for i := len(bases) - 1; i >= 0 && bases[i] >= base; i-- {
-		p := filepath.Join(l.dir, segmentName(bases[i]))
-		if err := l.removeDurably(p); err != nil {
+		p := filepath.Join(dir, segmentName(bases[i]))
+		if view != nil {
+			if view.removed[bases[i]] {
+				continue
+			}
+			view.removed[bases[i]] = true
+		} else if err := l.removeDurably(p); err != nil {
 			return err
 		}
-		what := "removed " + p
+		what := verb(view, "removed ", "would remove ") + p
 		if bases[i] == base {
-			what = fmt.Sprintf("%s: %v; removed it", p, ce.Err)
+			what = fmt.Sprintf("%s: %v; %s it", p, ce.Err, verb(view, "removed", "would remove"))
 		}
 		rep.Actions = append(rep.Actions, what)
 		rep.noteLoss(bases[i])

@@ -548,7 +548,11 @@ func walRepair(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		}
-		r.Plan = repairPlan(dir, v, verr)
+		plan, err := wal.PlanRepair(dir)
+		if err != nil {
+			return fmt.Errorf("wal repair %s (dry run): %w", dir, err)
+		}
+		r.Plan, r.LostFrom, r.LastSeqAfter = plan.Actions, plan.LostFrom, plan.LastSeqAfter
 		if err := out(); err != nil {
 			return err
 		}
@@ -560,6 +564,11 @@ func walRepair(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, "repair would (a dry run: nothing was changed; run again with --yes to do it):")
 			for _, p := range r.Plan {
 				fmt.Fprintf(stdout, "  %s\n", p)
+			}
+			if plan.LostFrom != 0 {
+				fmt.Fprintf(stdout, "entries from seq %d on would be cut; the log would end at seq %d\n", plan.LostFrom, plan.LastSeqAfter)
+			} else {
+				fmt.Fprintf(stdout, "no entry would be lost; the log would end at seq %d\n", plan.LastSeqAfter)
 			}
 		}
 		return nil
@@ -598,63 +607,6 @@ func walRepair(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("wal repair %s: the log still does not verify after repair: %w", dir, verr)
 	}
 	return nil
-}
-
-// repairPlan says what wal.Repair would do about the damage Verify found
-// (v, verr), as far as it can be told without doing it.
-func repairPlan(dir string, v wal.VerifyReport, verr error) []string {
-	var ce *wal.CorruptError
-	if !errors.As(verr, &ce) {
-		return nil
-	}
-	if filepath.Base(ce.Path) == walMetaName {
-		first := "1"
-		if bases, _ := wal.Segments(dir); len(bases) > 0 {
-			first = strconv.FormatUint(bases[0], 10)
-		}
-		return []string{fmt.Sprintf("rewrite %s with first seq %s, the oldest segment's", ce.Path, first)}
-	}
-	digits, _ := strings.CutSuffix(filepath.Base(ce.Path), walSegmentSuffix)
-	base, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil || base == 0 {
-		return []string{"nothing: " + ce.Path + " is not a segment file name"}
-	}
-	var later []string
-	next := uint64(0) // base of the segment after the damaged one
-	bases, _ := wal.Segments(dir)
-	for i := len(bases) - 1; i >= 0 && bases[i] > base; i-- {
-		later = append(later, wal.SegmentPath(dir, bases[i]))
-		next = bases[i]
-	}
-	removeLater := func(from uint64, why string) []string {
-		var plan []string
-		for _, p := range later {
-			plan = append(plan, fmt.Sprintf("remove %s (%s)", p, why))
-		}
-		return append(plan, fmt.Sprintf("entries from seq %d on are lost", from))
-	}
-	// A segment that does not follow the one before it goes, with every
-	// later one; so does one whose header is bad or that has no good entry.
-	gap := len(v.Segments) > 0 && v.Segments[len(v.Segments)-1].LastSeq+1 != base
-	last, end, headerOK, _ := wal.Salvage(ce.Path)
-	if gap || !headerOK || last < base {
-		why := "it has no good entry"
-		switch {
-		case gap:
-			why = fmt.Sprintf("it does not follow seq %d", v.Segments[len(v.Segments)-1].LastSeq)
-		case !headerOK:
-			why = "its header is damaged"
-		}
-		return append([]string{fmt.Sprintf("remove %s (%s)", ce.Path, why)}, removeLater(base, "after the damage")...)
-	}
-	plan := []string{fmt.Sprintf("seal %s after seq %d (offset %d)", ce.Path, last, end)}
-	if next != 0 && next != last+1 {
-		return append(plan, removeLater(last+1, fmt.Sprintf("no longer follows seq %d", last))...)
-	}
-	if next == 0 && ce.Offset < end {
-		plan = append(plan, fmt.Sprintf("entries after seq %d are lost", last))
-	}
-	return append(plan, "then verify again and repair any further damage the same way")
 }
 
 // walAppend appends its VALUEs to the log in DIR, each an entry durable

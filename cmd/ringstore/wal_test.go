@@ -235,7 +235,8 @@ func TestWALCorruptSealedSegment(t *testing.T) {
 
 	code, out, stderr = runCLI("wal", "repair", dir)
 	if code != 0 || !strings.Contains(out, "a dry run: nothing was changed") || !strings.Contains(out, where) ||
-		!strings.Contains(out, fmt.Sprintf("seal %s after seq %d", segs[0], bad-1)) || !strings.Contains(out, "remove "+segs[1]) {
+		!strings.Contains(out, segs[0]+": ") || !strings.Contains(out, fmt.Sprintf("would seal it after seq %d", bad-1)) ||
+		!strings.Contains(out, segs[1]+": wal: corrupt: segments do not follow") || !strings.Contains(out, fmt.Sprintf("entries from seq %d on would be cut", bad)) {
 		t.Errorf("repair without --yes: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	if after := snapshot(t, dir); after != before {
@@ -359,16 +360,16 @@ func TestWALRepairKinds(t *testing.T) {
 		lostFrom string // in repair's output
 	}{
 		{"missing middle segment", func(t *testing.T, segs []string) { os.Remove(segs[1]) },
-			"does not follow seq 150", 150, "entries from seq 301 on were cut"},
+			"ends at seq 150; would remove it", 150, "entries from seq 301 on were cut"},
 		{"bad trailer", func(t *testing.T, segs []string) { flipByte(t, segs[0], 64<<10-wal.TrailerSize+3) },
-			"after seq 150", testEntries, "no entry lost"},
+			"would seal it after seq 150", testEntries, "no entry lost"},
 		{"bad header", func(t *testing.T, segs []string) { flipByte(t, segs[1], 2) },
-			"its header is damaged", 150, "entries from seq 151 on were cut"},
+			"wal: corrupt: segment header", 150, "entries from seq 151 on were cut"},
 		{"bad meta", func(t *testing.T, segs []string) {
 			if err := os.WriteFile(filepath.Join(filepath.Dir(segs[0]), walMetaName), []byte("garbage"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, "rewrite", testEntries, "no entry lost"},
+		}, "would rewrite it with first seq 1", testEntries, "no entry lost"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
