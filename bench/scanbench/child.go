@@ -88,6 +88,8 @@ const (
 	xPoolPfDrop    = "pool_prefetch_dropped"
 	xPoolStalls    = "pool_stalls"
 	xPoolAnnEvict  = "pool_announced_evictions"
+	xPoolWinMaps   = "pool_window_maps"
+	xPoolWinFails  = "pool_window_failures"
 	xDeviceBytes   = "device_bytes"          // device mode: bytes its reads returned
 	xCgroupPeak    = "cgroup_peak_bytes"     // parent
 	xCgroupHits    = "cgroup_limit_hits"     // parent
@@ -374,6 +376,7 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 			xPoolWaits: ps.LoadWaits - ps0.LoadWaits, xPoolEvict: ps.Evictions - ps0.Evictions, xPoolPfHits: ps.PrefetchHits - ps0.PrefetchHits,
 			xPoolPfDrop: ps.PrefetchDropped - ps0.PrefetchDropped, xPoolStalls: ps.Stalls - ps0.Stalls,
 			xPoolAnnEvict: ps.AnnouncedEvictions - ps0.AnnouncedEvictions,
+			xPoolWinMaps:  ps.WindowMaps - ps0.WindowMaps, xPoolWinFails: ps.WindowFailures - ps0.WindowFailures,
 		} {
 			tr.Extra[k] = float64(v)
 		}

@@ -258,6 +258,19 @@ func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, r
 	if residentMax > data.Bytes/100 {
 		notes = append(notes, fmt.Sprintf("WARNING: %d MiB of the data stayed in the page cache after the drop: mmap and pread did not start fully cold", residentMax>>20))
 	}
+	// Say whether the pool decoded batches in place (bufpool windows) or
+	// had to copy them out.
+	if r := bench.Find(results, "pool"); r != nil && len(r.Trials) > 0 {
+		maps, fails := median(figures(*r, extra(xPoolWinMaps))), median(figures(*r, extra(xPoolWinFails)))
+		switch {
+		case maps == 0:
+			notes = append(notes, "pool: the pool has no windows here, so every batch spanning frames was copied out of them (bufpool.CopyOut)")
+		case fails > 0:
+			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows, but %.0f frame mappings failed (median trial) and their batches were copied", fails))
+		default:
+			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows (bufpool.Options.Windows): %.0f frame mappings per trial (median), none failed", maps))
+		}
+	}
 	// The device byte counts rest on read_bytes counting O_DIRECT and
 	// io_uring reads: check it against the pool's and the engine's counts.
 	for _, c := range []struct{ mode, key, what string }{{"pool", xPoolRead, "the pool's BytesRead"}, {"direct", xEngineBytes, "the engine's Bytes"}} {

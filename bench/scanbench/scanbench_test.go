@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/ringstore/ringstore/bufpool"
 	"io"
 	"math"
 	"os"
@@ -132,6 +133,15 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 		}
 		if qm, _ := row["query_mean_ms"].(map[string]any); len(qm) == 0 {
 			t.Errorf("mode %s: no per-query latencies", m)
+		}
+	}
+	if modes["pool"] && bufpool.WindowsSupported {
+		inPlace := false
+		for _, n := range r.Notes {
+			inPlace = inPlace || strings.Contains(n, "decoded in place through the pool's windows") && strings.Contains(n, "none failed")
+		}
+		if !inPlace {
+			t.Errorf("no note that the pool decoded batches in place: %q", r.Notes)
 		}
 	}
 	for _, m := range []string{"mmap", "pread", "direct", "pool", modeMemory} {
