@@ -122,6 +122,7 @@ func (p *Pool) checkInvariantsLocked() error {
 	}
 	loading, detached := 0, 0
 	perFile := map[*file]int{}
+	heldBy := map[*file]int{}
 	for i := range p.frames {
 		f := &p.frames[i]
 		if f.pins.Load() < 0 {
@@ -150,6 +151,7 @@ func (p *Pool) checkInvariantsLocked() error {
 			}
 		case stateDetached:
 			detached++
+			heldBy[f.file]++
 			if f.queue != queueNone || f.want != 0 {
 				return fmt.Errorf("%s: detached but on queue %d with %d announcements", f, f.queue, f.want)
 			}
@@ -162,7 +164,15 @@ func (p *Pool) checkInvariantsLocked() error {
 		return fmt.Errorf("free %d + probation %d + main %d + announced %d + detached %d = %d, pool has %d frames",
 			p.free.len(), p.probation.len(), p.main.len(), p.announced.len(), detached, total, len(p.frames))
 	}
+	for fl, n := range heldBy {
+		if fl.held != n {
+			return fmt.Errorf("%s: counts %d detached frames, %d are", fl, fl.held, n)
+		}
+	}
 	for _, fl := range p.files {
+		if fl.held != heldBy[fl] {
+			return fmt.Errorf("%s: counts %d detached frames, %d are", fl, fl.held, heldBy[fl])
+		}
 		if fl.frames != perFile[fl] {
 			return fmt.Errorf("%s: counts %d frames, table holds %d", fl, fl.frames, perFile[fl])
 		}
