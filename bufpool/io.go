@@ -114,9 +114,9 @@ func loadCause(r *ioengine.Request, n int, size int64, doErr error) error {
 
 // mapWindows maps the frames of a finished engine call in their files'
 // windows (Options.Windows), before completeLocked publishes them. It runs
-// on the loader without mu: the frames are in state loading, which no one
-// else changes, and loads is filled from fields written under mu before
-// the loads were issued. It returns loads for reuse.
+// on the loader without mu and reads the frames' slot, key, length and
+// file: they were set under mu before the loads were issued, and nothing
+// changes them while a frame is loading. It returns loads for reuse.
 func (p *Pool) mapWindows(batch []*Frame, reqs []ioengine.Request, doErr error, loads []windowLoad) []windowLoad {
 	if p.win == nil {
 		return loads

@@ -58,7 +58,8 @@ const MaxWindowFrames = 1 << 14
 // windows.mu. Lock order: Pool.mu, then windows.mu.
 //
 // If a mapping call fails (out of mappings: ENOMEM), the frame is not
-// windowed and Window reports false for it; the caller copies instead. If
+// windowed and Window fails for it (ErrNotWindowed); the caller copies
+// instead. If
 // restoring a reserved gap fails, the address space of a window may have a
 // hole another mapping could take, so the pool stops using windows
 // altogether and never unmaps them (broken).
@@ -77,9 +78,7 @@ type windows struct {
 	fails  uint64                    // guarded by mu: frames left unmapped because a mapping call failed
 }
 
-// windowLoad is what a loader needs to map one frame after its read,
-// captured under Pool.mu so that the loader reads no frame field without
-// it.
+// windowLoad is what a loader needs to map one frame after its read.
 type windowLoad struct {
 	slot int
 	key  frameKey
@@ -91,8 +90,8 @@ func newWindows(memfd, frames, frameSize int) *windows {
 		at: make([]frameKey, frames), by: make(map[frameKey]int32, frames), mapped: make([]bool, frames)}
 }
 
-// placeLocked returns the address of key's place in its file's window, nil when
-// the file has none. w.mu held.
+// placeLocked returns the address of key's place in its file's window,
+// nil when the file has none. w.mu held.
 func (w *windows) placeLocked(key frameKey) unsafe.Pointer {
 	base := w.bases[key.file()]
 	if base == nil {
