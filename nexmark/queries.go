@@ -122,9 +122,18 @@ func (q Query) advance(s operatorStore, wm int64, out *Out) error {
 	}
 }
 
-func i64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+func i64(v int64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(v))
+	return b
+}
 
-func key2(a, b int64) []byte { return append(i64(a), i64(b)...) }
+func key2(a, b int64) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, uint64(a))
+	binary.BigEndian.PutUint64(k[8:], uint64(b))
+	return k
+}
 
 // Queries are the queries this package runs, by name.
 var Queries = map[string]Query{}

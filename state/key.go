@@ -21,6 +21,19 @@ func KeyGroup(key []byte, maxGroups int) int {
 	return int(h.Sum32() % uint32(maxGroups))
 }
 
+// prefixLen is how many bytes appendPrefix appends for key and ns.
+func prefixLen(key, ns []byte) int {
+	return 4 + uvarintLen(uint64(len(key))) + len(key) + uvarintLen(uint64(len(ns))) + len(ns)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
 // appendPrefix appends the key layout up to the namespace: id, group, key,
 // namespace (package doc).
 func appendPrefix(dst []byte, id uint16, group int, key, ns []byte) []byte {

@@ -53,6 +53,13 @@ func TestKeyLayoutRoundTrip(t *testing.T) {
 	if bytes.HasPrefix(a, b) || bytes.HasPrefix(b, a) {
 		t.Fatalf("%x and %x are prefixes of each other", a, b)
 	}
+	// prefixLen sizes the key exactly, across the varint lengths' steps.
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 1 << 21} {
+		key, ns := make([]byte, n), make([]byte, n/2)
+		if got, want := prefixLen(key, ns), len(appendPrefix(nil, 1, 2, key, ns)); got != want {
+			t.Errorf("prefixLen of a %d-byte key and %d-byte namespace: %d, want %d", n, n/2, got, want)
+		}
+	}
 }
 
 func FuzzDecodeKey(f *testing.F) {

@@ -22,7 +22,7 @@ func (b *Backend) desc(name string, ttl time.Duration) (desc, error) {
 }
 
 func (d desc) key(key, ns []byte) []byte {
-	return appendPrefix(nil, d.id, KeyGroup(key, d.b.opts.MaxKeyGroups), key, ns)
+	return appendPrefix(make([]byte, 0, prefixLen(key, ns)), d.id, KeyGroup(key, d.b.opts.MaxKeyGroups), key, ns)
 }
 
 // ValueState is one value per (key, namespace).
