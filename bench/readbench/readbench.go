@@ -1,7 +1,8 @@
 // Package readbench is `ringstore bench read`: 4 KiB O_DIRECT random reads
 // of one file, side by side in one run: serial pread (QD1),
-// goroutine-parallel pread, io_uring batches of 1, 8, 64 and 256, SQPOLL,
-// and fio's io_uring engine at iodepth 64 when fio is installed (the
+// goroutine-parallel pread, io_uring batches of 1, 8, 64 and 256, batches
+// of 64 on an inline engine (the caller submits and waits on its own
+// thread, no ring goroutine), SQPOLL, and fio's io_uring engine at iodepth 64 when fio is installed (the
 // device's own limit measured by a tool that is not ours).
 package readbench
 
@@ -51,7 +52,7 @@ type Options struct {
 // childConfig is one trial's instructions.
 type childConfig struct {
 	File       string        `json:"file"`
-	Mode       string        `json:"mode"` // serial-pread, parallel-pread, uring, sqpoll
+	Mode       string        `json:"mode"` // serial-pread, parallel-pread, uring, uring-inline, sqpoll
 	Batch      int           `json:"batch"`
 	Callers    int           `json:"callers"` // concurrent callers of ReadBatch (uring modes)
 	Duration   time.Duration `json:"duration"`
@@ -137,6 +138,7 @@ func Run(o Options) error {
 	}
 	if uringOK {
 		modes = append(modes, bench.Mode{Name: "uring-4x16", Label: "io_uring, 4 callers × batch 16", Batch: 16, Exec: bench.ChildExec(Workload, pipelined)})
+		modes = append(modes, bench.Mode{Name: "uring-inline-b64", Label: "io_uring inline, batch 64", Batch: 64, Exec: bench.ChildExec(Workload, cfg("uring-inline", 64))})
 	}
 	if sqpollOK {
 		modes = append(modes, bench.Mode{Name: "sqpoll-b64", Label: "io_uring SQPOLL, batch 64", Batch: 64, Exec: bench.ChildExec(Workload, cfg("sqpoll", 64))})
@@ -181,7 +183,7 @@ func Run(o Options) error {
 				fmt.Sprintf("%.0f–%.0f", row.IOPSMin, row.IOPSMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), fmt.Sprintf("%.1f", row.CPUPerM), x)
 		}
 		var ratios []bench.Ratio
-		for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"uring-b64", "fio-qd64-batch"}, {"uring-4x16", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-b256", "serial-pread"}} {
+		for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"uring-b64", "fio-qd64-batch"}, {"uring-4x16", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-inline-b64", "uring-b64"}, {"uring-inline-b64", "fio-qd64-batch"}, {"uring-b256", "serial-pread"}} {
 			if r, ok := bench.Compare(results, pair[0], pair[1]); ok {
 				ratios = append(ratios, r)
 			}
@@ -190,6 +192,7 @@ func Run(o Options) error {
 		notes = append(notes,
 			"4 KiB random reads with O_DIRECT (cold: no page cache), uniformly over the file.",
 			"Latency is per call: one pread for the pread modes, one whole batch for io_uring modes; fio reports per-read completion latency.",
+			"io_uring modes hand each batch to the engine's ring goroutine and wait to be woken, as kv and bufpool share one engine; io_uring inline is an engine with Options.Inline, whose caller submits its batch and waits for it on its own thread (no hand-off), as the wal's committer does.",
 			"CPU is user+system time of the benchmark process, kernel SQPOLL thread included.")
 		rep := &struct {
 			bench.Report
@@ -306,12 +309,12 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		return measure(warm, c.Duration, c.Batch, func(g int, rng *rand.Rand, lat *bench.Latencies, stop *atomic.Bool) (int64, error) {
 			return preadLoop(fd, mem[g*blockSize:(g+1)*blockSize], blocks, rng, lat, stop)
 		})
-	case "uring", "sqpoll":
+	case "uring", "uring-inline", "sqpoll":
 		mode, want := ioengine.URing, ioengine.BackendURing
 		if c.Mode == "sqpoll" {
 			mode, want = ioengine.SQPoll, ioengine.BackendSQPoll
 		}
-		e, err := ioengine.New(ioengine.Options{Mode: mode, Entries: uint32(max(256, c.Batch))})
+		e, err := ioengine.New(ioengine.Options{Mode: mode, Entries: uint32(max(256, c.Batch)), Inline: c.Mode == "uring-inline"})
 		if err != nil {
 			return bench.Trial{}, err
 		}

@@ -172,7 +172,7 @@ func TestBenchReadEndToEnd(t *testing.T) {
 	}
 	want := []string{"serial-pread", "parallel-pread"}
 	if kp := ioengine.ProbeKernel(); kp.Available {
-		want = append(want, "uring-b1", "uring-b8", "uring-b64", "uring-b256", "uring-4x16", "sqpoll-b64")
+		want = append(want, "uring-b1", "uring-b8", "uring-b64", "uring-b256", "uring-4x16", "uring-inline-b64", "sqpoll-b64")
 	} else if !strings.Contains(stdout, "io_uring modes skipped") {
 		t.Errorf("io_uring unavailable but the report does not say the modes were skipped:\n%s", stdout)
 	}
