@@ -192,7 +192,7 @@ func Run(o Options) error {
 		notes = append(notes,
 			"4 KiB random reads with O_DIRECT (cold: no page cache), uniformly over the file.",
 			"Latency is per call: one pread for the pread modes, one whole batch for io_uring modes; fio reports per-read completion latency.",
-			"io_uring modes hand each batch to the engine's ring goroutine and wait to be woken, as kv and bufpool share one engine; io_uring inline is an engine with Options.Inline, whose caller submits its batch and waits for it on its own thread (no hand-off), as the wal's committer does.",
+			"io_uring modes hand each batch to the engine's ring goroutine and wait to be woken, as every engine shared by many goroutines does; io_uring inline is an engine with Options.Inline, whose caller submits its batch and waits for it on its own thread (no hand-off), as the wal's committer does.",
 			"CPU is user+system time of the benchmark process, kernel SQPOLL thread included.")
 		rep := &struct {
 			bench.Report
