@@ -14,6 +14,11 @@ import (
 // releases the body. Tests and benchmarks turn it off to compare.
 var poolZeroCopy = true
 
+// poolWindows says whether the fetcher asks pool for windows of several
+// frames. Tests make it say yes for a pool without windows, so that every
+// such batch takes the fallback from a refused window to a copy.
+var poolWindows = func(pool *bufpool.Pool) bool { return pool.Options().Windows }
+
 // poolGap: intervals closer than this are copied out as one.
 const poolGap = 4096
 
@@ -53,7 +58,7 @@ func newPoolFetcher(f *File, p *projection) *poolFetcher {
 		prefetched: -1,
 		frameSize:  int64(pool.FrameSize()),
 		maxPin:     max(1, int64(pool.Frames())/4),
-		windows:    pool.Options().Windows,
+		windows:    poolWindows(pool),
 	}
 	// Tell the pool every batch this scan will pin, batch by batch as next
 	// pins them, so that frames other scans load stay until this one has

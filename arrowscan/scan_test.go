@@ -208,6 +208,30 @@ func TestPoolZeroCopyOffEqual(t *testing.T) {
 	}
 }
 
+// TestPoolWindowRefusedEqual: when the pool cannot show a batch's frames
+// as one range, the batch is copied out instead, with the same records and
+// no frame left pinned.
+func TestPoolWindowRefusedEqual(t *testing.T) {
+	dir := testdir.Direct(t)
+	path := writeTestFile(t, dir, "w.arrow", genOptions{batches: 4, rows: 200, seed: 11})
+	ref := referenceRecords(t, path)
+	defer func() {
+		for _, r := range ref {
+			r.Release()
+		}
+	}()
+	old := poolWindows
+	poolWindows = func(*bufpool.Pool) bool { return true } // a pool without windows refuses every Window
+	defer func() { poolWindows = old }()
+	pool := newPoolOptions(t, bufpool.Options{FrameSize: 16 << 10, Budget: 2 << 20, Engine: newEngine(t, ioengine.URing)})
+	for _, c := range projections {
+		checkScan(t, path, Options{Mode: ModePool, Pool: pool}, c, ref)
+	}
+	if st := pool.Stats(); st.Pinned != 0 {
+		t.Errorf("%d frames still pinned after the scans", st.Pinned)
+	}
+}
+
 // TestConcurrentScansSmallPool runs many scanners of several files at once
 // on one pool far smaller than the data, so frames are evicted under them.
 func TestConcurrentScansSmallPool(t *testing.T) {

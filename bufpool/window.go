@@ -76,6 +76,21 @@ type windows struct {
 	broken bool                      // guarded by mu: a gap could not be restored; windows are off for good
 	maps   uint64                    // guarded by mu: frames mapped
 	fails  uint64                    // guarded by mu: frames left unmapped because a mapping call failed
+
+	// testFault, when set (tests only, before any load), runs before each
+	// mapping call ("map" a frame at key's place, "gap" to turn it back);
+	// an error it returns is that call's, as if the kernel had refused it.
+	testFault func(op string, key frameKey) error
+}
+
+// call runs a mapping call for key unless testFault fails it first.
+func (w *windows) call(op string, key frameKey, fn func() error) error {
+	if w.testFault != nil {
+		if err := w.testFault(op, key); err != nil {
+			return err
+		}
+	}
+	return fn()
 }
 
 // windowLoad is what a loader needs to map one frame after its read.
@@ -200,11 +215,11 @@ func (w *windows) mapLoads(loads []windowLoad) {
 		if addr == nil {
 			continue
 		}
-		if err := mapFrame(addr, w.frameSize, w.memfd, int64(l.slot)*int64(w.frameSize)); err != nil {
+		if err := w.call("map", l.key, func() error { return mapFrame(addr, w.frameSize, w.memfd, int64(l.slot)*int64(w.frameSize)) }); err != nil {
 			w.fails++
 			// A failed MAP_FIXED may have removed what was there: put the
 			// gap back, and if even that fails give up on windows.
-			if mapGap(addr, w.frameSize) != nil {
+			if w.call("gap", l.key, func() error { return mapGap(addr, w.frameSize) }) != nil {
 				w.broken = true
 			}
 			if s, ok := w.by[l.key]; ok {
@@ -238,7 +253,7 @@ func (w *windows) unmapSlotLocked(slot int) bool {
 	if addr == nil {
 		return true
 	}
-	if err := mapGap(addr, w.frameSize); err != nil {
+	if err := w.call("gap", old, func() error { return mapGap(addr, w.frameSize) }); err != nil {
 		w.broken = true
 		return false
 	}

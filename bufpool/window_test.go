@@ -2,10 +2,12 @@ package bufpool
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
+	"golang.org/x/sys/unix"
 )
 
 // TestWindow pins runs of frames whose slots are scattered by earlier
@@ -109,4 +111,96 @@ func TestWindowErrors(t *testing.T) {
 	if _, err := New(Options{FrameSize: 4096, Budget: 4096 * (MaxWindowFrames + 1), Windows: true}); !errors.Is(err, ErrBadOptions) {
 		t.Errorf("too many frames for windows: %v, want ErrBadOptions", err)
 	}
+}
+
+// setWindowFault installs the test hook that fails mapping calls.
+func (p *Pool) setWindowFault(fn func(op string, key frameKey) error) {
+	p.win.mu.Lock()
+	p.win.testFault = fn
+	p.win.mu.Unlock()
+}
+
+// TestWindowMapFailure: a frame whose mapping the kernel refuses is not
+// windowed (Window says so, the bytes are still there to copy), the
+// others are, and the frame's next load maps it again.
+func TestWindowMapFailure(t *testing.T) {
+	dir := testdir.Direct(t)
+	const fs = 8192
+	p := newPool(t, newEngine(t, ioengine.URing, nil), Options{FrameSize: fs, Budget: 8 * fs, Windows: true})
+	a := register(t, p, dir, "a", 16*fs, 1)
+	refuse := makeKey(a.id, 2)
+	p.setWindowFault(func(op string, key frameKey) error {
+		if op == "map" && key == refuse {
+			return unix.ENOMEM
+		}
+		return nil
+	})
+	frames, err := p.Pin([]Span{{a.id, fs, 3 * fs}}, nil) // frames 1, 2, 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Window(a.id, fs, 3*fs, frames); !errors.Is(err, ErrNotWindowed) || !strings.Contains(err.Error(), "offset 16384") {
+		t.Errorf("Window over the refused frame: %v, want ErrNotWindowed naming offset 16384", err)
+	}
+	got := make([]byte, 3*fs)
+	if err := CopyOut(got, frames, fs); err != nil || string(got) != string(a.data[fs:4*fs]) {
+		t.Errorf("CopyOut of the same range: %v (bytes equal %v)", err, string(got) == string(a.data[fs:4*fs]))
+	}
+	if w, err := p.Window(a.id, 3*fs, fs, frames[2:]); err != nil || string(w) != string(a.data[3*fs:4*fs]) {
+		t.Errorf("Window of a frame mapped beside it: %v", err)
+	}
+	unpinAll(frames)
+	if st := p.Stats(); st.WindowFailures != 1 {
+		t.Errorf("WindowFailures %d, want 1", st.WindowFailures)
+	}
+	// Push frame 2 out, clear the fault, load it again: mapped this time.
+	p.setWindowFault(nil)
+	for k := int64(8); k < 16; k++ {
+		fr, err := p.Pin([]Span{{a.id, k * fs, fs}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unpinAll(fr)
+	}
+	frames, err = p.Pin([]Span{{a.id, fs, 3 * fs}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unpinAll(frames)
+	if w, err := p.Window(a.id, fs, 3*fs, frames); err != nil || string(w) != string(a.data[fs:4*fs]) {
+		t.Errorf("Window after the frame was loaded again: %v", err)
+	}
+}
+
+// TestWindowGapFailure: when a place cannot be turned back into a gap the
+// pool stops using windows (Window fails for every frame) but goes on
+// serving pins, and Close still succeeds.
+func TestWindowGapFailure(t *testing.T) {
+	dir := testdir.Direct(t)
+	const fs = 8192
+	p := newPool(t, newEngine(t, ioengine.URing, nil), Options{FrameSize: fs, Budget: 8 * fs, Windows: true})
+	a := register(t, p, dir, "a", 32*fs, 1)
+	p.setWindowFault(func(op string, key frameKey) error {
+		if op == "gap" {
+			return unix.ENOMEM
+		}
+		return nil
+	})
+	// Go round the pool twice: the first reuse of a slot needs a gap.
+	for k := int64(0); k < 16; k++ {
+		fr, err := p.Pin([]Span{{a.id, k * fs, fs}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unpinAll(fr)
+	}
+	frames, err := p.Pin([]Span{{a.id, 20 * fs, 2 * fs}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unpinAll(frames)
+	if _, err := p.Window(a.id, 20*fs, 2*fs, frames); !errors.Is(err, ErrNotWindowed) || !strings.Contains(err.Error(), "stopped using windows") {
+		t.Errorf("Window after a failed gap: %v, want ErrNotWindowed (stopped)", err)
+	}
+	checkFrames(t, p, a, Span{a.id, 20 * fs, 2 * fs}, frames)
 }
