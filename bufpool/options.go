@@ -89,7 +89,9 @@ type Options struct {
 	// load then costs a memory mapping (about what copying the frame once
 	// costs), paid once however many readers use the frame. The arena is
 	// a memfd mapped shared instead of anonymous memory. Linux only; at
-	// most MaxWindowFrames frames.
+	// most MaxWindowFrames frames. Where the kernel or a sandbox refuses
+	// the memfd, New makes the pool without windows and says why through
+	// Logf; Pool.Options then reports Windows false.
 	Windows bool
 	// Prefault allocates every page of the arena in New, so that loads
 	// never stop to fault memory in (and zero it) on their first use of a

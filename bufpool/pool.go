@@ -86,10 +86,17 @@ func New(opts Options) (*Pool, error) {
 	var arena []byte
 	var win *windows
 	if o.Windows {
-		var memfd int
-		memfd, arena, err = newSharedArena(nframes * o.FrameSize)
-		win = newWindows(memfd, nframes, o.FrameSize)
-	} else {
+		memfd, shared, err := sharedArena(nframes * o.FrameSize)
+		if err == nil {
+			arena, win = shared, newWindows(memfd, nframes, o.FrameSize)
+		} else {
+			// A sandbox may refuse memfd_create: the pool works without
+			// windows (Options reports Windows false), and says why.
+			o.Windows = false
+			o.Logf("bufpool: windows off, batches that span frames will be copied: %v", err)
+		}
+	}
+	if arena == nil {
 		arena, err = directio.Alloc(nframes * o.FrameSize)
 	}
 	if err != nil {

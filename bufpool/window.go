@@ -100,6 +100,10 @@ type windowLoad struct {
 	ok   bool // the read succeeded
 }
 
+// sharedArena makes the arena of a pool with windows; tests replace it to
+// see a refusal.
+var sharedArena = newSharedArena
+
 func newWindows(memfd, frames, frameSize int) *windows {
 	return &windows{memfd: memfd, frameSize: frameSize, bases: make(map[FileID]unsafe.Pointer), sizes: make(map[FileID]int64),
 		at: make([]frameKey, frames), by: make(map[frameKey]int32, frames), mapped: make([]bool, frames)}

@@ -2,6 +2,7 @@ package bufpool
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -203,4 +204,31 @@ func TestWindowGapFailure(t *testing.T) {
 		t.Errorf("Window after a failed gap: %v, want ErrNotWindowed (stopped)", err)
 	}
 	checkFrames(t, p, a, Span{a.id, 20 * fs, 2 * fs}, frames)
+}
+
+// TestWindowsRefusedAtNew: where the memfd is refused (a sandbox), New
+// makes the pool without windows, says why, and Options reports it.
+func TestWindowsRefusedAtNew(t *testing.T) {
+	old := sharedArena
+	sharedArena = func(int) (int, []byte, error) { return -1, nil, fmt.Errorf("memfd_create: %w", unix.EPERM) }
+	defer func() { sharedArena = old }()
+	var logged []string
+	p := newPool(t, newEngine(t, ioengine.URing, nil), Options{FrameSize: 8192, Budget: 8 * 8192, Windows: true,
+		Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+	if p.Options().Windows {
+		t.Error("Options().Windows is true for a pool whose windows were refused")
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "windows off") || !strings.Contains(logged[0], "operation not permitted") {
+		t.Errorf("logged %q, want one line saying windows are off and why", logged)
+	}
+	a := register(t, p, testdir.Direct(t), "a", 4*8192, 1)
+	frames, err := p.Pin([]Span{{a.id, 0, 3 * 8192}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unpinAll(frames)
+	checkFrames(t, p, a, Span{a.id, 0, 3 * 8192}, frames)
+	if _, err := p.Window(a.id, 0, 3*8192, frames); !errors.Is(err, ErrNotWindowed) {
+		t.Errorf("Window: %v, want ErrNotWindowed", err)
+	}
 }
