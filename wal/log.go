@@ -55,6 +55,11 @@ type Log struct {
 	activeOff  int64    // where the next group is written in active
 	activeCRC  uint32   // CRC32C of active's data bytes so far
 	spareAsked bool     // the next segment has been asked for
+	// meta is wal.meta opened for its in-place slot writes once a
+	// TruncateFront has made or found it in the two-slot layout; metaSlot
+	// is the slot holding the current first seq.
+	meta     *ioengine.File
+	metaSlot int
 
 	slots  chan struct{} // a token for every group in flight (PipelineDepth)
 	flushQ chan *group   // groups to write and flush, to the flushers
@@ -931,6 +936,10 @@ func (l *Log) releaseAll() {
 	}
 	l.segs = nil
 	l.segMu.Unlock()
+	if l.meta != nil {
+		l.meta.Close()
+		l.meta = nil
+	}
 	if l.ownEngine {
 		l.eng.Close()
 	}

@@ -10,24 +10,37 @@ import (
 )
 
 // The meta file, wal.meta, records the first sequence number the log keeps
-// after TruncateFront, little-endian:
+// after TruncateFront. It holds two slots, each in a 4 KiB block of its
+// own, each a record, little-endian:
 //
 //	0  magic    "RSWALMET"
 //	8  firstSeq uint64
 //	16 reserved uint32 (0)
 //	20 crc      uint32   CRC32C of bytes 0..20
 //
-// It is replaced atomically: written to wal.meta.tmp, fsynced, renamed over
-// wal.meta, and the directory fsynced.
+//	wal.meta: │ slot 0: record, zeros to 4 KiB │ slot 1: record, zeros to 4 KiB │  (MetaFileSize)
+//
+// The first seq only grows, so the slot with the larger valid firstSeq is
+// the current one. A TruncateFront overwrites the other slot in place and
+// flushes it (one write, one fdatasync): a crash tears at most that slot
+// and the other still holds the previous first seq. The file is created
+// (and replaced by Repair) whole: both slots written to wal.meta.tmp,
+// flushed, renamed over wal.meta, the directory flushed. A file of one
+// record (MetaSize bytes, before the two slots) is read as that record.
 const (
 	metaName = "wal.meta"
 	lockName = "wal.lock"
-	MetaSize = 24
+	// MetaSize is the size of one record; MetaSlotSize of a slot, whose
+	// record starts it; MetaFileSize of the file: two slots.
+	MetaSize     = 24
+	MetaSlotSize = 4096
+	MetaFileSize = 2 * MetaSlotSize
 )
 
 var metaMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'M', 'E', 'T'}
 
-// EncodeMeta returns the meta file for firstSeq.
+// EncodeMeta returns the record of firstSeq (one slot's first MetaSize
+// bytes).
 func EncodeMeta(firstSeq uint64) []byte {
 	b := make([]byte, MetaSize)
 	copy(b[0:8], metaMagic[:])
@@ -36,10 +49,52 @@ func EncodeMeta(firstSeq uint64) []byte {
 	return b
 }
 
-// DecodeMeta checks and decodes a meta file.
+// EncodeMetaFile returns a whole meta file: both slots holding firstSeq.
+func EncodeMetaFile(firstSeq uint64) []byte {
+	b := make([]byte, MetaFileSize)
+	rec := EncodeMeta(firstSeq)
+	copy(b, rec)
+	copy(b[MetaSlotSize:], rec)
+	return b
+}
+
+// DecodeMetaFile checks and decodes a meta file: the larger first seq of
+// its valid slots, and the slot holding it (0 for a file of one record).
+// A slot that does not decode is what a crash leaves in the slot being
+// overwritten; only a file without a valid slot is an error, naming the
+// offset of the first slot's damage.
+func DecodeMetaFile(b []byte) (firstSeq uint64, slot int, off int64, err error) {
+	if len(b) == MetaSize {
+		firstSeq, err = DecodeMeta(b)
+		return firstSeq, 0, 0, err
+	}
+	if len(b) != MetaFileSize {
+		return 0, 0, 0, fmt.Errorf("%w: meta file is %d bytes, want %d (or %d)", ErrTruncated, len(b), MetaFileSize, MetaSize)
+	}
+	var firstErr error
+	found := false
+	for i := range 2 {
+		f, err := DecodeMeta(b[i*MetaSlotSize : i*MetaSlotSize+MetaSize])
+		if err != nil {
+			if firstErr == nil {
+				firstErr, off = fmt.Errorf("slot %d: %w", i, err), int64(i*MetaSlotSize)
+			}
+			continue
+		}
+		if !found || f > firstSeq {
+			firstSeq, slot, found = f, i, true
+		}
+	}
+	if !found {
+		return 0, 0, off, firstErr
+	}
+	return firstSeq, slot, 0, nil
+}
+
+// DecodeMeta checks and decodes one record.
 func DecodeMeta(b []byte) (firstSeq uint64, err error) {
 	if len(b) != MetaSize {
-		return 0, fmt.Errorf("%w: meta file is %d bytes, want %d", ErrTruncated, len(b), MetaSize)
+		return 0, fmt.Errorf("%w: meta record is %d bytes, want %d", ErrTruncated, len(b), MetaSize)
 	}
 	if [8]byte(b[0:8]) != metaMagic {
 		return 0, fmt.Errorf("%w: meta magic %q", ErrCorrupt, b[0:8])
@@ -58,19 +113,24 @@ func DecodeMeta(b []byte) (firstSeq uint64, err error) {
 }
 
 // readMeta returns the first seq recorded in dir, or 0 when there is no
-// meta file.
+// meta file, and the slot that holds it.
 func readMeta(dir string) (uint64, error) {
+	first, _, err := readMetaSlot(dir)
+	return first, err
+}
+
+func readMetaSlot(dir string) (uint64, int, error) {
 	path := filepath.Join(dir, metaName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
+		return 0, 0, fmt.Errorf("wal: %w", err)
 	}
-	first, err := DecodeMeta(b)
+	first, slot, off, err := DecodeMetaFile(b)
 	if err != nil {
-		return 0, &CorruptError{Path: path, Offset: 0, Err: err}
+		return 0, 0, &CorruptError{Path: path, Offset: off, Err: err}
 	}
-	return first, nil
+	return first, slot, nil
 }

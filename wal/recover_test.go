@@ -277,6 +277,115 @@ func FuzzDecodeMeta(f *testing.F) {
 	})
 }
 
+// TestMetaFile: the two-slot file reads as its larger valid slot, a torn
+// slot is what a crash leaves and not an error, and the one-record file of
+// before reads as that record.
+func TestMetaFile(t *testing.T) {
+	two := func(a, b []byte) []byte {
+		f := make([]byte, MetaFileSize)
+		copy(f, a)
+		copy(f[MetaSlotSize:], b)
+		return f
+	}
+	torn := append(EncodeMeta(90)[:10], make([]byte, MetaSize-10)...)
+	cases := []struct {
+		name  string
+		b     []byte
+		first uint64
+		slot  int
+		off   int64 // of the damage, when first is 0
+	}{
+		{"one record", EncodeMeta(7), 7, 0, 0},
+		{"whole file", EncodeMetaFile(7), 7, 0, 0},
+		{"slot 1 newer", two(EncodeMeta(7), EncodeMeta(40)), 40, 1, 0},
+		{"slot 0 newer", two(EncodeMeta(41), EncodeMeta(40)), 41, 0, 0},
+		{"slot 1 torn", two(EncodeMeta(7), torn), 7, 0, 0},
+		{"slot 0 torn", two(torn, EncodeMeta(40)), 40, 1, 0},
+		{"both torn", two(torn, torn), 0, 0, 0},
+		{"slot 0 zero, slot 1 torn", two(nil, torn), 0, 0, 0},
+		{"wrong size", EncodeMetaFile(7)[:MetaSlotSize], 0, 0, 0},
+	}
+	for _, c := range cases {
+		first, slot, off, err := DecodeMetaFile(c.b)
+		if c.first == 0 {
+			if err == nil || !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTruncated)) || off != c.off {
+				t.Errorf("%s: %d, %v at %d; want damage at %d", c.name, first, err, off, c.off)
+			}
+			continue
+		}
+		if err != nil || first != c.first || slot != c.slot {
+			t.Errorf("%s: first %d slot %d, %v; want %d in slot %d", c.name, first, slot, err, c.first, c.slot)
+		}
+	}
+}
+
+// TestTruncateFrontMetaInPlace: the first TruncateFront makes the two-slot
+// file, later ones write the other slot in place, a log from before (one
+// record) is moved to the two-slot file, and each is what Open reads.
+func TestTruncateFrontMetaInPlace(t *testing.T) {
+	dir := t.TempDir()
+	buildLog(t, dir, 300)
+	path := filepath.Join(dir, metaName)
+	if err := os.WriteFile(path, EncodeMeta(1), 0o644); err != nil { // the old layout
+		t.Fatal(err)
+	}
+	l, err := Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		first uint64
+		slot  int
+	}{{50, 0}, {60, 1}, {70, 0}}
+	for _, w := range want {
+		if err := l.TruncateFront(w.first); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, slot, _, err := DecodeMetaFile(b)
+		if err != nil || len(b) != MetaFileSize || first != w.first || (w.first > 50 && slot != w.slot) {
+			t.Fatalf("after TruncateFront(%d): %d bytes, first %d in slot %d, %v", w.first, len(b), first, slot, err)
+		}
+	}
+	l.Close()
+	l, err = Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.FirstSeq() != 70 {
+		t.Fatalf("FirstSeq after reopen %d, want 70", l.FirstSeq())
+	}
+	if err := l.TruncateFront(200); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, l, 200, 300)
+}
+
+func FuzzDecodeMetaFile(f *testing.F) {
+	f.Add(EncodeMeta(1))
+	f.Add(EncodeMetaFile(1 << 40))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		first, slot, _, err := DecodeMetaFile(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTruncated) {
+				t.Fatalf("error %v is neither ErrCorrupt nor ErrTruncated", err)
+			}
+			return
+		}
+		rec := b
+		if len(b) == MetaFileSize {
+			rec = b[slot*MetaSlotSize : slot*MetaSlotSize+MetaSize]
+		}
+		if got, err := DecodeMeta(rec); err != nil || got != first || first == 0 {
+			t.Fatalf("decode gave %d from slot %d, whose record decodes to %d, %v", first, slot, got, err)
+		}
+	})
+}
+
 // FuzzRecover opens a log whose only segment holds the fuzzer's bytes
 // after a valid header: Open must not panic, and what it accepts must read
 // back and verify.

@@ -52,7 +52,7 @@ func (l *Log) truncateFront(seq uint64) error {
 	if seq <= first {
 		return nil
 	}
-	if err := l.writeMeta(seq); err != nil {
+	if err := l.recordFirst(seq); err != nil {
 		return l.fail(err)
 	}
 	l.segMu.Lock()
@@ -76,7 +76,9 @@ func (l *Log) truncateFront(seq uint64) error {
 		if s == l.active {
 			l.active = nil
 		}
-		if err := l.removeDurably(s.path); err != nil {
+		// wal.meta is durable: a segment whose removal a crash undoes
+		// lies below the first seq, and Open skips and removes it.
+		if err := l.remove(s.path); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -166,8 +168,46 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 	return h.Sum32(), nil
 }
 
-// writeMeta replaces wal.meta atomically: a temporary file written and
-// flushed, renamed over the old one, and the directory flushed.
+// recordFirst makes first the log's first seq in wal.meta, durably: in
+// place, in the slot that does not hold the current one (one write and its
+// fdatasync), once the file has the two-slot layout; otherwise by
+// replacing the file whole.
+func (l *Log) recordFirst(first uint64) error {
+	path := filepath.Join(l.dir, metaName)
+	if l.meta == nil {
+		if st, err := os.Stat(path); err == nil && st.Size() == MetaFileSize {
+			_, slot, err := readMetaSlot(l.dir)
+			if err != nil {
+				return err
+			}
+			f, err := ioengine.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				return fmt.Errorf("wal: %w", err)
+			}
+			l.meta, l.metaSlot = f, slot
+		} else {
+			if err := l.writeMeta(first); err != nil {
+				return err
+			}
+			f, err := ioengine.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				return fmt.Errorf("wal: %w", err)
+			}
+			l.meta, l.metaSlot = f, 0
+			return nil
+		}
+	}
+	slot := 1 - l.metaSlot
+	if err := l.writeFile(l.meta, path, int64(slot*MetaSlotSize), EncodeMeta(first), true); err != nil {
+		return err
+	}
+	l.metaSlot = slot
+	return nil
+}
+
+// writeMeta replaces wal.meta atomically with a file whose two slots hold
+// first: a temporary file written and flushed, renamed over the old one,
+// and the directory flushed.
 func (l *Log) writeMeta(first uint64) error {
 	path := filepath.Join(l.dir, metaName)
 	tmp := path + tmpSuffix
@@ -177,7 +217,7 @@ func (l *Log) writeMeta(first uint64) error {
 	}
 	defer f.Close()
 	l.traceCreate(tmp, 0)
-	if err := l.writeFile(f, tmp, 0, EncodeMeta(first), false); err != nil {
+	if err := l.writeFile(f, tmp, 0, EncodeMetaFile(first), false); err != nil {
 		return err
 	}
 	if err := l.syncFile(f, tmp); err != nil {
