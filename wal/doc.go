@@ -56,7 +56,7 @@
 //	dir/
 //	  00000000000000000001.seg   segments, named by the seq of their first entry
 //	  00000000000000065537.seg
-//	  wal.meta                   first seq after TruncateFront (absent before)
+//	  wal.meta                   first seq after TruncateFront, two slots (absent before)
 //	  wal.lock                   flock held while open
 //
 // # Segment file
@@ -126,9 +126,13 @@
 // and writes nothing; beside a writer that is appending, the group being
 // written may show as a torn tail.
 //
-// TruncateFront records the new first seq in wal.meta (written to a
-// temporary file, flushed, renamed, directory flushed) before it removes
-// whole segments, oldest first. TruncateBack removes later segments newest
+// TruncateFront records the new first seq in wal.meta before it removes
+// whole segments, oldest first: in place, in the slot of the two that does
+// not hold the current first seq, written and flushed (meta.go draws the
+// file; the file itself is made whole: a temporary file, flushed, renamed,
+// directory flushed). The removals are not flushed one by one: a segment a
+// crash brings back lies below the recorded first seq, and Open removes
+// it. TruncateBack removes later segments newest
 // first, each removal flushed, then seals the segment holding the new last
 // entry at that entry's end. A crash part way through either leaves the
 // log as before or as after, never with a hole.
