@@ -26,7 +26,8 @@ import (
 // and the other still holds the previous first seq. The file is created
 // (and replaced by Repair) whole: both slots written to wal.meta.tmp,
 // flushed, renamed over wal.meta, the directory flushed. A file of one
-// record (MetaSize bytes, before the two slots) is read as that record.
+// record (MetaSize bytes, the layout before the two slots) is read as that
+// record; versions that wrote it cannot read the two-slot file.
 const (
 	metaName = "wal.meta"
 	lockName = "wal.lock"
