@@ -36,11 +36,6 @@ func TestReadFaults(t *testing.T) {
 	dir := testdir.Direct(t)
 	path := writeTestFile(t, dir, "f.arrow", genOptions{batches: 6, rows: 3000, compression: "lz4", seed: 71})
 	ref := referenceRecords(t, path)
-	defer func() {
-		for _, r := range ref {
-			r.Release()
-		}
-	}()
 	for _, backend := range []ioengine.IOMode{ioengine.URing, ioengine.Syscall} {
 		for _, mode := range []Mode{ModeDirect, ModePool} {
 			t.Run(mode.String()+"-"+backend.String(), func(t *testing.T) {

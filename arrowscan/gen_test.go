@@ -166,7 +166,7 @@ func makeBatch(mem memory.Allocator, schema *arrow.Schema, rng *rand.Rand, b int
 }
 
 // referenceRecords reads every record of path with arrow-go's own
-// FileReader (the oracle).
+// FileReader (the oracle); they are released when the test ends.
 func referenceRecords(t testing.TB, path string) []arrow.RecordBatch {
 	t.Helper()
 	fh, err := os.Open(path)
@@ -195,5 +195,10 @@ func referenceRecords(t testing.TB, path string) []arrow.RecordBatch {
 		}
 		recs = append(recs, rec)
 	}
+	t.Cleanup(func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	})
 	return recs
 }

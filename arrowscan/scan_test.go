@@ -171,11 +171,6 @@ func TestModesEqualArrowGo(t *testing.T) {
 	for _, tf := range files {
 		path := writeTestFile(t, dir, tf.name+".arrow", tf.o)
 		ref := referenceRecords(t, path)
-		t.Cleanup(func() {
-			for _, r := range ref {
-				r.Release()
-			}
-		})
 		for _, m := range allModes() {
 			t.Run(tf.name+"/"+m.name, func(t *testing.T) {
 				opts := m.opts(t)
@@ -195,11 +190,6 @@ func TestPoolZeroCopyOffEqual(t *testing.T) {
 	dir := testdir.Direct(t)
 	path := writeTestFile(t, dir, "z.arrow", genOptions{batches: 4, rows: 200, seed: 9})
 	ref := referenceRecords(t, path)
-	defer func() {
-		for _, r := range ref {
-			r.Release()
-		}
-	}()
 	poolZeroCopy = false
 	defer func() { poolZeroCopy = true }()
 	opts := Options{Mode: ModePool, Pool: newPool(t, ioengine.URing, 256<<10, 4<<20)}
@@ -215,11 +205,6 @@ func TestPoolWindowRefusedEqual(t *testing.T) {
 	dir := testdir.Direct(t)
 	path := writeTestFile(t, dir, "w.arrow", genOptions{batches: 4, rows: 200, seed: 11})
 	ref := referenceRecords(t, path)
-	defer func() {
-		for _, r := range ref {
-			r.Release()
-		}
-	}()
 	old := poolWindows
 	poolWindows = func(*bufpool.Pool) bool { return true } // a pool without windows refuses every Window
 	defer func() { poolWindows = old }()
@@ -244,11 +229,6 @@ func TestConcurrentScansSmallPool(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				path := writeTestFile(t, dir, fmt.Sprintf("c%d-%s.arrow", i, mode), genOptions{batches: 6, rows: 800, compression: []string{"", "lz4", "zstd"}[i], seed: uint64(10 + i)})
 				ref := referenceRecords(t, path)
-				defer func() {
-					for _, r := range ref {
-						r.Release()
-					}
-				}()
 				f, err := Open(path, Options{Mode: ModePool, Pool: pool, Prefetch: 3})
 				if err != nil {
 					t.Fatal(err)
@@ -331,11 +311,6 @@ func TestConcurrentScansDirect(t *testing.T) {
 	dir := testdir.Direct(t)
 	path := writeTestFile(t, dir, "d.arrow", genOptions{batches: 8, rows: 600, compression: "lz4", seed: 21})
 	ref := referenceRecords(t, path)
-	defer func() {
-		for _, r := range ref {
-			r.Release()
-		}
-	}()
 	eng := newEngine(t, ioengine.URing)
 	f, err := Open(path, Options{Mode: ModeDirect, Engine: eng, Prefetch: 3})
 	if err != nil {
