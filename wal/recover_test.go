@@ -355,7 +355,6 @@ func TestTruncateFrontMetaInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
 	if l.FirstSeq() != 70 {
 		t.Fatalf("FirstSeq after reopen %d, want 70", l.FirstSeq())
 	}
@@ -363,6 +362,20 @@ func TestTruncateFrontMetaInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRange(t, l, 200, 300)
+	l.Close()
+	// The segment holding the first seq gone: the error names the slot
+	// that records it (slot 1 after four cuts).
+	bases, err := Segments(dir)
+	if err != nil || len(bases) < 2 {
+		t.Fatalf("segments %v, %v", bases, err)
+	}
+	if err := os.Remove(SegmentPath(dir, bases[0])); err != nil {
+		t.Fatal(err)
+	}
+	var ce *CorruptError
+	if _, err := Open(dir, Options{SegmentSize: 64 << 10}); !errors.As(err, &ce) || ce.Path != path || ce.Offset != MetaSlotSize+8 {
+		t.Fatalf("Open without the first segment: %v; want damage in %s at offset %d", err, path, MetaSlotSize+8)
+	}
 }
 
 func FuzzDecodeMetaFile(f *testing.F) {

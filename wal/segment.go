@@ -148,9 +148,11 @@ func gapError(path string, base uint64, prevPath string, prevLast uint64) error 
 }
 
 // startError reports a first segment that starts after the log's first
-// seq (as wal.meta records it).
+// seq (as wal.meta records it), at the offset of that first seq in the
+// slot holding it.
 func startError(dir string, first uint64, segPath string, base uint64) error {
-	return &CorruptError{Path: filepath.Join(dir, metaName), Offset: 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(segPath), base)}
+	_, slot, _ := readMetaSlot(dir)
+	return &CorruptError{Path: filepath.Join(dir, metaName), Offset: int64(slot*MetaSlotSize) + 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(segPath), base)}
 }
 
 // readHeaderTrailer reads and checks the header of a segment file (and its
