@@ -268,7 +268,7 @@ func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, r
 		case fails > 0:
 			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows, but %.0f frame mappings failed (median trial) and their batches were copied", fails))
 		default:
-			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows (bufpool.Options.Windows): %.0f frame mappings per trial (median), none failed", maps))
+			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows (bufpool.Options.Windows): %.0f frame mappings per trial (median), none failed. Max RSS counts a frame read through a window twice (its slot in the arena and its place in the window map the same memory); the cgroup peak counts it once", maps))
 		}
 	}
 	// The device byte counts rest on read_bytes counting O_DIRECT and
