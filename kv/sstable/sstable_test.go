@@ -455,34 +455,6 @@ func TestZeroValues(t *testing.T) {
 	}
 }
 
-func TestCompare(t *testing.T) {
-	ks := []InternalKey{
-		{UserKey: nil, Seq: 9, Kind: KindSet},
-		{UserKey: []byte("a"), Seq: 9, Kind: KindSet},
-		{UserKey: []byte("a"), Seq: 9, Kind: KindDelete},
-		{UserKey: []byte("a"), Seq: 2, Kind: KindSet},
-		{UserKey: []byte("a\x00"), Seq: MaxSeq, Kind: KindSet},
-		{UserKey: []byte("b"), Seq: 0, Kind: KindDelete},
-	}
-	for i := range ks {
-		for j := range ks {
-			want := 0
-			if i < j {
-				want = -1
-			} else if i > j {
-				want = 1
-			}
-			if got := Compare(ks[i], ks[j]); got != want {
-				t.Errorf("Compare(%s, %s) = %d, want %d", ks[i], ks[j], got, want)
-			}
-		}
-		enc := appendKey(nil, ks[i])
-		if k, ok := parseKey(enc); !ok || Compare(k, ks[i]) != 0 {
-			t.Errorf("parseKey(appendKey(%s)) = %s, %v", ks[i], k, ok)
-		}
-	}
-}
-
 // TestConcurrentReads shares one Reader among goroutines doing Get,
 // BlockFor+DecodeBlock and full iterations (run with -race).
 func TestConcurrentReads(t *testing.T) {

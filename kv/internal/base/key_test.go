@@ -9,9 +9,11 @@ import (
 // delete; the encoding keeps the key whole.
 func TestCompare(t *testing.T) {
 	ordered := []InternalKey{
+		{UserKey: nil, Seq: 9, Kind: KindSet},
 		{UserKey: []byte("a"), Seq: 9, Kind: KindSet},
 		{UserKey: []byte("a"), Seq: 9, Kind: KindDelete},
 		{UserKey: []byte("a"), Seq: 2, Kind: KindSet},
+		{UserKey: []byte("a\x00"), Seq: MaxSeq, Kind: KindSet},
 		{UserKey: []byte("ab"), Seq: MaxSeq, Kind: KindSet},
 		{UserKey: []byte("b"), Seq: 0, Kind: KindDelete},
 	}
