@@ -224,8 +224,8 @@ func (p *Pool) checkWindowsLocked() error {
 		if f.state != stateResident {
 			continue
 		}
-		if !w.mapped[f.slot] || w.at[f.slot] != f.key {
-			return fmt.Errorf("window: resident %s is not mapped at its place (slot mapped at %v, mapped %v)", f, w.at[f.slot], w.mapped[f.slot])
+		if w.at[f.slot] != f.key {
+			return fmt.Errorf("window: resident %s is not mapped at its place (slot mapped at %v)", f, w.at[f.slot])
 		}
 	}
 	return nil

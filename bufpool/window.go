@@ -70,9 +70,8 @@ type windows struct {
 	mu     sync.Mutex
 	bases  map[FileID]unsafe.Pointer // guarded by mu: window base of each file that has one
 	sizes  map[FileID]int64          // guarded by mu: its length, a multiple of FrameSize
-	at     []frameKey                // guarded by mu: by slot, the key whose place the slot is mapped at (0: none)
+	at     []frameKey                // guarded by mu: by slot, the key whose place the slot is mapped at (0: none); a resident frame is windowed when it is its own key
 	by     map[frameKey]int32        // guarded by mu: key → the slot mapped at its place
-	mapped []bool                    // guarded by mu: by slot, the slot's current frame is mapped at its key's place
 	broken bool                      // guarded by mu: a gap could not be restored; windows are off for good
 	maps   uint64                    // guarded by mu: frames mapped
 	fails  uint64                    // guarded by mu: frames left unmapped because a mapping call failed
@@ -106,7 +105,7 @@ var sharedArena = newSharedArena
 
 func newWindows(memfd, frames, frameSize int) *windows {
 	return &windows{memfd: memfd, frameSize: frameSize, bases: make(map[FileID]unsafe.Pointer), sizes: make(map[FileID]int64),
-		at: make([]frameKey, frames), by: make(map[frameKey]int32, frames), mapped: make([]bool, frames)}
+		at: make([]frameKey, frames), by: make(map[frameKey]int32, frames)}
 }
 
 // placeLocked returns the address of key's place in its file's window,
@@ -150,7 +149,6 @@ func (w *windows) release(id FileID) error {
 	for slot, k := range w.at {
 		if k != 0 && k.file() == id {
 			w.at[slot] = 0
-			w.mapped[slot] = false
 			delete(w.by, k)
 		}
 	}
@@ -195,7 +193,7 @@ func (w *windows) slice(id FileID, off, n int64, frames []*Frame) ([]byte, error
 		return nil, fmt.Errorf("%w: range [%d, %d) is outside file %d's window of %d bytes", ErrNotCovered, off, off+n, id, w.sizes[id])
 	}
 	for _, f := range frames {
-		if f.key.file() != id || !w.mapped[f.slot] || w.at[f.slot] != f.key {
+		if f.key.file() != id || w.at[f.slot] != f.key {
 			return nil, fmt.Errorf("%w: %s is not mapped in its file's window", ErrNotWindowed, f)
 		}
 	}
@@ -208,11 +206,9 @@ func (w *windows) mapLoads(loads []windowLoad) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, l := range loads {
-		w.mapped[l.slot] = false
-		if w.broken || !l.ok {
-			continue
-		}
-		if !w.unmapSlotLocked(l.slot) {
+		// The slot's earlier place goes first, so that the slot is mapped
+		// at its own key only once this load has mapped it there.
+		if w.broken || !w.unmapSlotLocked(l.slot) || !l.ok {
 			continue
 		}
 		addr := w.placeLocked(l.key)
@@ -236,7 +232,6 @@ func (w *windows) mapLoads(loads []windowLoad) {
 			w.at[s] = 0 // its stale mapping was just replaced
 		}
 		w.at[l.slot], w.by[l.key] = l.key, int32(l.slot)
-		w.mapped[l.slot] = true
 		w.maps++
 	}
 }
