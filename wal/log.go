@@ -57,7 +57,8 @@ type Log struct {
 	spareAsked bool     // the next segment has been asked for
 	// meta is wal.meta opened for its in-place slot writes once a
 	// TruncateFront has made or found it in the two-slot layout; metaSlot
-	// is the slot holding the current first seq.
+	// is the slot holding the current first seq (read by Open's recovery),
+	// -1 while the file is absent or has the one-record layout.
 	meta     *ioengine.File
 	metaSlot int
 

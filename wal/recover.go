@@ -24,10 +24,11 @@ import (
 //   - Segments wholly before the first seq of wal.meta (an interrupted
 //     TruncateFront) are removed.
 func (l *Log) recover() error {
-	first, err := readMeta(l.dir)
+	first, slot, err := readMetaSlot(l.dir)
 	if err != nil {
 		return err
 	}
+	l.metaSlot = slot
 	bases, err := listSegments(l.dir, true)
 	if err != nil {
 		return err

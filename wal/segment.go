@@ -152,7 +152,7 @@ func gapError(path string, base uint64, prevPath string, prevLast uint64) error 
 // slot holding it.
 func startError(dir string, first uint64, segPath string, base uint64) error {
 	_, slot, _ := readMetaSlot(dir)
-	return &CorruptError{Path: filepath.Join(dir, metaName), Offset: int64(slot*MetaSlotSize) + 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(segPath), base)}
+	return &CorruptError{Path: filepath.Join(dir, metaName), Offset: int64(max(slot, 0)*MetaSlotSize) + 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(segPath), base)}
 }
 
 // readHeaderTrailer reads and checks the header of a segment file (and its

@@ -175,25 +175,18 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 func (l *Log) recordFirst(first uint64) error {
 	path := filepath.Join(l.dir, metaName)
 	if l.meta == nil {
-		if st, err := os.Stat(path); err == nil && st.Size() == MetaFileSize {
-			_, slot, err := readMetaSlot(l.dir)
-			if err != nil {
-				return err
-			}
-			f, err := ioengine.OpenFile(path, os.O_RDWR, 0)
-			if err != nil {
-				return fmt.Errorf("wal: %w", err)
-			}
-			l.meta, l.metaSlot = f, slot
-		} else {
+		if l.metaSlot < 0 {
 			if err := l.writeMeta(first); err != nil {
 				return err
 			}
-			f, err := ioengine.OpenFile(path, os.O_RDWR, 0)
-			if err != nil {
-				return fmt.Errorf("wal: %w", err)
-			}
-			l.meta, l.metaSlot = f, 0
+		}
+		f, err := ioengine.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("wal: %w", err)
+		}
+		l.meta = f
+		if l.metaSlot < 0 {
+			l.metaSlot = 0 // both slots hold first
 			return nil
 		}
 	}
