@@ -53,6 +53,16 @@ type repairView struct {
 	sealed  map[uint64]SegmentInfo // bases of the segments sealed again: as they would verify
 }
 
+// segments lists the segment files in dir less those view removed (all
+// of them for a nil view).
+func (view *repairView) segments(dir string) ([]uint64, error) {
+	bases, err := listSegments(dir, false)
+	if view != nil {
+		bases = slices.DeleteFunc(bases, func(b uint64) bool { return view.removed[b] })
+	}
+	return bases, err
+}
+
 // verifyView is Verify of the log with view's changes laid over it (nil:
 // the files as they are).
 func verifyView(dir string, view *repairView) (VerifyReport, error) {
@@ -64,12 +74,9 @@ func verifyView(dir string, view *repairView) (VerifyReport, error) {
 	} else if first, err = readMeta(dir); err != nil {
 		return rep, err
 	}
-	bases, err := listSegments(dir, false)
+	bases, err := view.segments(dir)
 	if err != nil {
 		return rep, err
-	}
-	if view != nil {
-		bases = slices.DeleteFunc(bases, func(b uint64) bool { return view.removed[b] })
 	}
 	var prev *SegmentInfo
 	for i, base := range bases {
@@ -178,13 +185,8 @@ func repair(dir string, l *Log, view *repairView) (RepairReport, error) {
 			first := uint64(1)
 			if len(v.Segments) > 0 {
 				first = v.Segments[0].BaseSeq
-			} else if bases, _ := listSegments(dir, false); len(bases) > 0 {
-				if view != nil {
-					bases = slices.DeleteFunc(bases, func(b uint64) bool { return view.removed[b] })
-				}
-				if len(bases) > 0 {
-					first = bases[0]
-				}
+			} else if bases, _ := view.segments(dir); len(bases) > 0 {
+				first = bases[0]
 			}
 			if view != nil {
 				view.meta = first
@@ -241,16 +243,13 @@ func repairSegment(dir string, l *Log, view *repairView, ce *CorruptError, rep *
 		}
 		return nil
 	}
-	bases, err := listSegments(dir, false)
+	bases, err := view.segments(dir)
 	if err != nil {
 		return err
 	}
 	for i := len(bases) - 1; i >= 0 && bases[i] >= base; i-- {
 		p := filepath.Join(dir, segmentName(bases[i]))
 		if view != nil {
-			if view.removed[bases[i]] {
-				continue
-			}
 			view.removed[bases[i]] = true
 		} else if err := l.removeDurably(p); err != nil {
 			return err
