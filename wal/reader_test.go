@@ -77,8 +77,7 @@ func TestReaderBesideAWriter(t *testing.T) {
 
 // TestReaderDamageAndTornTail: in a damaged segment the Reader hands out
 // the entries before the damage, then the damage, marked ErrCorrupt and
-// naming file and offset; a torn
-// tail ends the entries and is described.
+// naming file and offset; a torn tail ends the entries and is described.
 func TestReaderDamageAndTornTail(t *testing.T) {
 	dir := t.TempDir()
 	path, offs := writeEntries(t, dir, tailOpts(), 30)
