@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -130,7 +131,28 @@ func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode
 		t.Fatal(err)
 	}
 	rec.add(recEvent{kind: recTruncFront, seq: front})
+	// Front truncations beside the appends: their wal.meta writes and
+	// removals run on the truncator while groups are written.
+	truncated := make(chan struct{})
+	go func() {
+		defer close(truncated)
+		for range 3 {
+			time.Sleep(2 * time.Millisecond)
+			first := l.FirstSeq()
+			front := first + (l.LastSeq()-first)/3
+			if front <= first {
+				continue
+			}
+			rec.add(recEvent{kind: recTruncStart, seq: front, payload: "front"})
+			if err := l.TruncateFront(front); err != nil {
+				t.Error(err)
+				return
+			}
+			rec.add(recEvent{kind: recTruncFront, seq: front})
+		}
+	}()
 	phase(8, 15)
+	<-truncated
 	back := l.LastSeq() - 40
 	rec.add(recEvent{kind: recTruncStart, seq: back, payload: "back"})
 	if err := l.TruncateBack(back); err != nil {
@@ -138,6 +160,14 @@ func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode
 	}
 	rec.add(recEvent{kind: recTruncBack, seq: back})
 	phase(4, 15)
+	// Emptied past its last entry: the next append gets jump.
+	jump := l.LastSeq() + 5
+	rec.add(recEvent{kind: recTruncStart, seq: jump, payload: "front"})
+	if err := l.TruncateFront(jump); err != nil {
+		t.Fatal(err)
+	}
+	rec.add(recEvent{kind: recTruncFront, seq: jump})
+	phase(4, 10)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

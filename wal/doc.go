@@ -132,10 +132,16 @@
 // file; the file itself is made whole: a temporary file, flushed, renamed,
 // directory flushed). The removals are not flushed one by one: a segment a
 // crash brings back lies below the recorded first seq, and Open removes
-// it. TruncateBack removes later segments newest
-// first, each removal flushed, then seals the segment holding the new last
-// entry at that entry's end. A crash part way through either leaves the
-// log as before or as after, never with a hole.
+// it. While entries remain, that write, its flush and the removals run on
+// a truncator goroutine, in the order the truncations were made, and the
+// appends that follow go on meanwhile: a crash before the slot is durable
+// leaves the log as before the truncation, with those appends after its
+// last entry. A truncation that empties the log writes wal.meta before
+// the next append is taken, since that append's seq follows no entry on
+// disk. TruncateBack waits for the truncator, removes later segments
+// newest first, each removal flushed, then seals the segment holding the
+// new last entry at that entry's end. A crash part way through either
+// leaves the log as before or as after, never with a hole.
 //
 // # System assumptions
 //

@@ -55,10 +55,12 @@ type Log struct {
 	activeOff  int64    // where the next group is written in active
 	activeCRC  uint32   // CRC32C of active's data bytes so far
 	spareAsked bool     // the next segment has been asked for
+
 	// meta is wal.meta opened for its in-place slot writes once a
 	// TruncateFront has made or found it in the two-slot layout; metaSlot
 	// is the slot holding the current first seq (read by Open's recovery),
-	// -1 while the file is absent or has the one-record layout.
+	// -1 while the file is absent or has the one-record layout. Owned by
+	// the truncator while it has jobs, by the committer when it is idle.
 	meta     *ioengine.File
 	metaSlot int
 
@@ -79,6 +81,7 @@ type Log struct {
 	wg sync.WaitGroup // committer, flushers, acker
 
 	spares spareMaker // the next segment, made ahead of need
+	truncs truncator  // makes front truncations durable beside the appends
 
 	flushNanos atomic.Int64 // how long the last group write + flush took
 	flushHist  latencyRecorder
@@ -234,6 +237,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return l, nil // no committer, flushers, acker or spares: enqueue refuses
 	}
 	l.startSpares()
+	l.startTruncator()
 	if l.active == nil || l.activeOff > l.active.size/2 {
 		l.spareAsked = true
 		l.requestSpare()
@@ -398,7 +402,7 @@ func (l *Log) commitLoop() {
 		case reqs[0].kind == reqTruncateFront:
 			<-l.slots
 			l.drain()
-			reqs[0].finish(l.truncateFront(reqs[0].seq))
+			l.truncateFront(reqs[0])
 		case reqs[0].kind == reqTruncateBack:
 			<-l.slots
 			l.drain()
@@ -919,6 +923,7 @@ func (l *Log) Close() error {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	l.wg.Wait()
+	l.stopTruncator()
 	l.stopSpares()
 	l.releaseAll()
 	return l.Err()

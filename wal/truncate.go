@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -14,6 +15,9 @@ import (
 // entry. A seq past LastSeq()+1 empties the log, and the next append gets
 // seq. Whole segments before seq are deleted; the first seq is recorded in
 // wal.meta first, so a crash part way leaves the log as before or as after.
+// Reads stop finding the entries before seq at once; it returns when the
+// truncation is durable. Appends made meanwhile are not held up by it
+// unless it empties the log.
 func (l *Log) TruncateFront(seq uint64) error {
 	if seq == 0 {
 		return fmt.Errorf("wal: TruncateFront(0): sequence numbers start at 1")
@@ -41,48 +45,168 @@ func (l *Log) structural(kind reqKind, seq uint64) error {
 	return r.err
 }
 
-// truncateFront runs on the committer with nothing in flight.
-func (l *Log) truncateFront(seq uint64) error {
+// truncateFront runs on the committer with nothing in flight. It drops the
+// segments wholly before seq from the log at once (reads no longer find
+// them) and finishes r once seq is durable in wal.meta and their files are
+// removed. While at least one entry stays, that durable part runs on the
+// truncator, beside the appends that follow: a crash before wal.meta is
+// written leaves the log as before, with those appends after its last
+// entry. When the log is emptied it runs here, before any append: the next
+// entry gets seq, which a crash must not find after the old last entry
+// with a gap between them, nor after the old active segment unsealed.
+func (l *Log) truncateFront(r *request) {
+	seq := r.seq
 	if err := l.Err(); err != nil {
-		return err
+		r.finish(err)
+		return
 	}
 	l.segMu.RLock()
 	first, last := l.first, l.last
 	l.segMu.RUnlock()
 	if seq <= first {
-		return nil
+		r.finish(nil)
+		return
 	}
+	if seq <= last {
+		l.truncs.add(truncJob{seq: seq, drop: l.dropBefore(seq), req: r})
+		return
+	}
+	l.truncs.waitIdle()
 	if err := l.recordFirst(seq); err != nil {
-		return l.fail(err)
+		r.finish(l.fail(err))
+		return
 	}
+	drop := l.dropBefore(seq)
+	l.next = max(l.next, seq)
+	r.finish(l.removeDropped(drop))
+}
+
+// dropBefore makes seq the first entry in memory and takes the segments
+// wholly before it out of the log, returning their paths. Runs on the
+// committer.
+func (l *Log) dropBefore(seq uint64) []string {
 	l.segMu.Lock()
 	l.first = seq
-	if seq > last+1 {
+	if seq > l.last+1 {
 		l.last = seq - 1
 	}
-	var drop []*segment
+	var drop []string
 	for len(l.segs) > 0 && l.segs[0].last < seq {
-		drop = append(drop, l.segs[0])
+		s := l.segs[0]
 		l.segs = l.segs[1:]
-	}
-	for _, s := range drop {
 		s.release()
-	}
-	l.segMu.Unlock()
-	if seq > last+1 || len(l.segs) == 0 {
-		l.next = max(l.next, seq)
-	}
-	for _, s := range drop {
 		if s == l.active {
 			l.active = nil
 		}
-		// wal.meta is durable: a segment whose removal a crash undoes
-		// lies below the first seq, and Open skips and removes it.
-		if err := l.remove(s.path); err != nil {
+		drop = append(drop, s.path)
+	}
+	l.segMu.Unlock()
+	return drop
+}
+
+// removeDropped removes the files of dropped segments once wal.meta holds
+// the first seq after them. The removals are not flushed: a segment whose
+// removal a crash undoes lies before the first seq, and Open skips and
+// removes it.
+func (l *Log) removeDropped(paths []string) error {
+	for _, p := range paths {
+		if err := l.remove(p); err != nil {
 			return l.fail(err)
 		}
 	}
 	return nil
+}
+
+// The truncator makes front truncations durable off the committer, in the
+// order they were made: wal.meta's slot written and flushed, then the
+// dropped files removed, then the caller answered. It alone writes wal.meta
+// while it runs; the committer waits for it to be idle (waitIdle) before it
+// writes wal.meta itself or removes segments from the back.
+type truncator struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	jobs []truncJob
+	busy bool // a job is being done
+	stop bool
+	done chan struct{}
+}
+
+type truncJob struct {
+	seq  uint64
+	drop []string
+	req  *request
+}
+
+func (l *Log) startTruncator() {
+	t := &l.truncs
+	t.cond = sync.NewCond(&t.mu)
+	t.done = make(chan struct{})
+	go l.truncateLoop()
+}
+
+func (l *Log) truncateLoop() {
+	t := &l.truncs
+	defer close(t.done)
+	t.mu.Lock()
+	for {
+		for len(t.jobs) == 0 && !t.stop {
+			t.cond.Wait()
+		}
+		if len(t.jobs) == 0 {
+			t.mu.Unlock()
+			return
+		}
+		j := t.jobs[0]
+		t.jobs[0] = truncJob{}
+		t.jobs = t.jobs[1:]
+		t.busy = true
+		t.mu.Unlock()
+		err := l.Err()
+		if err == nil {
+			if err = l.recordFirst(j.seq); err != nil {
+				err = l.fail(err)
+			} else {
+				err = l.removeDropped(j.drop)
+			}
+		}
+		j.req.finish(err)
+		t.mu.Lock()
+		t.busy = false
+		t.cond.Broadcast()
+	}
+}
+
+// add queues a job for the truncator.
+func (t *truncator) add(j truncJob) {
+	t.mu.Lock()
+	t.jobs = append(t.jobs, j)
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+// waitIdle waits until every queued job is done.
+func (t *truncator) waitIdle() {
+	if t.cond == nil {
+		return
+	}
+	t.mu.Lock()
+	for len(t.jobs) > 0 || t.busy {
+		t.cond.Wait()
+	}
+	t.mu.Unlock()
+}
+
+// stopTruncator finishes the queued jobs and stops the truncator.
+func (l *Log) stopTruncator() {
+	t := &l.truncs
+	if t.cond == nil {
+		return
+	}
+	t.mu.Lock()
+	t.stop = true
+	t.cond.Broadcast()
+	t.mu.Unlock()
+	<-t.done
 }
 
 // truncateBack runs on the committer with nothing in flight.
@@ -90,6 +214,7 @@ func (l *Log) truncateBack(seq uint64) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
+	l.truncs.waitIdle()
 	l.segMu.RLock()
 	first, last := l.first, l.last
 	l.segMu.RUnlock()
