@@ -70,10 +70,10 @@ func (r *recorder) add(e recEvent) {
 
 // runCrashWorkload appends from several goroutines with truncations in
 // between and returns the record.
-func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode, zeroFill bool) []recEvent {
+func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode, zeroFill, recycle bool) []recEvent {
 	rec := &recorder{}
 	dir := t.TempDir()
-	opts := Options{SegmentSize: 64 << 10, PipelineDepth: depth, IOMode: mode, Logf: t.Logf, ZeroFillSegments: zeroFill,
+	opts := Options{SegmentSize: 64 << 10, PipelineDepth: depth, IOMode: mode, Logf: t.Logf, ZeroFillSegments: zeroFill, RecycleSegments: recycle,
 		trace: func(ev traceEvent) { rec.add(recEvent{kind: recTrace, tr: ev}) }}
 	l, err := Open(dir, opts)
 	if err != nil {
@@ -104,13 +104,22 @@ func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode
 					p := nextPayload(rng, w)
 					if rng.IntN(8) == 0 {
 						batch := [][]byte{p, nextPayload(rng, w)}
+						if recycle {
+							// Groups of several pages: a hole a crash
+							// leaves past the first page of a recycled
+							// segment is told by its stale table.
+							for range rng.IntN(10) {
+								batch = append(batch, nextPayload(rng, w))
+							}
+						}
 						first, err := l.AppendBatch(batch)
 						if err != nil {
 							t.Error(err)
 							return
 						}
-						rec.add(recEvent{kind: recAppended, seq: first, payload: string(batch[0])})
-						rec.add(recEvent{kind: recAppended, seq: first + 1, payload: string(batch[1])})
+						for i, b := range batch {
+							rec.add(recEvent{kind: recAppended, seq: first + uint64(i), payload: string(b)})
+						}
 						continue
 					}
 					seq, err := l.Append(p)
@@ -160,6 +169,22 @@ func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode
 	}
 	rec.add(recEvent{kind: recTruncBack, seq: back})
 	phase(4, 15)
+	if recycle {
+		// Segments dropped, then made again from their files.
+		for range 4 {
+			first := l.FirstSeq()
+			front := first + (l.LastSeq()-first)/2
+			rec.add(recEvent{kind: recTruncStart, seq: front, payload: "front"})
+			if err := l.TruncateFront(front); err != nil {
+				t.Fatal(err)
+			}
+			rec.add(recEvent{kind: recTruncFront, seq: front})
+			phase(4, 20)
+		}
+		if st := l.Stats(); st.Recycled < 2 {
+			t.Fatalf("%d segments recycled, want 2 at least (%d rotations)", st.Recycled, st.Rotations)
+		}
+	}
 	// Emptied past its last entry: the next append gets jump.
 	jump := l.LastSeq() + 5
 	rec.add(recEvent{kind: recTruncStart, seq: jump, payload: "front"})
@@ -328,10 +353,17 @@ func TestCrashStates(t *testing.T) {
 		depth int
 		mode  ioengine.IOMode
 		zero  bool
-	}{{"depth=2/uring", 2, ioengine.URing, false}, {"depth=1/uring/zerofill", 1, ioengine.URing, true}, {"depth=2/syscall", 2, ioengine.Syscall, false}}
+		reuse bool
+	}{
+		{"depth=2/uring", 2, ioengine.URing, false, false},
+		{"depth=1/uring/zerofill", 1, ioengine.URing, true, false},
+		{"depth=2/syscall", 2, ioengine.Syscall, false, false},
+		{"depth=1/uring/recycle", 1, ioengine.URing, false, true},
+		{"depth=1/syscall/recycle", 1, ioengine.Syscall, false, true},
+	}
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			evs := runCrashWorkload(t, uint64(ci), c.depth, c.mode, c.zero)
+			evs := runCrashWorkload(t, uint64(ci), c.depth, c.mode, c.zero, c.reuse)
 			written := writtenEntries(evs)
 			seeds := *crashSeeds
 			if testing.Short() {

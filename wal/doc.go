@@ -89,6 +89,41 @@
 //	28 reserved [8]byte (0)
 //	36 crc      uint32   CRC32C of bytes 0..36
 //
+// # Recycled segment
+//
+// With Options.RecycleSegments the file of a segment TruncateFront drops
+// is made into a later segment (format version 2): group flushes then
+// overwrite written blocks instead of converting unwritten extents. Past
+// its entries lie the bytes of its earlier use, not zeros:
+//
+//	0        40                     dataEnd  page end                 tableOff          size-4096     size
+//	┌────────┬──────────────────────┬────────┬─ earlier bytes ─────────┬─────────────────┬─────────────┐
+//	│ header │ entry entry …        │ zeros  │ (entries of seqs below  │ stale table     │ 0 … trailer │
+//	│ (v2)   │                      │        │  the base, or anything) │                 │             │
+//	└────────┴──────────────────────┴────────┴─────────────────────────┴─────────────────┴─────────────┘
+//
+// tableOff is StaleTableOffset(size). The stale table holds the CRC32C of
+// each 512-byte sector of the file as it was when it was taken for reuse
+// (then a CRC32C of the table): a sector the table matches was not written
+// since, as a zero sector of a fresh segment was not. Every group write
+// ends with zeros to the end of its 4 KiB page, and the new header is
+// written with zeros to the end of the first page, so the bytes from the
+// last durable entry to its page's end read as unwritten too. With these
+// two, recovery tells a torn tail from damage by the same rule as in a
+// fresh segment (tail.go). Only a segment the Log sealed full is reused,
+// so every seq its file holds is below the next one the log gives; a
+// segment TruncateBack sealed short is not (its later entries' seqs come
+// again).
+//
+// Reuse: after wal.meta holds the new first seq, the dropped file is
+// renamed recycle-N.seg.tmp (two are kept at most; the others are
+// removed). The spare goroutine flushes the directory (so that no crash
+// brings the file back under its segment name once it changes), reads the
+// file, writes its stale table and zeros over its trailer page, and
+// flushes it. At rotation the header page is written and flushed, the file
+// renamed to its segment name and the directory flushed, as for a fresh
+// spare. Versions before this one cannot read a version 2 segment.
+//
 // # Entry
 //
 //	0  bodyLen  uint32   length of the payload

@@ -15,6 +15,7 @@ const (
 	TrailerSize       = 40
 	EntryHeaderSize   = 16
 	formatVersion     = 1
+	recycledVersion   = 2 // a recycled segment: the layout of 1 with a stale table
 )
 
 var (
@@ -35,6 +36,20 @@ var (
 type SegmentHeader struct {
 	BaseSeq uint64
 	Size    uint64
+	// Recycled marks a segment made from the file of a truncated one
+	// (format version 2): past its entries lie the bytes of the file's
+	// earlier use, not zeros, and a table of their checksums lies at
+	// StaleTableOffset(Size).
+	Recycled bool
+}
+
+// DataLimit is the offset entries end before: the stale table of a
+// recycled segment, the trailer otherwise.
+func (h SegmentHeader) DataLimit() int64 {
+	if h.Recycled {
+		return StaleTableOffset(int64(h.Size))
+	}
+	return int64(h.Size) - TrailerSize
 }
 
 // Encode writes the header into b, which must hold SegmentHeaderSize bytes.
@@ -42,7 +57,11 @@ func (h SegmentHeader) Encode(b []byte) {
 	_ = b[SegmentHeaderSize-1]
 	clear(b[:SegmentHeaderSize])
 	copy(b[0:8], segmentMagic[:])
-	binary.LittleEndian.PutUint32(b[8:12], formatVersion)
+	version := uint32(formatVersion)
+	if h.Recycled {
+		version = recycledVersion
+	}
+	binary.LittleEndian.PutUint32(b[8:12], version)
 	binary.LittleEndian.PutUint64(b[16:24], h.BaseSeq)
 	binary.LittleEndian.PutUint64(b[24:32], h.Size)
 	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], castagnoli))
@@ -59,14 +78,89 @@ func DecodeSegmentHeader(b []byte) (SegmentHeader, error) {
 	if !allZero(b[12:16]) || !allZero(b[32:36]) {
 		return SegmentHeader{}, fmt.Errorf("%w: segment header reserved bytes are not zero", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:12]); v != formatVersion {
-		return SegmentHeader{}, fmt.Errorf("%w: segment format version %d, this build reads %d", ErrCorrupt, v, formatVersion)
+	v := binary.LittleEndian.Uint32(b[8:12])
+	if v != formatVersion && v != recycledVersion {
+		return SegmentHeader{}, fmt.Errorf("%w: segment format version %d, this build reads %d and %d", ErrCorrupt, v, formatVersion, recycledVersion)
 	}
-	h := SegmentHeader{BaseSeq: binary.LittleEndian.Uint64(b[16:24]), Size: binary.LittleEndian.Uint64(b[24:32])}
+	h := SegmentHeader{BaseSeq: binary.LittleEndian.Uint64(b[16:24]), Size: binary.LittleEndian.Uint64(b[24:32]), Recycled: v == recycledVersion}
 	if h.BaseSeq == 0 || h.Size < SegmentHeaderSize+TrailerSize {
 		return SegmentHeader{}, fmt.Errorf("%w: segment header base sequence %d, size %d", ErrCorrupt, h.BaseSeq, h.Size)
 	}
+	if h.Recycled && (h.Size%4096 != 0 || StaleTableOffset(int64(h.Size)) < 2*4096) {
+		return SegmentHeader{}, fmt.Errorf("%w: recycled segment of %d bytes: too small for its stale table, or not a multiple of 4096", ErrCorrupt, h.Size)
+	}
 	return h, nil
+}
+
+// The stale table of a recycled segment: the CRC32C of every 512-byte
+// sector of the file as it was when it was taken for reuse (before its new
+// header), little-endian, one per sector of the whole file, then the
+// CRC32C of those, zero-padded to whole 4 KiB pages, ending where the last
+// 4 KiB page of the file (the trailer's) begins. Recovery reads a sector
+// whose checksum is the table's as one the segment's new life never wrote:
+// what a zero sector proves in a fresh segment.
+
+// staleTableSize is the size of the stale table of a segment of size bytes.
+func staleTableSize(size int64) int64 {
+	return (4*(size/sectorSize) + 4 + 4095) / 4096 * 4096
+}
+
+// StaleTableOffset is where the stale table of a recycled segment of size
+// bytes starts: its entries end before it.
+func StaleTableOffset(size int64) int64 {
+	return size - 4096 - staleTableSize(size)
+}
+
+// EncodeStaleTable returns the stale table of img, the whole file of a
+// segment being recycled.
+func EncodeStaleTable(img []byte) []byte {
+	b := make([]byte, staleTableSize(int64(len(img))))
+	putSectorCRCs(b, 0, img)
+	sealStaleTable(b, int64(len(img)))
+	return b
+}
+
+// putSectorCRCs records in table the checksums of the sectors of chunk,
+// which starts at off of the file (both multiples of 512).
+func putSectorCRCs(table []byte, off int64, chunk []byte) {
+	for i := int64(0); i+sectorSize <= int64(len(chunk)); i += sectorSize {
+		binary.LittleEndian.PutUint32(table[4*((off+i)/sectorSize):], crc32.Checksum(chunk[i:i+sectorSize], castagnoli))
+	}
+}
+
+// sealStaleTable writes the checksum of the table of a segment of size
+// bytes after its sector checksums.
+func sealStaleTable(table []byte, size int64) {
+	n := size / sectorSize
+	binary.LittleEndian.PutUint32(table[4*n:], crc32.Checksum(table[:4*n], castagnoli))
+}
+
+// StaleTable is a decoded stale table.
+type StaleTable []byte
+
+// DecodeStaleTable checks the stale table b of a segment of size bytes.
+func DecodeStaleTable(b []byte, size int64) (StaleTable, error) {
+	if size <= 0 || size%sectorSize != 0 {
+		return nil, fmt.Errorf("%w: stale table for a segment of %d bytes", ErrCorrupt, size)
+	}
+	n := size / sectorSize
+	if int64(len(b)) < 4*n+4 {
+		return nil, fmt.Errorf("%w: stale table needs %d bytes, have %d", ErrTruncated, 4*n+4, len(b))
+	}
+	if got, want := binary.LittleEndian.Uint32(b[4*n:]), crc32.Checksum(b[:4*n], castagnoli); got != want {
+		return nil, fmt.Errorf("%w: stale table checksum %#08x, computed %#08x", ErrCorrupt, got, want)
+	}
+	return StaleTable(b[:4*n]), nil
+}
+
+// Unchanged reports whether the sector at off (a multiple of 512) holds
+// what it held when the segment was recycled.
+func (t StaleTable) Unchanged(img []byte, off int64) bool {
+	i := off / sectorSize
+	if 4*i+4 > int64(len(t)) || off+sectorSize > int64(len(img)) {
+		return false
+	}
+	return binary.LittleEndian.Uint32(t[4*i:]) == crc32.Checksum(img[off:off+sectorSize], castagnoli)
 }
 
 // Trailer is the last 40 bytes of a sealed segment.

@@ -108,6 +108,9 @@ func FuzzDecodeSegmentHeader(f *testing.F) {
 	b := make([]byte, SegmentHeaderSize)
 	SegmentHeader{BaseSeq: 1, Size: 1 << 20}.Encode(b)
 	f.Add(b)
+	b = make([]byte, SegmentHeaderSize)
+	SegmentHeader{BaseSeq: 9, Size: 1 << 20, Recycled: true}.Encode(b)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := DecodeSegmentHeader(b)
 		if err != nil {

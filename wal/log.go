@@ -86,8 +86,8 @@ type Log struct {
 	flushNanos atomic.Int64 // how long the last group write + flush took
 	flushHist  latencyRecorder
 
-	appends, entries, bytes, flushes, rotations atomic.Uint64
-	tailCuts                                    atomic.Uint64
+	appends, entries, bytes, flushes, rotations, recycled atomic.Uint64
+	tailCuts                                              atomic.Uint64
 
 	recovery Recovery // immutable after Open: what recovery did
 }
@@ -99,6 +99,7 @@ type Stats struct {
 	Bytes     uint64 // payload bytes made durable
 	Flushes   uint64 // group commits: one write and one fdatasync each
 	Rotations uint64 // segments sealed and created
+	Recycled  uint64 // segments made from the file of a truncated one (RecycleSegments)
 	TailCuts  uint64 // torn tails cut by recovery at Open
 	// TailCutBytes and TailCutEntries are what those cuts removed: the
 	// bytes after the last valid entry, and the whole entries among them
@@ -157,7 +158,8 @@ func (r *request) finish(err error) {
 type group struct {
 	seg         *segment
 	off         int64
-	buf         []byte
+	buf         []byte // the entries, then (recycled segments) zeros to the end of their page
+	n           int    // bytes of entries in buf
 	first, last uint64
 	offsets     []uint32
 	reqs        []*request
@@ -191,7 +193,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l := &Log{
 		dir: dir, opts: opts, lock: lock,
-		capacity: int(opts.SegmentSize) - SegmentHeaderSize - TrailerSize,
+		capacity: int(opts.segmentLimit()) - SegmentHeaderSize,
 		notify:   make(chan struct{}),
 	}
 	l.cond = sync.NewCond(&l.mu)
@@ -210,7 +212,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	if opts.PipelineDepth == 0 {
 		opts.PipelineDepth = 1
-		if l.eng.Backend() == ioengine.BackendSQPoll {
+		if l.eng.Backend() == ioengine.BackendSQPoll && !opts.RecycleSegments {
 			opts.PipelineDepth = 2
 		}
 		l.opts.PipelineDepth = opts.PipelineDepth
@@ -506,7 +508,7 @@ func (l *Log) commit(reqs []*request) {
 	for len(reqs) > 0 {
 		room := int64(0)
 		if l.active != nil {
-			room = l.active.size - TrailerSize - l.activeOff
+			room = l.active.header().DataLimit() - l.activeOff
 		}
 		if int64(reqs[0].size) > room {
 			// An empty segment of today's size that cannot hold the request:
@@ -550,9 +552,17 @@ func (l *Log) commit(reqs []*request) {
 			n++
 		}
 		g.reqs, reqs = reqs[:n], reqs[n:]
-		g.buf, g.last = buf, l.next-1
-		l.activeOff += int64(len(buf))
+		g.last, g.n = l.next-1, len(buf)
 		l.activeCRC = crc32.Update(l.activeCRC, castagnoli, buf)
+		if g.seg.recycled {
+			// Zeros to the end of the page: the bytes past the last
+			// durable entry read as unwritten (tail.go) whatever the
+			// file held before.
+			end := l.activeOff + int64(len(buf))
+			buf = append(buf, zeroPage[:(pageSize-end%pageSize)%pageSize]...)
+		}
+		g.buf = buf
+		l.activeOff += int64(g.n)
 		if !l.spareAsked && l.activeOff > l.active.size/2 {
 			l.spareAsked = true
 			l.requestSpare()
@@ -626,7 +636,7 @@ func (l *Log) ackGroup(g *group) {
 		l.segMu.Lock()
 		g.seg.index = append(g.seg.index, g.offsets...)
 		g.seg.last = g.last
-		g.seg.dataEnd = g.off + int64(len(g.buf))
+		g.seg.dataEnd = g.off + int64(g.n)
 		l.last = g.last
 		close(l.notify)
 		l.notify = make(chan struct{})
@@ -677,6 +687,7 @@ func (l *Log) rotate() error {
 		if err := l.seal(l.active, l.activeOff, l.activeCRC); err != nil {
 			return l.fail(err)
 		}
+		l.active.recyclable = l.active.size == l.opts.SegmentSize
 		l.active = nil
 	}
 	seg, permanent, err := l.createSegment(l.next)
@@ -732,7 +743,7 @@ func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
 func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	path := filepath.Join(l.dir, segmentName(base))
 	size := l.opts.SegmentSize
-	f := l.takeSpare()
+	f, recycled := l.takeSpare()
 	var tmp string
 	if f != nil {
 		tmp = f.Name()
@@ -749,9 +760,14 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 			return nil, false, fmt.Errorf("wal: create segment: %w", err)
 		}
 	}
-	var h [SegmentHeaderSize]byte
-	SegmentHeader{BaseSeq: base, Size: uint64(size)}.Encode(h[:])
-	if err := l.writeFile(f, tmp, 0, h[:], !l.opts.Unsafe.NoSync); err != nil {
+	// A recycled file's header page is written whole: the header, then
+	// zeros, so that the bytes past it read as unwritten (tail.go).
+	h := make([]byte, SegmentHeaderSize, pageSize)
+	SegmentHeader{BaseSeq: base, Size: uint64(size), Recycled: recycled}.Encode(h)
+	if recycled {
+		h = h[:pageSize]
+	}
+	if err := l.writeFile(f, tmp, 0, h, !l.opts.Unsafe.NoSync); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		// A failed write of a file that is then thrown away harms nothing
@@ -769,7 +785,10 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 		f.Close()
 		return nil, true, err
 	}
-	return &segment{base: base, path: path, size: size, last: base - 1, dataEnd: SegmentHeaderSize,
+	if recycled {
+		l.recycled.Add(1)
+	}
+	return &segment{base: base, path: path, size: size, recycled: recycled, last: base - 1, dataEnd: SegmentHeaderSize,
 		index: []uint32{}, f: f, loaded: true}, false, nil
 }
 
@@ -890,6 +909,7 @@ func (l *Log) Stats() Stats {
 	l.segMu.RUnlock()
 	s.Appends, s.Entries, s.Bytes = l.appends.Load(), l.entries.Load(), l.bytes.Load()
 	s.Flushes, s.Rotations, s.TailCuts = l.flushes.Load(), l.rotations.Load(), l.tailCuts.Load()
+	s.Recycled = l.recycled.Load()
 	for _, c := range l.recovery.Cuts {
 		s.TailCutBytes += uint64(c.Bytes)
 		s.TailCutEntries += uint64(c.Entries)

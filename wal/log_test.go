@@ -305,7 +305,7 @@ func TestLocked(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	for _, o := range []Options{{SegmentSize: 1000}, {SegmentSize: 4096}, {MaxEntrySize: -1}, {PipelineDepth: 100}, {IOMode: 99}} {
+	for _, o := range []Options{{SegmentSize: 1000}, {SegmentSize: 4096}, {MaxEntrySize: -1}, {PipelineDepth: 100}, {IOMode: 99}, {RecycleSegments: true, PipelineDepth: 2}} {
 		if _, err := Open(t.TempDir(), o); err == nil {
 			t.Errorf("Open with %s succeeded", o.String())
 		}

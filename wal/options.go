@@ -51,6 +51,20 @@ type Options struct {
 	// extents fallocate leaves. Off by default: it writes every segment
 	// twice for no gain measured end to end (docs/DECISIONS.md).
 	ZeroFillSegments bool
+	// RecycleSegments reuses the files of segments TruncateFront removes
+	// (two at most are kept) for the segments that come next, so that group
+	// flushes overwrite written blocks instead of converting the unwritten
+	// extents fallocate leaves. Before a file is reused, the bytes it holds
+	// are read once and a checksum of each 512-byte sector is recorded in
+	// it (the stale table, format.go), which lets recovery tell a sector
+	// the new segment never wrote from a torn one as zeros do in a fresh
+	// segment; entries hold 0.8% less of each segment for it. A recycled
+	// segment has format version 2, which versions before it cannot read.
+	// Only a segment this Log sealed when it was full is reused. It needs
+	// PipelineDepth 1 (the default then, SQPOLL too): every group write
+	// ends with zeros to the end of its 4 KiB page, where the next group
+	// begins.
+	RecycleSegments bool
 	// NoGather turns off the short wait (at most a quarter of the last
 	// flush, and never more than 1 ms) in which the committer lets the
 	// writers it just acknowledged append again before it takes the next
@@ -101,8 +115,15 @@ const (
 )
 
 func (o *Options) String() string {
-	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LinkedFdatasync: %v, LazyVerify: %v, ZeroFillSegments: %v, ReadOnly: %v, Unsafe.NoSync: %v}",
-		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LinkedFdatasync, o.LazyVerify, o.ZeroFillSegments, o.ReadOnly, o.Unsafe.NoSync)
+	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LinkedFdatasync: %v, LazyVerify: %v, ZeroFillSegments: %v, RecycleSegments: %v, ReadOnly: %v, Unsafe.NoSync: %v}",
+		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LinkedFdatasync, o.LazyVerify, o.ZeroFillSegments, o.RecycleSegments, o.ReadOnly, o.Unsafe.NoSync)
+}
+
+// segmentLimit is where entries end in every new segment: before the stale
+// table when segments may be recycled, so that a request fits a recycled
+// segment whenever it fits a fresh one.
+func (o *Options) segmentLimit() int64 {
+	return SegmentHeader{Size: uint64(o.SegmentSize), Recycled: o.RecycleSegments}.DataLimit()
 }
 
 // withDefaults fills in defaults and checks the options.
@@ -113,7 +134,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SegmentSize < minSegmentSize || o.SegmentSize%4096 != 0 || o.SegmentSize > 1<<32 {
 		return o, fmt.Errorf("wal: segment size %d must be a multiple of 4096 between %d and %d", o.SegmentSize, minSegmentSize, int64(1)<<32)
 	}
-	capacity := int(o.SegmentSize) - SegmentHeaderSize - TrailerSize - EntryHeaderSize
+	capacity := int(o.segmentLimit()) - SegmentHeaderSize - EntryHeaderSize
 	if o.MaxEntrySize == 0 {
 		o.MaxEntrySize = defaultMaxEntrySize
 	}
@@ -129,6 +150,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.PipelineDepth < 0 || o.PipelineDepth > 64 {
 		return o, fmt.Errorf("wal: PipelineDepth %d must be between 1 and 64", o.PipelineDepth)
+	}
+	if o.RecycleSegments && o.PipelineDepth > 1 {
+		// A group's zeros to the end of its page would race the next
+		// group's write into the same page.
+		return o, fmt.Errorf("wal: RecycleSegments needs PipelineDepth 1, not %d: each group write ends with zeros to the end of its page, where the next group's entries go", o.PipelineDepth)
 	}
 	if o.IOMode < ioengine.Auto || o.IOMode > ioengine.Syscall {
 		return o, fmt.Errorf("wal: invalid IOMode %d", int(o.IOMode))

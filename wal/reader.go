@@ -59,7 +59,7 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 	if err != nil {
 		return nil, err
 	}
-	s.Info.Size, s.Info.Sealed = int64(h.Size), sealed
+	s.Info.Size, s.Info.Sealed, s.Info.Recycled = int64(h.Size), sealed, h.Recycled
 	if !sealed && !isLast {
 		return nil, &CorruptError{Path: path, Offset: s.Info.Size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
 	}
@@ -78,12 +78,29 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 		s.Info.LastSeq, s.Info.DataEnd = s.r.last, s.r.dataEnd
 		return s, nil
 	}
-	s.r = scanEntries(s.img, base, s.Info.Size-TrailerSize)
+	limit := h.DataLimit()
+	s.r = scanEntries(s.img, base, limit)
 	s.Info.LastSeq, s.Info.DataEnd = s.r.last, s.r.dataEnd
-	if allZero(s.img[s.r.dataEnd:]) {
+	var stale StaleTable
+	if h.Recycled {
+		off := StaleTableOffset(s.Info.Size)
+		if stale, err = DecodeStaleTable(s.img[off:off+staleTableSize(s.Info.Size)], s.Info.Size); err != nil {
+			s.Close()
+			return nil, &CorruptError{Path: path, Offset: off, LastSeq: s.r.last, FirstLost: s.r.last + 1,
+				Err: fmt.Errorf("recycled segment: %w: the bytes after seq %d cannot be told from its earlier use", err, s.r.last)}
+		}
+	}
+	s.tail = scanTail(s.img, s.r.dataEnd, limit, s.r.last, stale)
+	torn := s.tail.nonZero
+	for i := len(s.img) - 1; i >= len(s.img)-TrailerSize; i-- { // a torn seal
+		if s.img[i] != 0 {
+			torn = int64(i + 1)
+			break
+		}
+	}
+	if torn == s.r.dataEnd {
 		return s, nil
 	}
-	s.tail = scanTail(s.img, s.r.dataEnd, s.Info.Size-TrailerSize, s.r.last)
 	if opts == nil {
 		o, _ := Options{SegmentSize: s.Info.Size}.withDefaults()
 		opts = &o
@@ -93,12 +110,7 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 		return nil, err
 	}
 	s.Info.TornEntries = s.tail.entries
-	for i := len(s.img) - 1; i >= int(s.r.dataEnd); i-- { // the trailer's bytes too: a torn seal
-		if s.img[i] != 0 {
-			s.Info.TornTail = int64(i+1) - s.r.dataEnd
-			break
-		}
-	}
+	s.Info.TornTail = torn - s.r.dataEnd
 	return s, nil
 }
 

@@ -401,34 +401,54 @@ func FuzzDecodeMetaFile(f *testing.F) {
 
 // FuzzRecover opens a log whose only segment holds the fuzzer's bytes
 // after a valid header: Open must not panic, and what it accepts must read
-// back and verify.
+// back and verify. A recycled segment holds, past the fuzzer's bytes, the
+// entries of an earlier use (seqs below its base) that its stale table
+// records.
 func FuzzRecover(f *testing.F) {
-	var seed []byte
-	for seq := uint64(1); seq <= 5; seq++ {
-		seed = AppendEntry(seed, seq, payloadFor(seq))
+	for _, base := range []uint64{1, 1000} {
+		var seed []byte
+		for seq := base; seq < base+5; seq++ {
+			seed = AppendEntry(seed, seq, payloadFor(seq))
+		}
+		recycled := base > 1
+		f.Add(seed, false, recycled)
+		f.Add(seed[:len(seed)-7], false, recycled)
+		f.Add(append(seed[:30:30], 0xff), false, recycled)
+		f.Add(seed, true, recycled)
 	}
-	f.Add(seed, false)
-	f.Add(seed[:len(seed)-7], false)
-	f.Add(append(seed[:30:30], 0xff), false)
-	f.Add(seed, true)
 	f.Fuzz(fuzzRecoverOne)
 }
 
-func fuzzRecoverOne(t *testing.T, body []byte, sealed bool) {
+func fuzzRecoverOne(t *testing.T, body []byte, sealed, recycled bool) {
 	{
 		const size = 64 << 10
-		if len(body) > size-SegmentHeaderSize-TrailerSize {
-			body = body[:size-SegmentHeaderSize-TrailerSize]
-		}
+		base := uint64(1)
+		h := SegmentHeader{BaseSeq: base, Size: size}
 		img := make([]byte, size)
-		SegmentHeader{BaseSeq: 1, Size: size}.Encode(img)
+		if recycled {
+			base = 1000
+			h = SegmentHeader{BaseSeq: base, Size: size, Recycled: true}
+			// The earlier use: entries of seqs below base to the end.
+			old := img[:0]
+			for seq := uint64(1); len(old) < int(h.DataLimit())-2000; seq++ {
+				old = AppendEntry(old, seq, payloadFor(seq))
+			}
+			copy(img, old)
+			copy(img[StaleTableOffset(size):], EncodeStaleTable(img))
+			clear(img[:pageSize])
+		}
+		limit := int(h.DataLimit())
+		if len(body) > limit-SegmentHeaderSize {
+			body = body[:limit-SegmentHeaderSize]
+		}
+		h.Encode(img)
 		copy(img[SegmentHeaderSize:], body)
 		if sealed {
-			r := scanEntries(img, 1, size-TrailerSize)
+			r := scanEntries(img, base, int64(limit))
 			Trailer{LastSeq: r.last, DataEnd: uint64(len(body) + SegmentHeaderSize), DataCRC: segmentCRC(img, int64(len(body)+SegmentHeaderSize))}.Encode(img[size-TrailerSize:])
 		}
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, segmentName(1)), img, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, segmentName(base)), img, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		// The syscall backend: a ring per run would make the fuzzer crawl.

@@ -13,6 +13,12 @@ import (
 	"github.com/ringstore/ringstore/ioengine"
 )
 
+// pageSize is the unit the recycled-segment rules pad to: a group write
+// ends with zeros to the end of its page, and so does a new header.
+const pageSize = 4096
+
+var zeroPage [pageSize]byte
+
 const (
 	segmentSuffix = ".seg"
 	tmpSuffix     = ".tmp"
@@ -36,9 +42,15 @@ func parseSegmentName(name string) (uint64, bool) {
 // segment is one segment file. base, path and size are immutable. The
 // rest is guarded by Log.segMu, except where a field says otherwise.
 type segment struct {
-	base uint64
-	path string
-	size int64
+	base     uint64
+	path     string
+	size     int64
+	recycled bool // a recycled file: entries end before its stale table
+
+	// recyclable: sealed full by this Log, so every seq the file holds,
+	// live or left from its earlier uses, is below the log's next one.
+	// Owned by the committer.
+	recyclable bool
 
 	sealed  bool
 	last    uint64   // last durable entry (base-1 when none)
@@ -58,9 +70,14 @@ type segment struct {
 	loadErr error
 }
 
+// header is the segment's header.
+func (s *segment) header() SegmentHeader {
+	return SegmentHeader{BaseSeq: s.base, Size: uint64(s.size), Recycled: s.recycled}
+}
+
 // capacity is the largest payload one entry of a segment can hold.
 func (s *segment) capacity() int {
-	return int(s.size) - SegmentHeaderSize - TrailerSize - EntryHeaderSize
+	return int(s.header().DataLimit()) - SegmentHeaderSize - EntryHeaderSize
 }
 
 // entryBounds returns the offset and encoded length of entry seq, which
@@ -135,7 +152,7 @@ func checkSealed(path string, img []byte, h SegmentHeader, t Trailer) (scanResul
 
 // checkTrailer checks that a trailer fits its segment's header.
 func checkTrailer(path string, h SegmentHeader, t Trailer) error {
-	if t.DataEnd < SegmentHeaderSize || t.DataEnd > h.Size-TrailerSize || t.LastSeq+1 < h.BaseSeq {
+	if t.DataEnd < SegmentHeaderSize || int64(t.DataEnd) > h.DataLimit() || t.LastSeq+1 < h.BaseSeq {
 		return &CorruptError{Path: path, Offset: int64(h.Size) - TrailerSize, Err: fmt.Errorf("%w: trailer data end %d, last seq %d do not fit a segment of %d bytes starting at seq %d", ErrCorrupt, t.DataEnd, t.LastSeq, h.Size, h.BaseSeq)}
 	}
 	return nil
@@ -213,7 +230,7 @@ func (s *segment) load() error {
 		return err
 	}
 	if s.index == nil {
-		h := SegmentHeader{BaseSeq: s.base, Size: uint64(s.size)}
+		h := s.header()
 		t, terr := DecodeTrailer(img[s.size-TrailerSize:])
 		if terr != nil {
 			unmapFile(img)

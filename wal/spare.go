@@ -26,17 +26,32 @@ import (
 // itself (fallocate only).
 // Spare files are named spare-N.seg.tmp, N counting up, so a new spare
 // never meets the file of the last one before it has been renamed.
-const sparePrefix = "spare-"
+//
+// With Options.RecycleSegments a front truncation keeps (up to maxReuse)
+// files of the segments it drops, renamed recycle-N.seg.tmp, and the next
+// spare is made from one of them: the rename made durable first (a crash
+// must not bring the file back under its segment name once it changes),
+// the file read and the checksum of each of its sectors written to its
+// stale table, its trailer page zeroed (unsealed), and flushed. Open
+// removes every *.tmp file a crash leaves.
+const (
+	sparePrefix   = "spare-"
+	recyclePrefix = "recycle-"
+	maxReuse      = 2
+)
 
 type spareMaker struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	want  bool           // a spare is wanted and not yet made
-	ready *ioengine.File // a finished spare (its Name is its path)
-	err   error          // why making the last one failed; cleared by take
-	stop  bool
-	n     int // spares made; owned by the spare goroutine
-	done  chan struct{}
+	mu            sync.Mutex
+	cond          *sync.Cond
+	want          bool           // a spare is wanted and not yet made
+	ready         *ioengine.File // a finished spare (its Name is its path)
+	readyRecycled bool           // ready was a truncated segment's file
+	err           error          // why making the last one failed; cleared by take
+	stop          bool
+	reuse         []string // files kept for reuse, oldest first
+	reused        int      // files kept for reuse so far (their names' N)
+	n             int      // spares made; owned by the spare goroutine
+	done          chan struct{}
 }
 
 func (l *Log) startSpares() {
@@ -63,13 +78,31 @@ func (l *Log) spareLoop() {
 			s.mu.Unlock()
 			return
 		}
+		var reuse string
+		if len(s.reuse) > 0 {
+			reuse = s.reuse[0]
+			s.reuse = s.reuse[1:]
+		}
 		s.mu.Unlock()
-		f, err := l.makeSpare()
-		if err != nil {
-			l.opts.Logf("wal: preparing the next segment: %v (the next rotation creates it without zero-filling)", err)
+		var f *ioengine.File
+		var err error
+		recycled := false
+		if reuse != "" {
+			if f, err = l.makeRecycledSpare(reuse); err != nil {
+				l.opts.Logf("wal: reusing %s: %v (making a new segment file instead)", reuse, err)
+				os.Remove(reuse)
+			} else {
+				recycled = true
+			}
+		}
+		if f == nil {
+			f, err = l.makeSpare()
+			if err != nil {
+				l.opts.Logf("wal: preparing the next segment: %v (the next rotation creates it without zero-filling)", err)
+			}
 		}
 		s.mu.Lock()
-		s.want, s.ready, s.err = false, f, err
+		s.want, s.ready, s.readyRecycled, s.err = false, f, recycled, err
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
@@ -86,11 +119,11 @@ func (l *Log) requestSpare() {
 
 // takeSpare returns the spare segment file, waiting for it to be made if
 // needed, or nil when making it failed (or before the spare goroutine
-// runs, during recovery).
-func (l *Log) takeSpare() *ioengine.File {
+// runs, during recovery), and whether it is a truncated segment's file.
+func (l *Log) takeSpare() (*ioengine.File, bool) {
 	s := &l.spares
 	if s.cond == nil {
-		return nil
+		return nil, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,9 +134,31 @@ func (l *Log) takeSpare() *ioengine.File {
 	for s.ready == nil && s.err == nil && !s.stop {
 		s.cond.Wait()
 	}
-	f := s.ready
-	s.ready, s.err = nil, nil
-	return f
+	f, recycled := s.ready, s.readyRecycled
+	s.ready, s.readyRecycled, s.err = nil, false, nil
+	return f, recycled
+}
+
+// keepForReuse takes the file of a dropped segment out of the log for
+// reuse, unless maxReuse files are kept already. Runs where wal.meta
+// already holds a first seq past the segment's entries.
+func (l *Log) keepForReuse(path string) (bool, error) {
+	s := &l.spares
+	if s.cond == nil {
+		return false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reuse) >= maxReuse || s.stop {
+		return false, nil
+	}
+	s.reused++
+	to := filepath.Join(l.dir, fmt.Sprintf("%s%d%s%s", recyclePrefix, s.reused, segmentSuffix, tmpSuffix))
+	if err := l.rename(path, to); err != nil {
+		return false, err
+	}
+	s.reuse = append(s.reuse, to)
+	return true, nil
 }
 
 // stopSpares stops the spare goroutine and removes an unused spare.
@@ -122,6 +177,10 @@ func (l *Log) stopSpares() {
 		os.Remove(s.ready.Name())
 		s.ready = nil
 	}
+	for _, p := range s.reuse {
+		os.Remove(p)
+	}
+	s.reuse = nil
 }
 
 // makeSpare creates the next spare file, reserves its space and, unless
@@ -161,6 +220,77 @@ func (l *Log) makeSpare() (*ioengine.File, error) {
 }
 
 const zeroChunk = 1 << 20
+
+// makeRecycledSpare makes the next spare from the file of a truncated
+// segment: its stale table written from what it holds, its trailer page
+// zeroed, flushed.
+func (l *Log) makeRecycledSpare(path string) (*ioengine.File, error) {
+	// The rename that took the file out of the log becomes durable before
+	// the file changes: a crash undoing it would bring the file back under
+	// its segment name, below the first seq, where Open reads it before it
+	// removes it.
+	if err := l.syncDir(); err != nil {
+		return nil, err
+	}
+	size := l.opts.SegmentSize
+	f, err := ioengine.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	fail := func(err error) (*ioengine.File, error) {
+		f.Close()
+		return nil, err
+	}
+	if st, err := f.OS().Stat(); err != nil {
+		return fail(fmt.Errorf("wal: %w", err))
+	} else if st.Size() != size {
+		return fail(fmt.Errorf("wal: %s is %d bytes, new segments are %d", path, st.Size(), size))
+	}
+	table, err := l.readStaleTable(f, path, size)
+	if err != nil {
+		return fail(err)
+	}
+	if err := l.writeFile(f, path, StaleTableOffset(size), table, false); err != nil {
+		return fail(err)
+	}
+	if err := l.writeFile(f, path, size-pageSize, zeroPage[:], false); err != nil {
+		return fail(err)
+	}
+	if err := l.syncFile(f, path); err != nil {
+		return fail(err)
+	}
+	return f, nil
+}
+
+// readStaleTable reads the file at path (with O_DIRECT where the file
+// system allows, so the page cache is left alone) and returns its stale
+// table.
+func (l *Log) readStaleTable(f *ioengine.File, path string, size int64) ([]byte, error) {
+	r := f
+	if d, err := directio.OpenFile(path, os.O_RDONLY, 0); err == nil {
+		r = ioengine.NewFile(d)
+		defer r.Close()
+	}
+	buf, err := directio.Alloc(zeroChunk)
+	if err != nil {
+		return nil, fmt.Errorf("wal: read %s: %w", path, err)
+	}
+	defer directio.Free(buf)
+	table := make([]byte, staleTableSize(size))
+	for off := int64(0); off < size; off += zeroChunk {
+		n := min(zeroChunk, size-off)
+		req := [1]ioengine.Request{{Op: ioengine.OpRead, File: r, Buf: buf[:n], Off: off}}
+		if err := l.eng.Do(req[:]); err != nil {
+			return nil, fmt.Errorf("wal: read %s: %w", path, err)
+		}
+		if req[0].N != int(n) {
+			return nil, fmt.Errorf("wal: read %s at offset %d: %d bytes of %d", path, off, req[0].N, n)
+		}
+		putSectorCRCs(table, off, buf[:n])
+	}
+	sealStaleTable(table, size)
+	return table, nil
+}
 
 func (l *Log) zeroFill(f *ioengine.File, path string, size int64) error {
 	w := f

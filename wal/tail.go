@@ -15,8 +15,13 @@ import (
 //
 // A crash can leave, after the last flushed entry, only what the in-flight
 // groups wrote: each 512-byte sector of them either written or not, and a
-// sector not written reads as it was — zeros, since segments are
-// preallocated and never reused. So a torn tail
+// sector not written reads as it was: zeros in a fresh segment, which is
+// preallocated. In a recycled one it reads as the file's earlier use left
+// it, which the segment's stale table records sector by sector, except
+// from the end of the last flushed entry to the end of its 4 KiB page,
+// which every group write (and the new header) fills with zeros. "Unwritten"
+// below means zeros, or a whole sector the stale table matches. So a torn
+// tail
 //
 //   - lies within one in-flight window from dataEnd: PipelineDepth groups
 //     (at least 2) of at most max(MaxGroupBytes, one largest entry) bytes,
@@ -24,7 +29,7 @@ import (
 //   - and, when valid entries follow the bad one (a later sector of the
 //     group written, an earlier one not, or a later group's write kept and
 //     an earlier one's lost), has a sector between them that was not
-//     written: all zeros from dataEnd (or from the sector's start) to the
+//     written: unwritten from dataEnd (or from the sector's start) to the
 //     sector's end or to the valid entries, whichever comes first.
 //
 // Anything else is damage: a flipped or overwritten byte among written
@@ -49,13 +54,30 @@ type tailScan struct {
 }
 
 // scanTail looks at img[dataEnd:limit] after the scan of a segment stopped
-// at dataEnd, after seq last.
-func scanTail(img []byte, dataEnd, limit int64, last uint64) tailScan {
+// at dataEnd, after seq last. stale is a recycled segment's table (nil for
+// a fresh one): there a sector the table matches reads as unwritten, as a
+// zero one does, and nonZero is the end of the last sector neither zero
+// nor matching.
+func scanTail(img []byte, dataEnd, limit int64, last uint64, stale StaleTable) tailScan {
 	t := tailScan{next: -1, dataEnd: dataEnd, nonZero: dataEnd}
-	for i := limit - 1; i >= dataEnd; i-- {
-		if img[i] != 0 {
-			t.nonZero = i + 1
-			break
+	// unwritten reports whether img[from:to], within one sector, reads as
+	// never written since the segment was made.
+	unwritten := func(from, to int64) bool {
+		return allZero(img[from:to]) || (stale != nil && from%sectorSize == 0 && to == from+sectorSize && stale.Unchanged(img, from))
+	}
+	if stale == nil {
+		for i := limit - 1; i >= dataEnd; i-- {
+			if img[i] != 0 {
+				t.nonZero = i + 1
+				break
+			}
+		}
+	} else {
+		for s := (limit - 1) / sectorSize * sectorSize; s+sectorSize > dataEnd; s -= sectorSize {
+			if from, to := max(s, dataEnd), min(s+sectorSize, limit); !unwritten(from, to) {
+				t.nonZero = to
+				break
+			}
 		}
 	}
 	maxBody := len(img) - SegmentHeaderSize - TrailerSize - EntryHeaderSize
@@ -92,7 +114,7 @@ func scanTail(img []byte, dataEnd, limit int64, last uint64) tailScan {
 		// group's write into the same sector).
 		for s := dataEnd / sectorSize * sectorSize; s < t.next; s += sectorSize {
 			from, to := max(s, dataEnd), min(s+sectorSize, t.next)
-			if from < to && allZero(img[from:to]) {
+			if from < to && unwritten(from, to) {
 				t.explained = true
 				break
 			}

@@ -81,16 +81,23 @@ func (l *Log) truncateFront(r *request) {
 	r.finish(l.removeDropped(drop))
 }
 
+// droppedSegment is the file of a segment a front truncation took out of
+// the log.
+type droppedSegment struct {
+	path       string
+	recyclable bool
+}
+
 // dropBefore makes seq the first entry in memory and takes the segments
-// wholly before it out of the log, returning their paths. Runs on the
+// wholly before it out of the log, returning their files. Runs on the
 // committer.
-func (l *Log) dropBefore(seq uint64) []string {
+func (l *Log) dropBefore(seq uint64) []droppedSegment {
 	l.segMu.Lock()
 	l.first = seq
 	if seq > l.last+1 {
 		l.last = seq - 1
 	}
-	var drop []string
+	var drop []droppedSegment
 	for len(l.segs) > 0 && l.segs[0].last < seq {
 		s := l.segs[0]
 		l.segs = l.segs[1:]
@@ -98,19 +105,28 @@ func (l *Log) dropBefore(seq uint64) []string {
 		if s == l.active {
 			l.active = nil
 		}
-		drop = append(drop, s.path)
+		drop = append(drop, droppedSegment{path: s.path, recyclable: s.recyclable && s.sealed})
 	}
 	l.segMu.Unlock()
 	return drop
 }
 
 // removeDropped removes the files of dropped segments once wal.meta holds
-// the first seq after them. The removals are not flushed: a segment whose
-// removal a crash undoes lies before the first seq, and Open skips and
-// removes it.
-func (l *Log) removeDropped(paths []string) error {
-	for _, p := range paths {
-		if err := l.remove(p); err != nil {
+// the first seq after them, or (RecycleSegments) keeps them for reuse. The
+// removals and renames are not flushed: a segment whose removal a crash
+// undoes lies before the first seq, and Open skips and removes it.
+func (l *Log) removeDropped(drop []droppedSegment) error {
+	for _, d := range drop {
+		if d.recyclable && l.opts.RecycleSegments {
+			kept, err := l.keepForReuse(d.path)
+			if err != nil {
+				return l.fail(err)
+			}
+			if kept {
+				continue
+			}
+		}
+		if err := l.remove(d.path); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -133,7 +149,7 @@ type truncator struct {
 
 type truncJob struct {
 	seq  uint64
-	drop []string
+	drop []droppedSegment
 	req  *request
 }
 
@@ -265,6 +281,9 @@ func (l *Log) truncateBack(seq uint64) error {
 		cut.last, cut.dataEnd = seq, end
 		cut.index = cut.index[:seq-cut.base+1]
 		l.segMu.Unlock()
+		// The entries after seq stay in the file, and their seqs will be
+		// given again: never reuse it.
+		cut.recyclable = false
 		if err := l.seal(cut, end, crc); err != nil {
 			return l.fail(err)
 		}

@@ -1,0 +1,288 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// recycledLog fills a log with RecycleSegments until its last segment is a
+// recycled file holding entries, keeping the newest entries only, and
+// closes it. It returns the options, the payloads of the entries kept and
+// the log's Stats before Close.
+func recycledLog(t *testing.T, dir string) (Options, map[uint64][]byte, Stats) {
+	t.Helper()
+	opts := Options{SegmentSize: 64 << 10, RecycleSegments: true, Logf: t.Logf}
+	l, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[uint64][]byte{}
+	for i := 0; ; i++ {
+		p := fmt.Appendf(nil, "entry %d %0*d", i, 200+i%900, i)
+		seq, err := l.Append(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept[seq] = p
+		if i%40 == 39 {
+			front := l.LastSeq() - 20
+			if err := l.TruncateFront(front); err != nil {
+				t.Fatal(err)
+			}
+			for s := range kept {
+				if s < front {
+					delete(kept, s)
+				}
+			}
+		}
+		st := l.Stats()
+		if st.Recycled >= 3 && l.active != nil && l.active.recycled && l.activeOff > 20000 && i%40 != 39 {
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return opts, kept, st
+		}
+		if i > 5000 {
+			t.Fatalf("no recycled active segment after %d appends: %+v", i, st)
+		}
+	}
+}
+
+func lastSegment(t *testing.T, dir string) string {
+	t.Helper()
+	segs := segPaths(t, dir)
+	if len(segs) == 0 {
+		t.Fatal("no segments")
+	}
+	return segs[len(segs)-1]
+}
+
+func checkEntries(t *testing.T, l *Log, kept map[uint64][]byte) {
+	t.Helper()
+	for seq, want := range kept {
+		got, err := l.ReadAt(seq)
+		if err != nil {
+			t.Fatalf("ReadAt(%d): %v", seq, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("ReadAt(%d) = %.20q, want %.20q", seq, got, want)
+		}
+	}
+}
+
+func TestRecycleSegments(t *testing.T) {
+	dir := t.TempDir()
+	opts, kept, st := recycledLog(t, dir)
+	if st.Recycled < 3 || st.Rotations <= st.Recycled {
+		t.Fatalf("stats %+v", st)
+	}
+	sf, err := OpenSegment(lastSegment(t, dir), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := sf.Info
+	sf.Close()
+	if !info.Recycled || info.Sealed || info.TornTail != 0 {
+		t.Fatalf("last segment %+v: want recycled, unsealed, no torn tail", info)
+	}
+	// What lies past the entries is the file's earlier use, not zeros.
+	img, err := os.ReadFile(info.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allZero(img[(info.DataEnd+pageSize-1)/pageSize*pageSize : StaleTableOffset(info.Size)]) {
+		t.Fatal("the recycled segment holds only zeros past its entries: nothing was reused")
+	}
+	for _, recycle := range []bool{true, false} {
+		o := opts
+		o.RecycleSegments = recycle
+		l, err := Open(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cuts := l.Recovery().Cuts; len(cuts) != 0 {
+			t.Fatalf("a clean recycled segment was cut: %v", cuts)
+		}
+		checkEntries(t, l, kept)
+		// Appends go on in the recycled segment, within its entries' limit,
+		// whether or not this Log recycles.
+		for i := range 60 {
+			p := bytes.Repeat([]byte{byte('a' + i%26)}, 1500)
+			seq, err := l.Append(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept[seq] = p
+		}
+		checkEntries(t, l, kept)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Verify(dir); err != nil {
+			t.Fatalf("Verify (recycle %v): %v", recycle, err)
+		}
+	}
+	// Nothing left behind: no recycle or spare files after Close.
+	if tmp, _ := filepath.Glob(filepath.Join(dir, "*"+tmpSuffix)); len(tmp) != 0 {
+		t.Fatalf("left behind: %v", tmp)
+	}
+}
+
+// Damage to an acknowledged entry of a recycled segment with valid entries
+// after it is still an error, not a torn tail: the stale bytes past the
+// entries do not explain it.
+func TestRecycledDamage(t *testing.T) {
+	dir := t.TempDir()
+	_, kept, _ := recycledLog(t, dir)
+	path := lastSegment(t, dir)
+	sf, err := OpenSegment(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := sf.Info.LastSeq - 3
+	_, off, err := sf.Entry(victim)
+	sf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, path, off+EntryHeaderSize+5)
+	_, err = Open(dir, Options{SegmentSize: 64 << 10, RecycleSegments: true, Logf: t.Logf})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Offset != off || ce.FirstLost != victim {
+		t.Fatalf("Open: %v; want damage at offset %d, entry %d", err, off, victim)
+	}
+	rep, err := Repair(dir, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LostFrom != victim {
+		t.Fatalf("Repair lost from %d, want %d: %+v", rep.LostFrom, victim, rep)
+	}
+	l, err := Open(dir, Options{SegmentSize: 64 << 10, RecycleSegments: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for s := range kept {
+		if s >= victim {
+			delete(kept, s)
+		}
+	}
+	checkEntries(t, l, kept)
+}
+
+// A damaged stale table leaves recovery unable to tell the stale bytes
+// from torn ones: an error at the table, which Repair resolves by sealing
+// the segment after its last entry.
+func TestRecycledStaleTableDamage(t *testing.T) {
+	dir := t.TempDir()
+	_, kept, _ := recycledLog(t, dir)
+	path := lastSegment(t, dir)
+	flipByte(t, path, StaleTableOffset(64<<10)+100)
+	_, err := Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Offset != StaleTableOffset(64<<10) || !strings.Contains(err.Error(), "stale table") {
+		t.Fatalf("Open: %v; want damage at the stale table", err)
+	}
+	if _, err := Repair(dir, Options{Logf: t.Logf}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	checkEntries(t, l, kept)
+}
+
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A segment TruncateBack sealed short keeps entries past its end whose
+// seqs will be given again: its file is never reused (a stale entry with
+// a current seq could be read as written).
+func TestRecycleNeverReusesCutSegment(t *testing.T) {
+	var mu sync.Mutex
+	var reused []string
+	opts := Options{SegmentSize: 64 << 10, RecycleSegments: true, Logf: t.Logf, trace: func(ev traceEvent) {
+		if ev.op == traceRename && strings.HasPrefix(ev.path2, recyclePrefix) {
+			mu.Lock()
+			reused = append(reused, ev.path)
+			mu.Unlock()
+		}
+	}}
+	l, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := bytes.Repeat([]byte("x"), 1000)
+	for l.Stats().Rotations < 3 {
+		if _, err := l.Append(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.segMu.RLock()
+	full, cut := l.segs[0], l.segs[1] // both sealed full; the third is active
+	l.segMu.RUnlock()
+	if err := l.TruncateBack(cut.base + 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateFront(cut.base + 6); err != nil { // drops both: the log is empty
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reused) != 1 || reused[0] != filepath.Base(full.path) {
+		t.Fatalf("kept for reuse: %v; want only %s (not %s, cut by TruncateBack)", reused, filepath.Base(full.path), filepath.Base(cut.path))
+	}
+}
+
+func FuzzDecodeStaleTable(f *testing.F) {
+	img := bytes.Repeat([]byte("stale bytes "), (64<<10)/12+1)[:64<<10]
+	f.Add(EncodeStaleTable(img), int64(64<<10))
+	f.Add(EncodeStaleTable(img)[:100], int64(64<<10))
+	f.Fuzz(func(t *testing.T, b []byte, size int64) {
+		if size > 1<<20 {
+			size %= 1 << 20
+		}
+		st, err := DecodeStaleTable(b, size)
+		if err != nil {
+			return
+		}
+		if int64(len(st)) != 4*(size/sectorSize) {
+			t.Fatalf("table of %d bytes for a segment of %d", len(st), size)
+		}
+		re := make([]byte, len(st)+4)
+		copy(re, st)
+		sealStaleTable(re, size)
+		if !bytes.Equal(re, b[:len(re)]) {
+			t.Fatal("re-sealing differs")
+		}
+		// Lookups past the table or the image answer false, never panic.
+		small := make([]byte, sectorSize)
+		for _, off := range []int64{0, sectorSize, size, size + sectorSize} {
+			_ = st.Unchanged(small, off)
+		}
+	})
+}
