@@ -39,6 +39,8 @@ type ChildConfig struct {
 	// the trial goes (every 100 ms, as a raft log after snapshots), keeping
 	// about this many of its newest entries: the log's steady state.
 	KeepEntries uint64 `json:"keep_entries,omitempty"`
+	// Recycle opens ringstore's log with RecycleSegments.
+	Recycle bool `json:"recycle,omitempty"`
 }
 
 // Keys of bench.Trial.Extra that the wal benchmark fills in.
@@ -54,9 +56,17 @@ const (
 	ExtraFlushP50us = "flush_p50_us"
 	ExtraFlushP99us = "flush_p99_us"
 	// ExtraRotations is how many segments the steady-state mode's log
-	// sealed and made in the trial (while its truncations removed them).
+	// sealed and made in the trial (while its truncations removed them),
+	// ExtraRecycled how many of those it made from truncated segments'
+	// files; both from the log's open, the untimed prefill included.
 	ExtraRotations = "rotations"
+	ExtraRecycled  = "recycled"
 )
+
+// steadyRotations is how many segments the steady-state mode's log fills
+// (untimed, truncated as it goes) before the trial: the first segments of
+// a log are new files, the later ones (RecycleSegments) truncated ones'.
+const steadyRotations = 3
 
 func init() { bench.RegisterChild(Workload, child) }
 
@@ -323,6 +333,43 @@ func truncateAsItGoes(l *wal.Log, keep uint64, stop <-chan struct{}) error {
 	}
 }
 
+// prefill appends from c.Writers goroutines, untimed, until done says the
+// log has reached the state the trial starts from (at most a minute).
+func prefill(l *wal.Log, c ChildConfig, done func(wal.Stats) bool) error {
+	deadline := time.Now().Add(time.Minute)
+	var wg sync.WaitGroup
+	errs := make(chan error, c.Writers)
+	var stop atomic.Bool
+	for range c.Writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := make([]byte, c.EntrySize)
+			for !stop.Load() {
+				if _, err := l.Append(p); err != nil {
+					errs <- err
+					stop.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	for !done(l.Stats()) && time.Now().Before(deadline) && !stop.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("prefill: %w", err)
+	default:
+	}
+	if !done(l.Stats()) {
+		return fmt.Errorf("prefill: the log did not reach its steady state in a minute: %+v", l.Stats())
+	}
+	return nil
+}
+
 // ringstore runs c.Writers goroutines appending to one wal.Log.
 func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 	mode, err := ioengine.ParseIOMode(c.IOMode)
@@ -334,7 +381,7 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 	if !ok {
 		return bench.Trial{}, fmt.Errorf("io mode %s: want uring, sqpoll or syscall", mode)
 	}
-	l, err := wal.Open(filepath.Join(dir, "wal"), wal.Options{IOMode: mode})
+	l, err := wal.Open(filepath.Join(dir, "wal"), wal.Options{IOMode: mode, RecycleSegments: c.Recycle})
 	if err != nil {
 		return bench.Trial{}, err
 	}
@@ -344,13 +391,19 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 	}
 	stop, truncated := make(chan struct{}), make(chan error, 1)
 	go func() { truncated <- truncateAsItGoes(l, c.KeepEntries, stop) }()
-	tr, err := Measure(c, func(_ int, p []byte) error {
-		_, err := l.Append(p)
-		return err
-	}, func() Counts {
-		st := l.Stats()
-		return Counts{Entries: st.Entries, Flushes: st.Flushes, FlushLatency: st.FlushLatency}
-	})
+	if c.KeepEntries > 0 {
+		err = prefill(l, c, func(st wal.Stats) bool { return st.Rotations >= steadyRotations })
+	}
+	var tr bench.Trial
+	if err == nil {
+		tr, err = Measure(c, func(_ int, p []byte) error {
+			_, err := l.Append(p)
+			return err
+		}, func() Counts {
+			st := l.Stats()
+			return Counts{Entries: st.Entries, Flushes: st.Flushes, FlushLatency: st.FlushLatency}
+		})
+	}
 	close(stop)
 	if terr := <-truncated; err == nil && terr != nil {
 		err = fmt.Errorf("truncate: %w", terr)
@@ -359,7 +412,8 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 		if tr.Extra == nil {
 			tr.Extra = map[string]float64{}
 		}
-		tr.Extra[ExtraRotations] = float64(l.Stats().Rotations)
+		st := l.Stats()
+		tr.Extra[ExtraRotations], tr.Extra[ExtraRecycled] = float64(st.Rotations), float64(st.Recycled)
 	}
 	if cerr := l.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
