@@ -15,7 +15,7 @@ const (
 	TrailerSize       = 40
 	EntryHeaderSize   = 16
 	formatVersion     = 1
-	recycledVersion   = 2 // a recycled segment: the layout of 1 with a stale table
+	reusableVersion   = 2 // the layout of 1 with a stale table before the trailer page
 )
 
 var (
@@ -36,17 +36,17 @@ var (
 type SegmentHeader struct {
 	BaseSeq uint64
 	Size    uint64
-	// Recycled marks a segment made from the file of a truncated one
-	// (format version 2): past its entries lie the bytes of the file's
-	// earlier use, not zeros, and a table of their checksums lies at
-	// StaleTableOffset(Size).
-	Recycled bool
+	// Reusable marks format version 2 (Options.RecycleSegments): entries
+	// end at StaleTableOffset(Size), where a table of the checksums of the
+	// bytes the file held before the segment began lies (zeros when the
+	// file was new), so that the file can be made into a later segment.
+	Reusable bool
 }
 
 // DataLimit is the offset entries end before: the stale table of a
-// recycled segment, the trailer otherwise.
+// reusable segment, the trailer otherwise.
 func (h SegmentHeader) DataLimit() int64 {
-	if h.Recycled {
+	if h.Reusable {
 		return StaleTableOffset(int64(h.Size))
 	}
 	return int64(h.Size) - TrailerSize
@@ -58,8 +58,8 @@ func (h SegmentHeader) Encode(b []byte) {
 	clear(b[:SegmentHeaderSize])
 	copy(b[0:8], segmentMagic[:])
 	version := uint32(formatVersion)
-	if h.Recycled {
-		version = recycledVersion
+	if h.Reusable {
+		version = reusableVersion
 	}
 	binary.LittleEndian.PutUint32(b[8:12], version)
 	binary.LittleEndian.PutUint64(b[16:24], h.BaseSeq)
@@ -79,40 +79,42 @@ func DecodeSegmentHeader(b []byte) (SegmentHeader, error) {
 		return SegmentHeader{}, fmt.Errorf("%w: segment header reserved bytes are not zero", ErrCorrupt)
 	}
 	v := binary.LittleEndian.Uint32(b[8:12])
-	if v != formatVersion && v != recycledVersion {
-		return SegmentHeader{}, fmt.Errorf("%w: segment format version %d, this build reads %d and %d", ErrCorrupt, v, formatVersion, recycledVersion)
+	if v != formatVersion && v != reusableVersion {
+		return SegmentHeader{}, fmt.Errorf("%w: segment format version %d, this build reads %d and %d", ErrCorrupt, v, formatVersion, reusableVersion)
 	}
-	h := SegmentHeader{BaseSeq: binary.LittleEndian.Uint64(b[16:24]), Size: binary.LittleEndian.Uint64(b[24:32]), Recycled: v == recycledVersion}
+	h := SegmentHeader{BaseSeq: binary.LittleEndian.Uint64(b[16:24]), Size: binary.LittleEndian.Uint64(b[24:32]), Reusable: v == reusableVersion}
 	if h.BaseSeq == 0 || h.Size < SegmentHeaderSize+TrailerSize {
 		return SegmentHeader{}, fmt.Errorf("%w: segment header base sequence %d, size %d", ErrCorrupt, h.BaseSeq, h.Size)
 	}
-	if h.Recycled && (h.Size%4096 != 0 || StaleTableOffset(int64(h.Size)) < 2*4096) {
-		return SegmentHeader{}, fmt.Errorf("%w: recycled segment of %d bytes: too small for its stale table, or not a multiple of 4096", ErrCorrupt, h.Size)
+	if h.Reusable && (h.Size%4096 != 0 || StaleTableOffset(int64(h.Size)) < 2*4096) {
+		return SegmentHeader{}, fmt.Errorf("%w: reusable segment of %d bytes: too small for its stale table, or not a multiple of 4096", ErrCorrupt, h.Size)
 	}
 	return h, nil
 }
 
-// The stale table of a recycled segment: the CRC32C of every 512-byte
-// sector of the file as it was when it was taken for reuse (before its new
+// The stale table of a reusable segment: the CRC32C of every 512-byte
+// sector of the file as it was before the segment began (before its
 // header), little-endian, one per sector of the whole file, then the
 // CRC32C of those, zero-padded to whole 4 KiB pages, ending where the last
 // 4 KiB page of the file (the trailer's) begins. Recovery reads a sector
-// whose checksum is the table's as one the segment's new life never wrote:
-// what a zero sector proves in a fresh segment.
+// whose checksum is the table's as one the segment never wrote: what a zero
+// sector proves in a fresh segment. A table region of zeros says the file
+// was new (its earlier bytes are zeros): no table is needed then. The
+// entries for sectors from the table on are not read.
 
 // staleTableSize is the size of the stale table of a segment of size bytes.
 func staleTableSize(size int64) int64 {
 	return (4*(size/sectorSize) + 4 + 4095) / 4096 * 4096
 }
 
-// StaleTableOffset is where the stale table of a recycled segment of size
+// StaleTableOffset is where the stale table of a reusable segment of size
 // bytes starts: its entries end before it.
 func StaleTableOffset(size int64) int64 {
 	return size - 4096 - staleTableSize(size)
 }
 
 // EncodeStaleTable returns the stale table of img, the whole file of a
-// segment being recycled.
+// segment about to be reused.
 func EncodeStaleTable(img []byte) []byte {
 	b := make([]byte, staleTableSize(int64(len(img))))
 	putSectorCRCs(b, 0, img)
@@ -139,6 +141,7 @@ func sealStaleTable(table []byte, size int64) {
 type StaleTable []byte
 
 // DecodeStaleTable checks the stale table b of a segment of size bytes.
+// A table of zeros (the file was new) is (nil, nil).
 func DecodeStaleTable(b []byte, size int64) (StaleTable, error) {
 	if size <= 0 || size%sectorSize != 0 {
 		return nil, fmt.Errorf("%w: stale table for a segment of %d bytes", ErrCorrupt, size)
@@ -147,6 +150,9 @@ func DecodeStaleTable(b []byte, size int64) (StaleTable, error) {
 	if int64(len(b)) < 4*n+4 {
 		return nil, fmt.Errorf("%w: stale table needs %d bytes, have %d", ErrTruncated, 4*n+4, len(b))
 	}
+	if allZero(b[:4*n+4]) {
+		return nil, nil
+	}
 	if got, want := binary.LittleEndian.Uint32(b[4*n:]), crc32.Checksum(b[:4*n], castagnoli); got != want {
 		return nil, fmt.Errorf("%w: stale table checksum %#08x, computed %#08x", ErrCorrupt, got, want)
 	}
@@ -154,7 +160,7 @@ func DecodeStaleTable(b []byte, size int64) (StaleTable, error) {
 }
 
 // Unchanged reports whether the sector at off (a multiple of 512) holds
-// what it held when the segment was recycled.
+// what it held before the segment began.
 func (t StaleTable) Unchanged(img []byte, off int64) bool {
 	i := off / sectorSize
 	if 4*i+4 > int64(len(t)) || off+sectorSize > int64(len(img)) {

@@ -109,7 +109,7 @@ func FuzzDecodeSegmentHeader(f *testing.F) {
 	SegmentHeader{BaseSeq: 1, Size: 1 << 20}.Encode(b)
 	f.Add(b)
 	b = make([]byte, SegmentHeaderSize)
-	SegmentHeader{BaseSeq: 9, Size: 1 << 20, Recycled: true}.Encode(b)
+	SegmentHeader{BaseSeq: 9, Size: 1 << 20, Reusable: true}.Encode(b)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := DecodeSegmentHeader(b)

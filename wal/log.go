@@ -554,7 +554,10 @@ func (l *Log) commit(reqs []*request) {
 		g.reqs, reqs = reqs[:n], reqs[n:]
 		g.last, g.n = l.next-1, len(buf)
 		l.activeCRC = crc32.Update(l.activeCRC, castagnoli, buf)
-		if g.seg.recycled {
+		if g.seg.next != nil {
+			g.seg.next.add(buf)
+		}
+		if g.seg.reusable {
 			// Zeros to the end of the page: the bytes past the last
 			// durable entry read as unwritten (tail.go) whatever the
 			// file held before.
@@ -687,7 +690,10 @@ func (l *Log) rotate() error {
 		if err := l.seal(l.active, l.activeOff, l.activeCRC); err != nil {
 			return l.fail(err)
 		}
-		l.active.recyclable = l.active.size == l.opts.SegmentSize
+		if seg := l.active; seg.next != nil && seg.size == l.opts.SegmentSize {
+			seg.recyclable = l.queueNextTable(seg, seg.next.finish(l.activeOff, seg.size, seg.stale))
+		}
+		l.active.next, l.active.stale = nil, nil
 		l.active = nil
 	}
 	seg, permanent, err := l.createSegment(l.next)
@@ -743,7 +749,7 @@ func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
 func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	path := filepath.Join(l.dir, segmentName(base))
 	size := l.opts.SegmentSize
-	f, recycled := l.takeSpare()
+	f, stale, recycled := l.takeSpare()
 	var tmp string
 	if f != nil {
 		tmp = f.Name()
@@ -760,11 +766,12 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 			return nil, false, fmt.Errorf("wal: create segment: %w", err)
 		}
 	}
-	// A recycled file's header page is written whole: the header, then
+	// A reusable segment's header page is written whole: the header, then
 	// zeros, so that the bytes past it read as unwritten (tail.go).
+	reusable := l.opts.RecycleSegments
 	h := make([]byte, SegmentHeaderSize, pageSize)
-	SegmentHeader{BaseSeq: base, Size: uint64(size), Recycled: recycled}.Encode(h)
-	if recycled {
+	SegmentHeader{BaseSeq: base, Size: uint64(size), Reusable: reusable}.Encode(h)
+	if reusable {
 		h = h[:pageSize]
 	}
 	if err := l.writeFile(f, tmp, 0, h, !l.opts.Unsafe.NoSync); err != nil {
@@ -788,8 +795,12 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	if recycled {
 		l.recycled.Add(1)
 	}
-	return &segment{base: base, path: path, size: size, recycled: recycled, last: base - 1, dataEnd: SegmentHeaderSize,
-		index: []uint32{}, f: f, loaded: true}, false, nil
+	seg := &segment{base: base, path: path, size: size, reusable: reusable, last: base - 1, dataEnd: SegmentHeaderSize,
+		index: []uint32{}, f: f, loaded: true}
+	if reusable {
+		seg.stale, seg.next = stale, newNextTable(size, h[:SegmentHeaderSize])
+	}
+	return seg, false, nil
 }
 
 // writeFile writes buf at off of f and, if sync, makes it durable: on

@@ -123,7 +123,7 @@ func (o *Options) String() string {
 // table when segments may be recycled, so that a request fits a recycled
 // segment whenever it fits a fresh one.
 func (o *Options) segmentLimit() int64 {
-	return SegmentHeader{Size: uint64(o.SegmentSize), Recycled: o.RecycleSegments}.DataLimit()
+	return SegmentHeader{Size: uint64(o.SegmentSize), Reusable: o.RecycleSegments}.DataLimit()
 }
 
 // withDefaults fills in defaults and checks the options.

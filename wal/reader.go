@@ -59,7 +59,7 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 	if err != nil {
 		return nil, err
 	}
-	s.Info.Size, s.Info.Sealed, s.Info.Recycled = int64(h.Size), sealed, h.Recycled
+	s.Info.Size, s.Info.Sealed, s.Info.Reusable = int64(h.Size), sealed, h.Reusable
 	if !sealed && !isLast {
 		return nil, &CorruptError{Path: path, Offset: s.Info.Size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
 	}
@@ -82,7 +82,7 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 	s.r = scanEntries(s.img, base, limit)
 	s.Info.LastSeq, s.Info.DataEnd = s.r.last, s.r.dataEnd
 	var stale StaleTable
-	if h.Recycled {
+	if h.Reusable {
 		off := StaleTableOffset(s.Info.Size)
 		if stale, err = DecodeStaleTable(s.img[off:off+staleTableSize(s.Info.Size)], s.Info.Size); err != nil {
 			s.Close()

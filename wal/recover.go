@@ -92,7 +92,7 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	seg := &segment{base: base, path: path, size: sf.Info.Size, recycled: sf.Info.Recycled, last: sf.Info.LastSeq, dataEnd: sf.Info.DataEnd}
+	seg := &segment{base: base, path: path, size: sf.Info.Size, reusable: sf.Info.Reusable, last: sf.Info.LastSeq, dataEnd: sf.Info.DataEnd}
 	if sf.Info.Sealed {
 		seg.sealed = true
 		if sf.img != nil { // checked in full: keep the map for reads

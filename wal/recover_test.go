@@ -427,7 +427,7 @@ func fuzzRecoverOne(t *testing.T, body []byte, sealed, recycled bool) {
 		img := make([]byte, size)
 		if recycled {
 			base = 1000
-			h = SegmentHeader{BaseSeq: base, Size: size, Recycled: true}
+			h = SegmentHeader{BaseSeq: base, Size: size, Reusable: true}
 			// The earlier use: entries of seqs below base to the end.
 			old := img[:0]
 			for seq := uint64(1); len(old) < int(h.DataLimit())-2000; seq++ {

@@ -3,17 +3,19 @@ package wal
 import (
 	"bytes"
 	"errors"
-	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // recycledLog fills a log with RecycleSegments until its last segment is a
-// recycled file holding entries, keeping the newest entries only, and
-// closes it. It returns the options, the payloads of the entries kept and
+// recycled file holding entries (after enough reuse that files are in
+// their third use and more), keeping the newest entries only, and closes
+// it. It returns the options, the payloads of the entries kept and
 // the log's Stats before Close.
 func recycledLog(t *testing.T, dir string) (Options, map[uint64][]byte, Stats) {
 	t.Helper()
@@ -23,8 +25,22 @@ func recycledLog(t *testing.T, dir string) (Options, map[uint64][]byte, Stats) {
 		t.Fatal(err)
 	}
 	kept := map[uint64][]byte{}
+	// Random payloads: a sector of a damaged entry that holds what the
+	// file held there before reads as unwritten, as a zero sector does in
+	// a fresh segment, and would make the damage a torn tail.
+	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; ; i++ {
-		p := fmt.Appendf(nil, "entry %d %0*d", i, 200+i%900, i)
+		n := 200 + i%900
+		if i%13 == 0 {
+			// Now and then an entry that leaves a segment pages short of
+			// full: those pages keep the file's earlier bytes into its next
+			// use, which its next stale table must carry over.
+			n = 7000
+		}
+		p := make([]byte, n)
+		for j := range p {
+			p[j] = byte(rng.Uint32())
+		}
 		seq, err := l.Append(p)
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +58,7 @@ func recycledLog(t *testing.T, dir string) (Options, map[uint64][]byte, Stats) {
 			}
 		}
 		st := l.Stats()
-		if st.Recycled >= 3 && l.active != nil && l.active.recycled && l.activeOff > 20000 && i%40 != 39 {
+		if st.Recycled >= 8 && l.active != nil && l.active.stale != nil && l.activeOff > 20000 && i%40 != 39 {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +104,7 @@ func TestRecycleSegments(t *testing.T) {
 	}
 	info := sf.Info
 	sf.Close()
-	if !info.Recycled || info.Sealed || info.TornTail != 0 {
+	if !info.Reusable || info.Sealed || info.TornTail != 0 {
 		t.Fatalf("last segment %+v: want recycled, unsealed, no torn tail", info)
 	}
 	// What lies past the entries is the file's earlier use, not zeros.
@@ -245,6 +261,14 @@ func TestRecycleNeverReusesCutSegment(t *testing.T) {
 	l.segMu.RLock()
 	full, cut := l.segs[0], l.segs[1] // both sealed full; the third is active
 	l.segMu.RUnlock()
+	// Their next stale tables are written after their seals, in the
+	// background: only then may a file be reused.
+	for deadline := time.Now().Add(10 * time.Second); !full.tableWritten.Load() || !cut.tableWritten.Load(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the sealed segments' next stale tables were not written in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err := l.TruncateBack(cut.base + 5); err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +294,12 @@ func FuzzDecodeStaleTable(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if st == nil {
+			if !allZero(b[:4*(size/sectorSize)+4]) {
+				t.Fatal("a table that is not zeros decoded as none")
+			}
+			return
+		}
 		if int64(len(st)) != 4*(size/sectorSize) {
 			t.Fatalf("table of %d bytes for a segment of %d", len(st), size)
 		}
@@ -285,4 +315,52 @@ func FuzzDecodeStaleTable(f *testing.F) {
 			_ = st.Unchanged(small, off)
 		}
 	})
+}
+
+// The next stale table the committer builds is the table of the file as
+// the segment's life leaves it: the header page, the entries each group
+// wrote with zeros to the end of its page, and the earlier bytes after.
+func TestNextTable(t *testing.T) {
+	const size = 64 << 10
+	limit := StaleTableOffset(size)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, earlier := range []string{"zeros", "bytes"} {
+		for _, end := range []int64{SegmentHeaderSize, 700, 4096, 4100, 9000, limit - 5000, limit} {
+			img := make([]byte, size)
+			var stale StaleTable
+			if earlier == "bytes" {
+				for i := range img {
+					img[i] = byte(rng.Uint32())
+				}
+				var err error
+				if stale, err = DecodeStaleTable(EncodeStaleTable(img), size); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := make([]byte, pageSize)
+			SegmentHeader{BaseSeq: 7, Size: size, Reusable: true}.Encode(h)
+			copy(img, h)
+			n := newNextTable(size, h[:SegmentHeaderSize])
+			for off := int64(SegmentHeaderSize); off < end; {
+				g := make([]byte, min(end-off, 1+rng.Int64N(3000)))
+				for i := range g {
+					g[i] = byte(rng.Uint32())
+				}
+				n.add(g)
+				copy(img[off:], g)
+				off += int64(len(g))
+				clear(img[off : (off+pageSize-1)/pageSize*pageSize])
+			}
+			got := n.finish(end, size, stale)
+			want := EncodeStaleTable(img)
+			for s := int64(0); s < limit/sectorSize; s++ {
+				if g, w := got[4*s:4*s+4], want[4*s:4*s+4]; !bytes.Equal(g, w) {
+					t.Fatalf("earlier %s, entries to %d: sector %d (offset %d): table %x, file %x", earlier, end, s, s*sectorSize, g, w)
+				}
+			}
+			if _, err := DecodeStaleTable(got, size); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -45,12 +47,21 @@ type segment struct {
 	base     uint64
 	path     string
 	size     int64
-	recycled bool // a recycled file: entries end before its stale table
+	reusable bool // format version 2: entries end before its stale table
 
 	// recyclable: sealed full by this Log, so every seq the file holds,
 	// live or left from its earlier uses, is below the log's next one.
-	// Owned by the committer.
+	// stale is the segment's stale table (nil: the file was new), next the
+	// table its file will carry into its next use, built as groups are
+	// written (nil unless this Log made the segment reusable). Owned by the
+	// committer.
 	recyclable bool
+	stale      StaleTable
+	next       *nextTable
+	// tableWritten: the table next built is written and flushed in the
+	// file's table region (by the spare goroutine, after the seal), so the
+	// file may be reused.
+	tableWritten atomic.Bool
 
 	sealed  bool
 	last    uint64   // last durable entry (base-1 when none)
@@ -72,7 +83,7 @@ type segment struct {
 
 // header is the segment's header.
 func (s *segment) header() SegmentHeader {
-	return SegmentHeader{BaseSeq: s.base, Size: uint64(s.size), Recycled: s.recycled}
+	return SegmentHeader{BaseSeq: s.base, Size: uint64(s.size), Reusable: s.reusable}
 }
 
 // capacity is the largest payload one entry of a segment can hold.
@@ -291,6 +302,64 @@ func listSegments(dir string, removeTmp bool) ([]uint64, error) {
 		}
 	}
 	return bases, nil // ReadDir sorts by name, and names sort as numbers
+}
+
+// nextTable is the stale table a segment's file will carry into its next
+// use, built as the committer writes it: the checksum of every sector once
+// it is whole, and at the seal, of the sectors its life left as they were.
+type nextTable struct {
+	table  []byte
+	sector int64  // the sector carry belongs to
+	carry  []byte // that sector's bytes so far
+}
+
+// newNextTable starts the table of a segment of size bytes whose header
+// (the first bytes of sector 0) is h.
+func newNextTable(size int64, h []byte) *nextTable {
+	n := &nextTable{table: make([]byte, staleTableSize(size)), carry: make([]byte, 0, sectorSize)}
+	n.carry = append(n.carry, h...)
+	return n
+}
+
+// add takes the bytes written next, right after the last ones.
+func (n *nextTable) add(b []byte) {
+	if len(n.carry) > 0 {
+		k := min(sectorSize-len(n.carry), len(b))
+		n.carry, b = append(n.carry, b[:k]...), b[k:]
+		if len(n.carry) < sectorSize {
+			return
+		}
+		putSectorCRCs(n.table, n.sector*sectorSize, n.carry)
+		n.sector, n.carry = n.sector+1, n.carry[:0]
+	}
+	whole := len(b) / sectorSize * sectorSize
+	putSectorCRCs(n.table, n.sector*sectorSize, b[:whole])
+	n.sector += int64(whole / sectorSize)
+	n.carry = append(n.carry, b[whole:]...)
+}
+
+var zeroSectorCRC = crc32.Checksum(zeroPage[:sectorSize], castagnoli)
+
+// finish completes the table when the segment is sealed after its entries
+// end at dataEnd: the last of them padded with zeros to the end of their
+// page (as the group write left it), and from the next page on what the
+// file held before (stale; nil: zeros).
+func (n *nextTable) finish(dataEnd, size int64, stale StaleTable) []byte {
+	s := n.sector
+	if len(n.carry) > 0 {
+		putSectorCRCs(n.table, s*sectorSize, append(n.carry, zeroPage[:sectorSize-len(n.carry)]...))
+		s++
+	}
+	pageEnd := (dataEnd + pageSize - 1) / pageSize * pageSize / sectorSize
+	for ; s < size/sectorSize; s++ {
+		crc := zeroSectorCRC
+		if s >= pageEnd && stale != nil {
+			crc = binary.LittleEndian.Uint32(stale[4*s:])
+		}
+		binary.LittleEndian.PutUint32(n.table[4*s:], crc)
+	}
+	sealStaleTable(n.table, size)
+	return n.table
 }
 
 // segmentCRC is the CRC32C of a segment's data bytes.

@@ -27,13 +27,17 @@ import (
 // Spare files are named spare-N.seg.tmp, N counting up, so a new spare
 // never meets the file of the last one before it has been renamed.
 //
-// With Options.RecycleSegments a front truncation keeps (up to maxReuse)
-// files of the segments it drops, renamed recycle-N.seg.tmp, and the next
-// spare is made from one of them: the rename made durable first (a crash
-// must not bring the file back under its segment name once it changes),
-// the file read and the checksum of each of its sectors written to its
-// stale table, its trailer page zeroed (unsealed), and flushed. Open
-// removes every *.tmp file a crash leaves.
+// With Options.RecycleSegments the spare goroutine also writes, after each
+// seal, the stale table the sealed segment's file will carry into its next
+// use (built by the committer as it wrote the segment; segment.go) into the
+// file's table region, and flushes it: the seal is durable by then, and a
+// sealed segment's own table is never read again. A front truncation keeps
+// (up to maxReuse) files of the segments it drops whose table is written,
+// renamed recycle-N.seg.tmp, and the next spare is made from one of them:
+// the rename made durable first (a crash must not bring the file back
+// under its segment name once it changes), its table read back, its
+// trailer page zeroed (unsealed), and flushed. Open removes every *.tmp
+// file a crash leaves.
 const (
 	sparePrefix   = "spare-"
 	recyclePrefix = "recycle-"
@@ -46,6 +50,8 @@ type spareMaker struct {
 	want          bool           // a spare is wanted and not yet made
 	ready         *ioengine.File // a finished spare (its Name is its path)
 	readyRecycled bool           // ready was a truncated segment's file
+	readyStale    StaleTable     // and its stale table
+	tables        []tableJob     // next tables to write, oldest first
 	err           error          // why making the last one failed; cleared by take
 	stop          bool
 	reuse         []string // files kept for reuse, oldest first
@@ -71,12 +77,23 @@ func (l *Log) spareLoop() {
 	defer close(s.done)
 	for {
 		s.mu.Lock()
-		for !(s.want && s.ready == nil && s.err == nil) && !s.stop {
+		for !(s.want && s.ready == nil && s.err == nil) && len(s.tables) == 0 && !s.stop {
 			s.cond.Wait()
 		}
 		if s.stop {
+			for _, j := range s.tables {
+				j.f.Close()
+			}
+			s.tables = nil
 			s.mu.Unlock()
 			return
+		}
+		if !(s.want && s.ready == nil && s.err == nil) {
+			j := s.tables[0]
+			s.tables = s.tables[1:]
+			s.mu.Unlock()
+			l.writeNextTable(j)
+			continue
 		}
 		var reuse string
 		if len(s.reuse) > 0 {
@@ -85,10 +102,11 @@ func (l *Log) spareLoop() {
 		}
 		s.mu.Unlock()
 		var f *ioengine.File
+		var stale StaleTable
 		var err error
 		recycled := false
 		if reuse != "" {
-			if f, err = l.makeRecycledSpare(reuse); err != nil {
+			if f, stale, err = l.makeRecycledSpare(reuse); err != nil {
 				l.opts.Logf("wal: reusing %s: %v (making a new segment file instead)", reuse, err)
 				os.Remove(reuse)
 			} else {
@@ -102,7 +120,7 @@ func (l *Log) spareLoop() {
 			}
 		}
 		s.mu.Lock()
-		s.want, s.ready, s.readyRecycled, s.err = false, f, recycled, err
+		s.want, s.ready, s.readyRecycled, s.readyStale, s.err = false, f, recycled, stale, err
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
@@ -119,11 +137,12 @@ func (l *Log) requestSpare() {
 
 // takeSpare returns the spare segment file, waiting for it to be made if
 // needed, or nil when making it failed (or before the spare goroutine
-// runs, during recovery), and whether it is a truncated segment's file.
-func (l *Log) takeSpare() (*ioengine.File, bool) {
+// runs, during recovery), and whether it is a truncated segment's file,
+// with its stale table.
+func (l *Log) takeSpare() (*ioengine.File, StaleTable, bool) {
 	s := &l.spares
 	if s.cond == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,9 +153,55 @@ func (l *Log) takeSpare() (*ioengine.File, bool) {
 	for s.ready == nil && s.err == nil && !s.stop {
 		s.cond.Wait()
 	}
-	f, recycled := s.ready, s.readyRecycled
-	s.ready, s.readyRecycled, s.err = nil, false, nil
-	return f, recycled
+	f, stale, recycled := s.ready, s.readyStale, s.readyRecycled
+	s.ready, s.readyRecycled, s.readyStale, s.err = nil, false, nil, nil
+	return f, stale, recycled
+}
+
+// tableJob is the next stale table of a sealed segment, to be written in
+// its file (held open: the name may be another file's by then).
+type tableJob struct {
+	seg   *segment
+	f     *ioengine.File
+	table []byte
+}
+
+// queueNextTable hands the spare goroutine the next stale table of seg,
+// just sealed, and reports whether it took it.
+func (l *Log) queueNextTable(seg *segment, table []byte) bool {
+	s := &l.spares
+	if s.cond == nil {
+		return false
+	}
+	f, err := ioengine.OpenFile(seg.path, os.O_RDWR, 0)
+	if err != nil {
+		l.opts.Logf("wal: %s will not be reused: %v", seg.path, err)
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop {
+		f.Close()
+		return false
+	}
+	s.tables = append(s.tables, tableJob{seg: seg, f: f, table: table})
+	s.cond.Broadcast()
+	return true
+}
+
+// writeNextTable writes and flushes a sealed segment's next stale table.
+// A failure only keeps the file from being reused.
+func (l *Log) writeNextTable(j tableJob) {
+	defer j.f.Close()
+	if err := l.writeFile(j.f, j.seg.path, StaleTableOffset(j.seg.size), j.table, false); err != nil {
+		l.opts.Logf("wal: %s will not be reused: %v", j.seg.path, err)
+		return
+	}
+	if err := l.syncFile(j.f, j.seg.path); err != nil {
+		l.opts.Logf("wal: %s will not be reused: %v", j.seg.path, err)
+		return
+	}
+	j.seg.tableWritten.Store(true)
 }
 
 // keepForReuse takes the file of a dropped segment out of the log for
@@ -222,36 +287,37 @@ func (l *Log) makeSpare() (*ioengine.File, error) {
 const zeroChunk = 1 << 20
 
 // makeRecycledSpare makes the next spare from the file of a truncated
-// segment: its stale table written from what it holds, its trailer page
-// zeroed, flushed.
-func (l *Log) makeRecycledSpare(path string) (*ioengine.File, error) {
+// segment, whose table region holds the stale table written after its seal:
+// that table read back, the trailer page zeroed, the file flushed.
+func (l *Log) makeRecycledSpare(path string) (*ioengine.File, StaleTable, error) {
 	// The rename that took the file out of the log becomes durable before
 	// the file changes: a crash undoing it would bring the file back under
 	// its segment name, below the first seq, where Open reads it before it
 	// removes it.
 	if err := l.syncDir(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size := l.opts.SegmentSize
 	f, err := ioengine.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("wal: %w", err)
+		return nil, nil, fmt.Errorf("wal: %w", err)
 	}
-	fail := func(err error) (*ioengine.File, error) {
+	fail := func(err error) (*ioengine.File, StaleTable, error) {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if st, err := f.OS().Stat(); err != nil {
 		return fail(fmt.Errorf("wal: %w", err))
 	} else if st.Size() != size {
 		return fail(fmt.Errorf("wal: %s is %d bytes, new segments are %d", path, st.Size(), size))
 	}
-	table, err := l.readStaleTable(f, path, size)
-	if err != nil {
-		return fail(err)
+	b := make([]byte, staleTableSize(size))
+	if _, err := f.OS().ReadAt(b, StaleTableOffset(size)); err != nil {
+		return fail(fmt.Errorf("wal: read the stale table of %s: %w", path, err))
 	}
-	if err := l.writeFile(f, path, StaleTableOffset(size), table, false); err != nil {
-		return fail(err)
+	stale, err := DecodeStaleTable(b, size)
+	if err != nil {
+		return fail(fmt.Errorf("wal: the stale table of %s: %w", path, err))
 	}
 	if err := l.writeFile(f, path, size-pageSize, zeroPage[:], false); err != nil {
 		return fail(err)
@@ -259,37 +325,7 @@ func (l *Log) makeRecycledSpare(path string) (*ioengine.File, error) {
 	if err := l.syncFile(f, path); err != nil {
 		return fail(err)
 	}
-	return f, nil
-}
-
-// readStaleTable reads the file at path (with O_DIRECT where the file
-// system allows, so the page cache is left alone) and returns its stale
-// table.
-func (l *Log) readStaleTable(f *ioengine.File, path string, size int64) ([]byte, error) {
-	r := f
-	if d, err := directio.OpenFile(path, os.O_RDONLY, 0); err == nil {
-		r = ioengine.NewFile(d)
-		defer r.Close()
-	}
-	buf, err := directio.Alloc(zeroChunk)
-	if err != nil {
-		return nil, fmt.Errorf("wal: read %s: %w", path, err)
-	}
-	defer directio.Free(buf)
-	table := make([]byte, staleTableSize(size))
-	for off := int64(0); off < size; off += zeroChunk {
-		n := min(zeroChunk, size-off)
-		req := [1]ioengine.Request{{Op: ioengine.OpRead, File: r, Buf: buf[:n], Off: off}}
-		if err := l.eng.Do(req[:]); err != nil {
-			return nil, fmt.Errorf("wal: read %s: %w", path, err)
-		}
-		if req[0].N != int(n) {
-			return nil, fmt.Errorf("wal: read %s at offset %d: %d bytes of %d", path, off, req[0].N, n)
-		}
-		putSectorCRCs(table, off, buf[:n])
-	}
-	sealStaleTable(table, size)
-	return table, nil
+	return f, stale, nil
 }
 
 func (l *Log) zeroFill(f *ioengine.File, path string, size int64) error {

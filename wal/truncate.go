@@ -105,7 +105,7 @@ func (l *Log) dropBefore(seq uint64) []droppedSegment {
 		if s == l.active {
 			l.active = nil
 		}
-		drop = append(drop, droppedSegment{path: s.path, recyclable: s.recyclable && s.sealed})
+		drop = append(drop, droppedSegment{path: s.path, recyclable: s.recyclable && s.sealed && s.tableWritten.Load()})
 	}
 	l.segMu.Unlock()
 	return drop

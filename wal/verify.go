@@ -18,9 +18,9 @@ type SegmentInfo struct {
 	Size    int64
 	DataEnd int64
 	Sealed  bool
-	// Recycled: the file of a truncated segment, reused (its header's
-	// format version 2).
-	Recycled bool
+	// Reusable: format version 2 (Options.RecycleSegments), with a stale
+	// table before the trailer page.
+	Reusable bool
 	TornTail int64 // bytes after the last entry that are not zeros (last, unsealed segment only): a torn tail Open would cut
 	// TornEntries is how many whole entries the torn tail holds (written by
 	// the group in flight, past its torn part; never acknowledged).
@@ -237,7 +237,7 @@ func repairSegment(dir string, l *Log, view *repairView, ce *CorruptError, rep *
 	if keep && !errors.Is(ce, errGap) {
 		if view != nil {
 			view.sealed[base] = SegmentInfo{Path: ce.Path, BaseSeq: base, LastSeq: r.last, Size: sf.Info.Size, DataEnd: r.dataEnd, Sealed: true}
-		} else if err := l.seal(&segment{base: base, path: ce.Path, size: sf.Info.Size, recycled: sf.Info.Recycled, last: r.last}, r.dataEnd, r.crc); err != nil {
+		} else if err := l.seal(&segment{base: base, path: ce.Path, size: sf.Info.Size, reusable: sf.Info.Reusable, last: r.last}, r.dataEnd, r.crc); err != nil {
 			return err
 		}
 		rep.Actions = append(rep.Actions, fmt.Sprintf("%s: %v; %s it after seq %d (offset %d)", ce.Path, ce.Err, verb(view, "sealed", "would seal"), r.last, r.dataEnd))
@@ -294,7 +294,7 @@ func salvageSegment(path string, base uint64) (*SegmentFile, error) {
 	if err != nil || h.BaseSeq != base || int64(h.Size) != st.Size() || st.Size()%4096 != 0 {
 		return nil, nil
 	}
-	s := &SegmentFile{Info: SegmentInfo{Path: path, BaseSeq: base, Size: st.Size(), Recycled: h.Recycled}}
+	s := &SegmentFile{Info: SegmentInfo{Path: path, BaseSeq: base, Size: st.Size(), Reusable: h.Reusable}}
 	if s.img, err = mapFile(path, st.Size()); err != nil {
 		return nil, err
 	}
