@@ -89,12 +89,13 @@
 //	28 reserved [8]byte (0)
 //	36 crc      uint32   CRC32C of bytes 0..36
 //
-// # Recycled segment
+// # Reusable segment
 //
-// With Options.RecycleSegments the file of a segment TruncateFront drops
-// is made into a later segment (format version 2): group flushes then
-// overwrite written blocks instead of converting unwritten extents. Past
-// its entries lie the bytes of its earlier use, not zeros:
+// With Options.RecycleSegments every new segment has format version 2, and
+// the file of a segment TruncateFront drops is made into a later segment:
+// group flushes then overwrite written blocks instead of converting
+// unwritten extents. Past its entries lie the bytes of the file's earlier
+// use, not zeros:
 //
 //	0        40                     dataEnd  page end                 tableOff          size-4096     size
 //	┌────────┬──────────────────────┬────────┬─ earlier bytes ─────────┬─────────────────┬─────────────┐
@@ -103,26 +104,35 @@
 //	└────────┴──────────────────────┴────────┴─────────────────────────┴─────────────────┴─────────────┘
 //
 // tableOff is StaleTableOffset(size). The stale table holds the CRC32C of
-// each 512-byte sector of the file as it was when it was taken for reuse
-// (then a CRC32C of the table): a sector the table matches was not written
-// since, as a zero sector of a fresh segment was not. Every group write
-// ends with zeros to the end of its 4 KiB page, and the new header is
-// written with zeros to the end of the first page, so the bytes from the
-// last durable entry to its page's end read as unwritten too. With these
-// two, recovery tells a torn tail from damage by the same rule as in a
-// fresh segment (tail.go). Only a segment the Log sealed full is reused,
-// so every seq its file holds is below the next one the log gives; a
-// segment TruncateBack sealed short is not (its later entries' seqs come
-// again).
+// each 512-byte sector of the file as it was before the segment began
+// (then a CRC32C of the table; a region of zeros: the file was new, its
+// earlier bytes zeros): a sector the table matches was not written since,
+// as a zero sector of a fresh segment was not. Every group write ends with
+// zeros to the end of its 4 KiB page, and the header is written with zeros
+// to the end of the first page, so the bytes from the last durable entry
+// to its page's end read as unwritten too. With these two, recovery tells
+// a torn tail from damage by the same rule as in a fresh segment
+// (tail.go). The groups' zeros would race the next group's write into the
+// same page, so RecycleSegments needs PipelineDepth 1.
+//
+// The committer computes, as it writes a segment, the table its file will
+// carry into its next use: each sector's checksum once the sector is
+// whole, and at the seal, zeros to the end of the last page and the
+// segment's own stale table after it. After the seal is durable the spare
+// goroutine writes that table over the segment's own (a sealed segment's
+// table is never read again) and flushes it. Only a segment the Log made
+// and sealed full, with that table written, is reused, so every seq its
+// file holds is below the next one the log gives; one TruncateBack sealed
+// short is not (its later entries' seqs come again).
 //
 // Reuse: after wal.meta holds the new first seq, the dropped file is
 // renamed recycle-N.seg.tmp (two are kept at most; the others are
 // removed). The spare goroutine flushes the directory (so that no crash
 // brings the file back under its segment name once it changes), reads the
-// file, writes its stale table and zeros over its trailer page, and
-// flushes it. At rotation the header page is written and flushed, the file
-// renamed to its segment name and the directory flushed, as for a fresh
-// spare. Versions before this one cannot read a version 2 segment.
+// table back, writes zeros over the trailer page and flushes the file. At
+// rotation the header page is written and flushed, the file renamed to its
+// segment name and the directory flushed, as for a new spare. Versions
+// before this one cannot read a version 2 segment.
 //
 // # Entry
 //
@@ -190,8 +200,10 @@
 // # Caveats
 //
 // Damage to acknowledged entries of the last, unsealed segment cannot be
-// told apart from a torn tail: recovery cuts there and logs what it cut
-// (Options.Logf, Stats.TailCuts). A payload returned by ReadAt is a copy;
+// told apart from a torn tail when nothing valid follows them, nor when a
+// sector of the damaged entry reads as unwritten (all zeros, or in a
+// reusable segment the very bytes the file held there before): recovery
+// cuts there and logs what it cut (Options.Logf, Stats.TailCuts). A payload returned by ReadAt is a copy;
 // one passed to Iterator's or Follow's callers is valid until the next
 // entry. An AppendBatch interrupted by a crash may leave any prefix of its
 // entries (each whole); put what must be all-or-nothing in one entry.

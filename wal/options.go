@@ -54,16 +54,19 @@ type Options struct {
 	// RecycleSegments reuses the files of segments TruncateFront removes
 	// (two at most are kept) for the segments that come next, so that group
 	// flushes overwrite written blocks instead of converting the unwritten
-	// extents fallocate leaves. Before a file is reused, the bytes it holds
-	// are read once and a checksum of each 512-byte sector is recorded in
-	// it (the stale table, format.go), which lets recovery tell a sector
-	// the new segment never wrote from a torn one as zeros do in a fresh
-	// segment; entries hold 0.8% less of each segment for it. A recycled
-	// segment has format version 2, which versions before it cannot read.
-	// Only a segment this Log sealed when it was full is reused. It needs
-	// PipelineDepth 1 (the default then, SQPOLL too): every group write
-	// ends with zeros to the end of its 4 KiB page, where the next group
-	// begins.
+	// extents fallocate leaves. Each segment then records, in a table
+	// before its trailer page, a checksum of every 512-byte sector its file
+	// held before it (the stale table, doc.go), which lets recovery tell a
+	// sector the segment never wrote from a torn one as zeros do in a fresh
+	// segment; entries hold 0.8% less of each segment for it, and the
+	// committer keeps about 1 MiB per 64 MiB segment. New segments have
+	// format version 2, which versions before it cannot read. Only a
+	// segment this Log made and sealed when it was full is reused. It
+	// needs PipelineDepth 1 (the default then, SQPOLL too): every group
+	// write ends with zeros to the end of its 4 KiB page, where the next
+	// group begins. A Reader or read-only Log beside the writer may find a
+	// truncated segment's file rewritten under it (damage, to that reader)
+	// where without it the file would have been removed.
 	RecycleSegments bool
 	// NoGather turns off the short wait (at most a quarter of the last
 	// flush, and never more than 1 ms) in which the committer lets the
