@@ -119,6 +119,8 @@ type segmentJSON struct {
 	Size     int64  `json:"size"`
 	DataEnd  int64  `json:"data_end"`
 	TornTail int64  `json:"torn_tail,omitempty"`
+	// Reusable: format version 2, with a stale table (RecycleSegments).
+	Reusable bool `json:"reusable,omitempty"`
 }
 
 type damageJSON struct {
@@ -156,7 +158,7 @@ func segmentsOf(v wal.VerifyReport) []segmentJSON {
 	segs := make([]segmentJSON, 0, len(v.Segments))
 	for _, s := range v.Segments {
 		segs = append(segs, segmentJSON{Name: filepath.Base(s.Path), BaseSeq: s.BaseSeq, LastSeq: s.LastSeq,
-			Entries: s.Entries(), Sealed: s.Sealed, Size: s.Size, DataEnd: s.DataEnd, TornTail: s.TornTail})
+			Entries: s.Entries(), Sealed: s.Sealed, Size: s.Size, DataEnd: s.DataEnd, TornTail: s.TornTail, Reusable: s.Reusable})
 	}
 	return segs
 }
@@ -206,6 +208,9 @@ func walVerify(args []string, stdout, stderr io.Writer) error {
 			}
 			if s.TornTail > 0 {
 				state += fmt.Sprintf(", torn tail of %d bytes", s.TornTail)
+			}
+			if s.Reusable {
+				state += ", reusable"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\n", filepath.Base(s.Path), seqRange(s.BaseSeq, s.LastSeq), s.Entries(), state, s.DataEnd, s.Size)
 		}
