@@ -364,3 +364,56 @@ func TestNextTable(t *testing.T) {
 		}
 	}
 }
+
+// In a reused segment the earlier bytes past the entries are expected, but
+// bytes the stale table does not match, more than could have been in
+// flight past the last entry, are damage, as non-zero bytes are in a fresh
+// segment; within the window they are a torn tail.
+func TestRecycledChangedPastTheWindow(t *testing.T) {
+	dir := t.TempDir()
+	_, kept, _ := recycledLog(t, dir)
+	path := lastSegment(t, dir)
+	sf, err := OpenSegment(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, last := sf.Info.DataEnd, sf.Info.LastSeq
+	sf.Close()
+	// Recovery's window for groups of 4 KiB at most: 2 × 8 KiB (the
+	// largest entry) + 2 sectors.
+	opts := Options{SegmentSize: 64 << 10, MaxGroupBytes: 4096, MaxEntrySize: 7100, Logf: t.Logf}
+	window := inFlightWindow(opts)
+	if end+window+2*sectorSize > StaleTableOffset(64<<10) {
+		t.Skipf("entries end at %d: no room past the window", end)
+	}
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := bytes.Clone(orig)
+	s := (end + window + sectorSize) / sectorSize * sectorSize
+	far[s+100] ^= 0x5a
+	if err := os.WriteFile(path, far, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, opts)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Offset != end || ce.FirstLost != last+1 {
+		t.Fatalf("Open with a changed sector at %d, %d past the entries: %v; want damage at %d", s, s-end, err, end)
+	}
+	near := bytes.Clone(orig)
+	s = (end + pageSize) / pageSize * pageSize
+	near[s+100] ^= 0x5a
+	if err := os.WriteFile(path, near, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open with a changed sector within the window: %v", err)
+	}
+	defer l.Close()
+	if cuts := l.Recovery().Cuts; len(cuts) != 1 || cuts[0].Offset != end || l.LastSeq() != last {
+		t.Fatalf("cuts %v, last seq %d; want one cut at %d after seq %d", cuts, l.LastSeq(), end, last)
+	}
+	checkEntries(t, l, kept)
+}
