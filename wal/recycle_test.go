@@ -70,6 +70,20 @@ func recycledLog(t *testing.T, dir string) (Options, map[uint64][]byte, Stats) {
 	}
 }
 
+// recycledTail makes a log with recycledLog and opens its last segment, a
+// reused file, as recovery reads it.
+func recycledTail(t *testing.T) (dir string, kept map[uint64][]byte, sf *SegmentFile) {
+	t.Helper()
+	dir = t.TempDir()
+	_, kept, _ = recycledLog(t, dir)
+	sf, err := OpenSegment(lastSegment(t, dir), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sf.Close() })
+	return dir, kept, sf
+}
+
 func lastSegment(t *testing.T, dir string) string {
 	t.Helper()
 	segs := segPaths(t, dir)
@@ -154,20 +168,14 @@ func TestRecycleSegments(t *testing.T) {
 // after it is still an error, not a torn tail: the stale bytes past the
 // entries do not explain it.
 func TestRecycledDamage(t *testing.T) {
-	dir := t.TempDir()
-	_, kept, _ := recycledLog(t, dir)
-	path := lastSegment(t, dir)
-	sf, err := OpenSegment(path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, kept, sf := recycledTail(t)
 	victim := sf.Info.LastSeq - 3
 	_, off, err := sf.Entry(victim)
-	sf.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	flipByte(t, path, off+EntryHeaderSize+5)
+	sf.Close()
+	flipByte(t, sf.Info.Path, off+EntryHeaderSize+5)
 	_, err = Open(dir, Options{SegmentSize: 64 << 10, RecycleSegments: true, Logf: t.Logf})
 	var ce *CorruptError
 	if !errors.As(err, &ce) || ce.Offset != off || ce.FirstLost != victim {
@@ -370,14 +378,8 @@ func TestNextTable(t *testing.T) {
 // flight past the last entry, are damage, as non-zero bytes are in a fresh
 // segment; within the window they are a torn tail.
 func TestRecycledChangedPastTheWindow(t *testing.T) {
-	dir := t.TempDir()
-	_, kept, _ := recycledLog(t, dir)
-	path := lastSegment(t, dir)
-	sf, err := OpenSegment(path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, last := sf.Info.DataEnd, sf.Info.LastSeq
+	dir, kept, sf := recycledTail(t)
+	path, end, last := sf.Info.Path, sf.Info.DataEnd, sf.Info.LastSeq
 	sf.Close()
 	// Recovery's window for groups of 4 KiB at most: 2 × 8 KiB (the
 	// largest entry) + 2 sectors.
