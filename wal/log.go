@@ -158,7 +158,7 @@ func (r *request) finish(err error) {
 type group struct {
 	seg         *segment
 	off         int64
-	buf         []byte // the entries, then (recycled segments) zeros to the end of their page
+	buf         []byte // the entries, then (reusable segments) zeros to the end of their page
 	n           int    // bytes of entries in buf
 	first, last uint64
 	offsets     []uint32

@@ -60,8 +60,11 @@ type segment struct {
 	next       *nextTable
 	// tableWritten: the table next built is written and flushed in the
 	// file's table region (by the spare goroutine, after the seal), so the
-	// file may be reused.
+	// file may be reused. tableMu orders that write with the file's
+	// removal: removed, once set, keeps it from being written.
 	tableWritten atomic.Bool
+	tableMu      sync.Mutex
+	removed      bool
 
 	sealed  bool
 	last    uint64   // last durable entry (base-1 when none)

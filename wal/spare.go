@@ -193,6 +193,11 @@ func (l *Log) queueNextTable(seg *segment, table []byte) bool {
 // A failure only keeps the file from being reused.
 func (l *Log) writeNextTable(j tableJob) {
 	defer j.f.Close()
+	j.seg.tableMu.Lock()
+	defer j.seg.tableMu.Unlock()
+	if j.seg.removed {
+		return
+	}
 	if err := l.writeFile(j.f, j.seg.path, StaleTableOffset(j.seg.size), j.table, false); err != nil {
 		l.opts.Logf("wal: %s will not be reused: %v", j.seg.path, err)
 		return

@@ -84,7 +84,7 @@ func (l *Log) truncateFront(r *request) {
 // droppedSegment is the file of a segment a front truncation took out of
 // the log.
 type droppedSegment struct {
-	path       string
+	seg        *segment
 	recyclable bool
 }
 
@@ -105,7 +105,7 @@ func (l *Log) dropBefore(seq uint64) []droppedSegment {
 		if s == l.active {
 			l.active = nil
 		}
-		drop = append(drop, droppedSegment{path: s.path, recyclable: s.recyclable && s.sealed && s.tableWritten.Load()})
+		drop = append(drop, droppedSegment{seg: s, recyclable: s.recyclable && s.sealed && s.tableWritten.Load()})
 	}
 	l.segMu.Unlock()
 	return drop
@@ -118,7 +118,7 @@ func (l *Log) dropBefore(seq uint64) []droppedSegment {
 func (l *Log) removeDropped(drop []droppedSegment) error {
 	for _, d := range drop {
 		if d.recyclable && l.opts.RecycleSegments {
-			kept, err := l.keepForReuse(d.path)
+			kept, err := l.keepForReuse(d.seg.path)
 			if err != nil {
 				return l.fail(err)
 			}
@@ -126,11 +126,23 @@ func (l *Log) removeDropped(drop []droppedSegment) error {
 				continue
 			}
 		}
-		if err := l.remove(d.path); err != nil {
+		if err := l.removeSegment(d.seg, false); err != nil {
 			return l.fail(err)
 		}
 	}
 	return nil
+}
+
+// removeSegment removes a segment's file (and flushes the directory if
+// durably) once no next stale table is being written into it.
+func (l *Log) removeSegment(s *segment, durably bool) error {
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	s.removed = true
+	if durably {
+		return l.removeDurably(s.path)
+	}
+	return l.remove(s.path)
 }
 
 // The truncator makes front truncations durable off the committer, in the
@@ -257,7 +269,7 @@ func (l *Log) truncateBack(seq uint64) error {
 		if s == l.active {
 			l.active = nil
 		}
-		if err := l.removeDurably(s.path); err != nil {
+		if err := l.removeSegment(s, true); err != nil {
 			return l.fail(err)
 		}
 	}
