@@ -58,11 +58,14 @@
 //	  00000000000000065537.seg
 //	  wal.meta                   first seq after TruncateFront, two slots (absent before)
 //	  wal.lock                   flock held while open
+//	  spare-N.seg.tmp            the next segment, made ahead of need
+//	  recycle-N.seg.tmp          a truncated segment's file kept for reuse
+//	                             (*.tmp files are removed at Open)
 //
 // # Segment file
 //
 // A segment is a preallocated file of a fixed size. Unwritten space reads
-// as zeros.
+// as zeros (in a reusable segment, as the stale table says: see below).
 //
 //	offset 0                  SegmentHeaderSize     dataEnd          size-TrailerSize   size
 //	┌──────────────────────────┬──────────────────────┬────── zeros ────┬─────────────────┐
@@ -156,10 +159,12 @@
 //     sequence number, the data CRC, and that each segment starts where the
 //     previous one ended (LazyVerify defers the entry checks to first read);
 //   - reads the last, unsealed segment to its first entry that is not valid.
-//     If only zeros follow, appends continue there. Otherwise the rest is a
-//     torn tail of a group that was never acknowledged: the segment is
-//     sealed at that point (removed if it holds no entry), so the torn bytes
-//     can never be read as entries, and appends go to a new segment;
+//     If only unwritten bytes follow (zeros; in a reusable segment, also
+//     sectors its stale table matches), appends continue there. Otherwise
+//     the rest is a torn tail of a group that was never acknowledged: the
+//     segment is sealed at that point (removed if it holds no entry), so
+//     the torn bytes can never be read as entries, and appends go to a new
+//     segment;
 //   - reports damage anywhere else as a *CorruptError naming the file and
 //     offset, and changes nothing. Repair is the explicit choice to cut the
 //     log at the damage; PlanRepair says what it would cut, changing

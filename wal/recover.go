@@ -16,8 +16,9 @@ import (
 //     *CorruptError and nothing is changed.
 //   - The last segment, if not sealed, is read to its first entry that is
 //     not valid (a zero header, a torn or bad entry, or a sequence number out
-//     of order). If everything after that point is zeros, appends continue
-//     there. If not, the rest is a torn tail of writes that were never
+//     of order). If everything after that point reads as unwritten (zeros,
+//     or sectors a reusable segment's stale table matches; tail.go), appends
+//     continue there. If not, the rest is a torn tail of writes that were never
 //     acknowledged: the segment is sealed at that point (or removed when it
 //     holds no entry) so the torn bytes can never be read, and appends go
 //     to a new segment.
