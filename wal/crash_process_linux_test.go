@@ -35,7 +35,7 @@ var crashCycles = flag.Int("wal.crashcycles", 4, "kill cycles per I/O mode in Te
 // The child's instructions, in its environment.
 const (
 	crashDirEnv   = "RINGSTORE_WAL_CRASH_DIR"   // the log's directory; set only in the child
-	crashModeEnv  = "RINGSTORE_WAL_CRASH_MODE"  // "uring" or "syscall"
+	crashModeEnv  = "RINGSTORE_WAL_CRASH_MODE"  // "uring" or "syscall", "+recycle" for RecycleSegments
 	crashCycleEnv = "RINGSTORE_WAL_CRASH_CYCLE" // the cycle number, part of every payload
 
 	crashSegmentSize = 256 << 10
@@ -69,7 +69,8 @@ func crashChild(dir string) int {
 	rep := &testchild.Reporter{}
 	fail := rep.Fail
 	mode := ioengine.URing
-	if os.Getenv(crashModeEnv) == "syscall" {
+	modeName, recycle := strings.CutSuffix(os.Getenv(crashModeEnv), "+recycle")
+	if modeName == "syscall" {
 		mode = ioengine.Syscall
 	}
 	cycle, err := strconv.ParseUint(os.Getenv(crashCycleEnv), 10, 64)
@@ -80,7 +81,7 @@ func crashChild(dir string) int {
 	if err != nil {
 		return fail("ioengine.New: %v", err)
 	}
-	l, err := wal.Open(dir, wal.Options{SegmentSize: crashSegmentSize, Engine: eng,
+	l, err := wal.Open(dir, wal.Options{SegmentSize: crashSegmentSize, Engine: eng, RecycleSegments: recycle,
 		Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }})
 	if err != nil {
 		return fail("Open: %v", err)
@@ -127,7 +128,7 @@ func crashChild(dir string) int {
 					errc <- fmt.Errorf("TruncateFront(%d): %w", to, err)
 					return
 				}
-				rep.Line("t %d", to)
+				rep.Line("t %d %d", to, l.Stats().Recycled)
 			}
 		}
 	}()
@@ -148,6 +149,7 @@ type crashReport struct {
 	acks        map[uint64]crashID
 	truncStart  uint64 // the highest T
 	truncDone   uint64 // the highest t
+	recycled    uint64 // segments made from reused files, as the last t said
 	errLine     string
 	lines       int
 }
@@ -172,7 +174,7 @@ func (r *crashReport) Parse(line string) error {
 		}
 		nums[k] = n
 	}
-	want := map[string]int{"R": 2, "A": 3, "T": 1, "t": 1}[f[0]]
+	want := map[string]int{"R": 2, "A": 3, "T": 1, "t": 2}[f[0]]
 	if want == 0 || len(nums) != want {
 		return fmt.Errorf("report line %q: not one the child writes", line)
 	}
@@ -188,7 +190,7 @@ func (r *crashReport) Parse(line string) error {
 	case "T":
 		r.truncStart = max(r.truncStart, nums[0])
 	case "t":
-		r.truncDone = max(r.truncDone, nums[0])
+		r.truncDone, r.recycled = max(r.truncDone, nums[0]), max(r.recycled, nums[1])
 	}
 	return nil
 }
@@ -204,6 +206,12 @@ func TestCrashProcess(t *testing.T) {
 			runCrashCycles(t, m.name, m.mode, cycles)
 		})
 	}
+	// Killed while segments' files are reused: truncated, renamed, their
+	// tables written and read back, made into new segments.
+	t.Run("uring+recycle", func(t *testing.T) {
+		t.Parallel()
+		runCrashCycles(t, "uring+recycle", ioengine.URing, cycles)
+	})
 }
 
 func runCrashCycles(t *testing.T, modeName string, mode ioengine.IOMode, cycles int) {
@@ -220,6 +228,7 @@ func runCrashCycles(t *testing.T, modeName string, mode ioengine.IOMode, cycles 
 	var truncStart, truncDone uint64 // over all cycles
 	first, last := uint64(1), uint64(0)
 	var totalAcks, cutTails int
+	var recycled uint64
 	for cycle := uint64(1); cycle <= uint64(cycles); cycle++ {
 		delay := time.Duration(50+rng.IntN(350)) * time.Millisecond
 		r := runCrashChild(t, dir, modeName, cycle, delay)
@@ -230,6 +239,7 @@ func runCrashCycles(t *testing.T, modeName string, mode ioengine.IOMode, cycles 
 			t.Fatalf("cycle %d: the child opened the log as %d..%d, the parent left %d..%d", cycle, r.first, r.last, first, last)
 		}
 		totalAcks += len(r.acks)
+		recycled += r.recycled
 		for seq, id := range r.acks {
 			id.cycle = cycle
 			if prev, ok := expect[seq]; ok {
@@ -282,9 +292,12 @@ func runCrashCycles(t *testing.T, modeName string, mode ioengine.IOMode, cycles 
 		t.Logf("cycle %d: killed after %s: %d report lines, %d appends acknowledged, truncations to %d started, %d done; reopened %d..%d in %d segments, %d tail cut",
 			cycle, delay, r.lines, len(r.acks), r.truncStart, r.truncDone, first, last, len(rep.Segments), st.TailCuts)
 	}
-	t.Logf("%d cycles: %d appends acknowledged and found, %d torn tails cut, log %d..%d", cycles, totalAcks, cutTails, first, last)
+	t.Logf("%d cycles: %d appends acknowledged and found, %d torn tails cut, %d segments made from reused files, log %d..%d", cycles, totalAcks, cutTails, recycled, first, last)
 	if totalAcks == 0 {
 		t.Fatalf("no append was acknowledged in %d cycles", cycles)
+	}
+	if strings.HasSuffix(modeName, "+recycle") && recycled == 0 {
+		t.Fatalf("no segment was made from a reused file in %d cycles", cycles)
 	}
 }
 
