@@ -129,6 +129,16 @@ func TestRecycleSegments(t *testing.T) {
 	if allZero(img[(info.DataEnd+pageSize-1)/pageSize*pageSize : StaleTableOffset(info.Size)]) {
 		t.Fatal("the recycled segment holds only zeros past its entries: nothing was reused")
 	}
+	// A read-only open reads it as a writer does, cutting nothing.
+	ro, err := Open(dir, Options{ReadOnly: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cuts := ro.Recovery().Cuts; len(cuts) != 0 || ro.LastSeq() != info.LastSeq {
+		t.Fatalf("read-only open: cuts %v, last seq %d, want none and %d", cuts, ro.LastSeq(), info.LastSeq)
+	}
+	checkEntries(t, ro, kept)
+	ro.Close()
 	for _, recycle := range []bool{true, false} {
 		o := opts
 		o.RecycleSegments = recycle
