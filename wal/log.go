@@ -749,7 +749,7 @@ func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
 func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	path := filepath.Join(l.dir, segmentName(base))
 	size := l.opts.SegmentSize
-	f, stale, recycled := l.takeSpare()
+	f, stale := l.takeSpare()
 	var tmp string
 	if f != nil {
 		tmp = f.Name()
@@ -792,7 +792,7 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 		f.Close()
 		return nil, true, err
 	}
-	if recycled {
+	if stale != nil {
 		l.recycled.Add(1)
 	}
 	seg := &segment{base: base, path: path, size: size, reusable: reusable, last: base - 1, dataEnd: SegmentHeaderSize,

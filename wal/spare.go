@@ -45,19 +45,18 @@ const (
 )
 
 type spareMaker struct {
-	mu            sync.Mutex
-	cond          *sync.Cond
-	want          bool           // a spare is wanted and not yet made
-	ready         *ioengine.File // a finished spare (its Name is its path)
-	readyRecycled bool           // ready was a truncated segment's file
-	readyStale    StaleTable     // and its stale table
-	tables        []tableJob     // next tables to write, oldest first
-	err           error          // why making the last one failed; cleared by take
-	stop          bool
-	reuse         []string // files kept for reuse, oldest first
-	reused        int      // files kept for reuse so far (their names' N)
-	n             int      // spares made; owned by the spare goroutine
-	done          chan struct{}
+	mu         sync.Mutex
+	cond       *sync.Cond
+	want       bool           // a spare is wanted and not yet made
+	ready      *ioengine.File // a finished spare (its Name is its path)
+	readyStale StaleTable     // ready's stale table: non-nil for a truncated segment's file
+	tables     []tableJob     // next tables to write, oldest first
+	err        error          // why making the last one failed; cleared by take
+	stop       bool
+	reuse      []string // files kept for reuse, oldest first
+	reused     int      // files kept for reuse so far (their names' N)
+	n          int      // spares made; owned by the spare goroutine
+	done       chan struct{}
 }
 
 func (l *Log) startSpares() {
@@ -104,13 +103,10 @@ func (l *Log) spareLoop() {
 		var f *ioengine.File
 		var stale StaleTable
 		var err error
-		recycled := false
 		if reuse != "" {
 			if f, stale, err = l.makeRecycledSpare(reuse); err != nil {
 				l.opts.Logf("wal: reusing %s: %v (making a new segment file instead)", reuse, err)
 				os.Remove(reuse)
-			} else {
-				recycled = true
 			}
 		}
 		if f == nil {
@@ -120,7 +116,7 @@ func (l *Log) spareLoop() {
 			}
 		}
 		s.mu.Lock()
-		s.want, s.ready, s.readyRecycled, s.readyStale, s.err = false, f, recycled, stale, err
+		s.want, s.ready, s.readyStale, s.err = false, f, stale, err
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
@@ -137,12 +133,12 @@ func (l *Log) requestSpare() {
 
 // takeSpare returns the spare segment file, waiting for it to be made if
 // needed, or nil when making it failed (or before the spare goroutine
-// runs, during recovery), and whether it is a truncated segment's file,
-// with its stale table.
-func (l *Log) takeSpare() (*ioengine.File, StaleTable, bool) {
+// runs, during recovery), and its stale table: nil for a new file,
+// non-nil for a truncated segment's.
+func (l *Log) takeSpare() (*ioengine.File, StaleTable) {
 	s := &l.spares
 	if s.cond == nil {
-		return nil, nil, false
+		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,9 +149,9 @@ func (l *Log) takeSpare() (*ioengine.File, StaleTable, bool) {
 	for s.ready == nil && s.err == nil && !s.stop {
 		s.cond.Wait()
 	}
-	f, stale, recycled := s.ready, s.readyStale, s.readyRecycled
-	s.ready, s.readyRecycled, s.readyStale, s.err = nil, false, nil, nil
-	return f, stale, recycled
+	f, stale := s.ready, s.readyStale
+	s.ready, s.readyStale, s.err = nil, nil, nil
+	return f, stale
 }
 
 // tableJob is the next stale table of a sealed segment, to be written in
@@ -321,6 +317,9 @@ func (l *Log) makeRecycledSpare(path string) (*ioengine.File, StaleTable, error)
 		return fail(fmt.Errorf("wal: read the stale table of %s: %w", path, err))
 	}
 	stale, err := DecodeStaleTable(b, size)
+	if err == nil && stale == nil {
+		err = fmt.Errorf("%w: no table was written", ErrCorrupt)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("wal: the stale table of %s: %w", path, err))
 	}

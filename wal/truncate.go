@@ -105,7 +105,7 @@ func (l *Log) dropBefore(seq uint64) []droppedSegment {
 		if s == l.active {
 			l.active = nil
 		}
-		drop = append(drop, droppedSegment{seg: s, recyclable: s.recyclable && s.sealed && s.tableWritten.Load()})
+		drop = append(drop, droppedSegment{seg: s, recyclable: s.recyclable && s.tableWritten.Load()})
 	}
 	l.segMu.Unlock()
 	return drop
