@@ -1,85 +1,11 @@
-// Package nexmark is the Nexmark streaming benchmark on ringstore's keyed
-// state: its event generator, a set of its queries as stateful operators on
-// package state, plain in-memory references of the same queries, and a
-// runner that partitions events by key over parallel workers, each with a
-// state backend of its own, in mini-batches, with checkpoints.
-//
-// # Queries
-//
-// Built: q0, q1, q2, q10, q13, q14, q21, q22 (stateless) and q3, q4, q5,
-// q7, q8, q9, q11, q12, q15–q20 (on state): 22 queries, every one of the
-// suite but q6 (which Flink does not run either). Choices where the SQL
-// leaves one:
-//   - Joins keep their state for the whole run (unbounded retention, as a
-//     regular join): q3 and q20 every person or auction, q4 and q9 every
-//     auction; a bid that names an auction not yet seen waits for it.
-//   - Updates are emitted as rows: q15–q17 one row per bid with the group's
-//     new figures, q18 when a bid replaces the last, q19 when a bid enters
-//     the top ten with its rank, q9 when an auction's winning bid changes
-//     (the highest price made between its start and expiry, the earlier on
-//     a tie), q4 the category's new average each time an auction's highest
-//     bid changes.
-//   - Windows (q5, q7, q8, q11, q12) emit once, when the watermark passes
-//     their end; a session (q11) ends after 10 s without a bid. q12's
-//     processing time is the source's ingestion clock, which advances with
-//     the event id at the generator's rate, so its output can be checked;
-//     on this generator it equals event time.
-//   - q7 is keyed by its window (as the SQL's GROUP BY window): a window's
-//     bids go to one worker. q4 and q5 have a final stage (the average per
-//     category; the highest count per window) that runs on one goroutine
-//     over the first stage's records in event-time order, so its output
-//     does not depend on how the workers interleave.
-//   - q10's rows carry the partition columns of the file it would write
-//     (date; hour and minute) and go to the sink as every other query's.
-//   - The reference's doubled bidder offset is kept (a hot bidder is a
-//     multiple of 4, plus 1); q13's side table is key k → "value-k" for
-//     k < 10,000.
-//
-// # Time
-//
-// The watermark is the time of the newest event made less WatermarkLag
-// (4 s); events come in time order, so none is late. Timers (Timers) are
-// held in memory per worker and saved in its checkpoints. At the end of a
-// run the watermark goes to the end of time, so every window fires.
-// Checkpoints are each worker's own (not aligned by barriers), which is
-// exact for a single stage; a query with a final stage runs without them.
-//
-// # Checking
-//
-// Each operator is written once against Store; the runner runs it on
-// package state and Reference on Go maps, and the tests compare the two
-// outputs' checksums (rows, and the sum and xor of their hashes: order
-// does not matter across keys). This checks the state path — partitioning,
-// mini-batches, MultiGet, timers, checkpoints. The operators' reading of
-// the SQL is checked apart from them for the queries whose rows do not
-// depend on the order they are made in (q3, q5, q7, q8, q11, q12, q20):
-// batch_test.go recomputes their output from the whole list of events by
-// grouping and joining, with no state, timers or watermarks.
-//
-// # Events
-//
-// As the reference generator (nexmark/nexmark, NexmarkGenerator and
-// GeneratorConfig) makes them: event i is a person when i mod 50 is 0, an
-// auction when it is 1 to 3, a bid otherwise (1 : 3 : 46). Ids follow from
-// the event id: person id = 1000 + the persons before it, auction id = 1000
-// + the auctions before it. A bid goes to a hot auction (a multiple of the
-// hot ratio 2, below the newest) half of the time, else to one of the last
-// InFlightAuctions (default 100) auctions; its bidder is a hot person (every
-// fourth, plus one — the reference's doubled offset) three times in four,
-// else one of the last ActivePeople (default 1000). Prices are log-uniform
-// from 1 to 10^6 cents ×100 as the reference draws them; a bid's channel is
-// one of 4 hot channels half of the time, else one of 10,000; extra bytes
-// pad the events to about 200 (person), 500 (auction) and 100 (bid) bytes.
-// Event time advances by 1/Rate per event from Start; the watermark lags 4
-// s. Every field is drawn from a generator seeded by the event id alone, so
-// any event can be made on its own, and every run and every partition sees
-// the same events.
 package nexmark
 
 import (
-	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"strconv"
+	"sync"
 	"time"
 )
 
@@ -146,15 +72,28 @@ func (e Event) Time() int64 {
 }
 
 // GenConfig sets the generator's knobs; the zero value is the reference's
-// defaults.
+// defaults (NexmarkConfiguration).
 type GenConfig struct {
-	Seed             uint64
-	Rate             int   // events per second of event time; default 10,000
-	InFlightAuctions int   // default 100
-	ActivePeople     int   // default 1000
-	Start            int64 // unix ms of event 0; default 2015-07-15T00:00:00Z as the reference
+	// Seed selects the stream: every field of every event, the channels'
+	// URLs and the text that extra fields are cut from.
+	Seed uint64
+	// Rate is events per second of event time (firstEventRate); default
+	// 10,000.
+	Rate int
+	// InFlightAuctions (numInFlightAuctions, default 100) is how many of the
+	// newest auctions a bid that is not for the hot auction picks from, and
+	// sets how long auctions run; ActivePeople (numActivePeople, default
+	// 1,000) is how many of the newest people a bidder or seller that is
+	// not hot is picked from. Together they set the working set of the
+	// stateful queries.
+	InFlightAuctions int
+	ActivePeople     int
+	// Start is the unix ms of event 0; default 2015-07-15T00:00:00Z.
+	Start int64
 }
 
+// The reference's constants: NexmarkConfiguration's defaults, and those of
+// GeneratorConfig and the model generators.
 const (
 	personProportion  = 1
 	auctionProportion = 3
@@ -164,11 +103,28 @@ const (
 	firstAuctionID    = 1000
 	firstCategoryID   = 10
 	numCategories     = 5
-	hotAuctionRatio   = 2
-	hotBidderRatio    = 4
-	hotChannelRatio   = 2
-	numChannels       = 10_000
-	// WatermarkLag is how far the watermark trails event time.
+
+	// A bid is for the hot auction unless rand(hotAuctionRatio) is 0; a
+	// bidder and a seller are hot unless rand(4) is 0.
+	hotAuctionRatio = 2
+	hotBiddersRatio = 4
+	hotSellersRatio = 4
+	// The hot auction, bidder and seller are the first (bidder: second) of
+	// the batch of hotBatch newest auctions or people.
+	hotBatch = 100
+	// Picks that are not hot may name up to idLead people or auctions not
+	// made yet.
+	idLead = 10
+
+	hotChannelsRatio = 2
+	numChannels      = 10_000
+
+	avgPersonBytes  = 200
+	avgAuctionBytes = 500
+	avgBidBytes     = 100
+
+	// WatermarkLag is how far the watermark trails event time (the
+	// reference DDL's WATERMARK ... - INTERVAL '4' SECOND).
 	WatermarkLag = 4000 // ms
 )
 
@@ -192,6 +148,13 @@ func (c GenConfig) withDefaults() GenConfig {
 		c.Start = time.Date(2015, 7, 15, 0, 0, 0, 0, time.UTC).UnixMilli()
 	}
 	return c
+}
+
+// timestamp is the event time of event n, as the reference's
+// timestampForEvent: the inter-event delay in µs is a double, the product
+// truncated before it is divided into ms.
+func (c GenConfig) timestamp(n int64) int64 {
+	return c.Start + int64(float64(n)*(1e6/float64(c.Rate)))/1000
 }
 
 // lastBase0PersonID is the newest person id (from 0) at event id.
@@ -222,92 +185,214 @@ func lastBase0AuctionID(id int64) int64 {
 func (c GenConfig) Generate(id int64) Event {
 	c = c.withDefaults()
 	rng := rand.New(rand.NewPCG(c.Seed, uint64(id)))
-	ts := c.Start + id*1000/int64(c.Rate)
+	ts := c.timestamp(id)
+	tab := tablesFor(c.Seed)
 	offset := id % totalProportion
 	switch {
 	case offset < personProportion:
-		return Event{ID: id, Kind: KindPerson, Person: c.person(rng, id, ts)}
+		return Event{ID: id, Kind: KindPerson, Person: c.person(rng, tab, id, ts)}
 	case offset < personProportion+auctionProportion:
-		return Event{ID: id, Kind: KindAuction, Auction: c.auction(rng, id, ts)}
+		return Event{ID: id, Kind: KindAuction, Auction: c.auction(rng, tab, id, ts)}
 	}
-	return Event{ID: id, Kind: KindBid, Bid: c.bid(rng, id, ts)}
+	return Event{ID: id, Kind: KindBid, Bid: c.bid(rng, tab, id, ts)}
+}
+
+// nextPrice is the reference's log-uniform price in cents:
+// Math.round(10^(6U) × 100), from 100 to 100,000,000.
+func nextPrice(rng *rand.Rand) int64 {
+	return int64(math.Floor(math.Pow(10, rng.Float64()*6)*100 + 0.5))
+}
+
+// nextString is the reference's StringsGenerator.nextString: 3 to
+// maxLength-1 characters, each special one time in 13 and a lowercase
+// letter otherwise, trimmed of spaces at both ends.
+func nextString(rng *rand.Rand, maxLength int, special byte) string {
+	b := make([]byte, 3+rng.IntN(maxLength-3))
+	for i := range b {
+		if rng.IntN(13) == 0 {
+			b[i] = special
+		} else {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+	}
+	i, j := 0, len(b)
+	for i < j && b[i] == ' ' {
+		i++
+	}
+	for j > i && b[j-1] == ' ' {
+		j--
+	}
+	return string(b[i:j])
+}
+
+// nextExtra is the reference's nextExtra: a string that brings an event
+// of currentSize bytes to avgSize on average, its length uniform within
+// ±20% of the difference, cut from the seed's text.
+func nextExtra(rng *rand.Rand, tab *tables, currentSize, avgSize int) string {
+	if currentSize > avgSize {
+		return ""
+	}
+	want := avgSize - currentSize
+	delta := int(math.Floor(float64(want)*0.2 + 0.5))
+	size := want - delta
+	if delta > 0 {
+		size += rng.IntN(2 * delta)
+	}
+	off := rng.IntN(len(tab.text) - size)
+	return tab.text[off : off+size]
+}
+
+// tables are what the reference makes once per process: four hot URLs,
+// a URL for each of the 10,000 channels, and the 1 MiB of letters extra
+// fields are cut from. Here they follow from the seed, so that every
+// process sees the same stream.
+type tables struct {
+	hotURLs      [4]string
+	channelNames [numChannels]string
+	channelURLs  [numChannels]string
+	text        string
+}
+
+var tablesBySeed sync.Map // uint64 → *tables
+
+func tablesFor(seed uint64) *tables {
+	if t, ok := tablesBySeed.Load(seed); ok {
+		return t.(*tables)
+	}
+	rng := rand.New(rand.NewPCG(seed, math.MaxUint64))
+	t := &tables{}
+	for i := range t.hotURLs {
+		t.hotURLs[i] = baseURL(rng)
+	}
+	for i := range t.channelURLs {
+		u := baseURL(rng)
+		if rng.IntN(10) > 0 {
+			u += "&channel_id=" + strconv.Itoa(int(channelIDOf(i)))
+		}
+		t.channelURLs[i] = u
+		t.channelNames[i] = "channel-" + strconv.Itoa(i)
+	}
+	text := make([]byte, 1<<20)
+	for i := range text {
+		text[i] = byte('a' + rng.IntN(26))
+	}
+	t.text = string(text)
+	got, _ := tablesBySeed.LoadOrStore(seed, t)
+	return got.(*tables)
+}
+
+// channelIDOf is the reference's Math.abs(Integer.reverse(i)), with Java's
+// overflow: channel 1's id is -2147483648.
+func channelIDOf(i int) int32 {
+	v := int32(bits.Reverse32(uint32(i)))
+	if v < 0 {
+		v = -v
+	}
+	return v
+}
+
+// baseURL is a URL with three directories, as the reference's getBaseUrl.
+func baseURL(rng *rand.Rand) string {
+	return "https://www.nexmark.com/" + nextString(rng, 5, '_') + "/" + nextString(rng, 5, '_') + "/" + nextString(rng, 5, '_') + "/item.htm?query=1"
 }
 
 func pick(rng *rand.Rand, s []string) string { return s[rng.IntN(len(s))] }
 
-func extra(rng *rand.Rand, size int) string {
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte('a' + rng.IntN(26))
+func (c GenConfig) person(rng *rand.Rand, tab *tables, id, ts int64) *Person {
+	p := &Person{ID: lastBase0PersonID(id) + firstPersonID, DateTime: ts}
+	p.Name = pick(rng, firstNames) + " " + pick(rng, lastNames)
+	p.Email = nextString(rng, 7, ' ') + "@" + nextString(rng, 5, ' ') + ".com"
+	card := make([]byte, 0, 19)
+	for i := range 4 {
+		if i > 0 {
+			card = append(card, ' ')
+		}
+		n := rng.IntN(10_000)
+		card = append(card, byte('0'+n/1000), byte('0'+n/100%10), byte('0'+n/10%10), byte('0'+n%10))
 	}
-	return string(b)
-}
-
-// nextPrice is the reference's log-uniform price: round(10^(U*6)) × 100.
-func nextPrice(rng *rand.Rand) int64 {
-	return int64(math.Round(math.Pow(10, rng.Float64()*6)) * 100)
-}
-
-func (c GenConfig) person(rng *rand.Rand, id, ts int64) *Person {
-	pid := lastBase0PersonID(id) + firstPersonID
-	name := pick(rng, firstNames) + " " + pick(rng, lastNames)
-	p := &Person{ID: pid, Name: name, Email: fmt.Sprintf("%s@%s.com", extra(rng, 7), extra(rng, 5)),
-		CreditCard: fmt.Sprintf("%04d %04d %04d %04d", rng.IntN(10000), rng.IntN(10000), rng.IntN(10000), rng.IntN(10000)),
-		City:       pick(rng, cities), State: pick(rng, usStates), DateTime: ts}
-	p.Extra = extra(rng, max(0, 200-len(p.Name)-len(p.Email)-len(p.CreditCard)-len(p.City)-len(p.State)-16))
+	p.CreditCard = string(card)
+	p.City, p.State = pick(rng, cities), pick(rng, usStates)
+	p.Extra = nextExtra(rng, tab, personSize(p), avgPersonBytes)
 	return p
 }
 
-// nextBase0PersonID is a random person among the ActivePeople newest.
+// personSize, auctionSize and bidSize are an event's size before its
+// extra field, counted as the reference counts it.
+func personSize(p *Person) int {
+	return 8 + len(p.Name) + len(p.Email) + len(p.CreditCard) + len(p.City) + len(p.State)
+}
+func auctionSize(a *Auction) int { return 8 + len(a.ItemName) + len(a.Description) + 5*8 }
+
+const bidSize = 4 * 8
+
+// nextBase0PersonID is a random person among the ActivePeople newest, or
+// up to idLead people not made yet.
 func (c GenConfig) nextBase0PersonID(rng *rand.Rand, id int64) int64 {
 	numPeople := lastBase0PersonID(id) + 1
 	active := min(numPeople, int64(c.ActivePeople))
-	return numPeople - active + rng.Int64N(active+1)
+	return numPeople - active + rng.Int64N(active+idLead)
 }
 
-// nextBase0AuctionID is a random auction among the InFlightAuctions newest
-// (or about to be made).
+// nextBase0AuctionID is a random auction among the InFlightAuctions newest,
+// or up to idLead auctions not made yet.
 func (c GenConfig) nextBase0AuctionID(rng *rand.Rand, id int64) int64 {
 	maxAuction := lastBase0AuctionID(id)
 	minAuction := max(0, maxAuction-int64(c.InFlightAuctions))
-	return minAuction + rng.Int64N(maxAuction-minAuction+1+2) // the reference lets bids name auctions a little ahead
+	return minAuction + rng.Int64N(maxAuction-minAuction+1+idLead)
 }
 
-func (c GenConfig) auction(rng *rand.Rand, id, ts int64) *Auction {
-	aid := lastBase0AuctionID(id) + firstAuctionID
-	seller := c.nextBase0PersonID(rng, id)
-	if rng.IntN(hotBidderRatio) > 0 { // hot sellers, as the reference's hot seller ratio of 4
-		seller = (lastBase0PersonID(id) / hotBidderRatio) * hotBidderRatio
+// auctionLength is the reference's nextAuctionLengthMs: 1 + uniform below
+// twice the event time until InFlightAuctions more auctions are made.
+func (c GenConfig) auctionLength(rng *rand.Rand, id, ts int64) int64 {
+	eventsForAuctions := int64(c.InFlightAuctions) * totalProportion / auctionProportion
+	horizon := c.timestamp(id+eventsForAuctions) - ts
+	return 1 + rng.Int64N(max(2*horizon, 1))
+}
+
+func (c GenConfig) auction(rng *rand.Rand, tab *tables, id, ts int64) *Auction {
+	a := &Auction{ID: lastBase0AuctionID(id) + firstAuctionID, DateTime: ts}
+	if rng.IntN(hotSellersRatio) > 0 {
+		a.Seller = (lastBase0PersonID(id) / hotBatch) * hotBatch
+	} else {
+		a.Seller = c.nextBase0PersonID(rng, id)
 	}
-	a := &Auction{ID: aid, ItemName: extra(rng, 20), Description: extra(rng, 100), InitialBid: nextPrice(rng), DateTime: ts,
-		Seller: seller + firstPersonID, Category: firstCategoryID + rng.Int64N(numCategories)}
+	a.Seller += firstPersonID
+	a.Category = firstCategoryID + int64(rng.IntN(numCategories))
+	a.InitialBid = nextPrice(rng)
+	a.Expires = ts + c.auctionLength(rng, id, ts)
+	a.ItemName = nextString(rng, 20, ' ')
+	a.Description = nextString(rng, 100, ' ')
 	a.Reserve = a.InitialBid + nextPrice(rng)
-	a.Expires = ts + int64(c.InFlightAuctions)*totalProportion*1000/int64(c.Rate)/auctionProportion + rng.Int64N(1000)
-	a.Extra = extra(rng, max(0, 500-len(a.ItemName)-len(a.Description)-48))
+	a.Extra = nextExtra(rng, tab, auctionSize(a), avgAuctionBytes)
 	return a
 }
 
-func (c GenConfig) bid(rng *rand.Rand, id, ts int64) *Bid {
-	var auction int64
+func (c GenConfig) bid(rng *rand.Rand, tab *tables, id, ts int64) *Bid {
+	b := &Bid{DateTime: ts}
 	if rng.IntN(hotAuctionRatio) > 0 {
-		auction = (lastBase0AuctionID(id) / hotAuctionRatio) * hotAuctionRatio
+		b.Auction = (lastBase0AuctionID(id) / hotBatch) * hotBatch
 	} else {
-		auction = c.nextBase0AuctionID(rng, id)
+		b.Auction = c.nextBase0AuctionID(rng, id)
 	}
-	var bidder int64
-	if rng.IntN(hotBidderRatio) > 0 {
-		// The reference's hot bidder: a multiple of the ratio, plus one.
-		bidder = (lastBase0PersonID(id)/hotBidderRatio)*hotBidderRatio + 1
+	b.Auction += firstAuctionID
+	if rng.IntN(hotBiddersRatio) > 0 {
+		// The second person of the hot batch, so that hot bidders and hot
+		// sellers differ.
+		b.Bidder = (lastBase0PersonID(id)/hotBatch)*hotBatch + 1
 	} else {
-		bidder = c.nextBase0PersonID(rng, id)
+		b.Bidder = c.nextBase0PersonID(rng, id)
 	}
-	b := &Bid{Auction: auction + firstAuctionID, Bidder: bidder + firstPersonID, Price: nextPrice(rng), DateTime: ts}
-	if rng.IntN(hotChannelRatio) > 0 {
-		b.Channel = hotChannels[rng.IntN(len(hotChannels))]
+	// The reference adds FIRST_PERSON_ID twice: a bidder's id is the
+	// person's id plus 1,000.
+	b.Bidder += 2 * firstPersonID
+	b.Price = nextPrice(rng)
+	if rng.IntN(hotChannelsRatio) > 0 {
+		i := rng.IntN(len(hotChannels))
+		b.Channel, b.URL = hotChannels[i], tab.hotURLs[i]
 	} else {
-		b.Channel = fmt.Sprintf("channel-%d", rng.IntN(numChannels))
+		i := rng.IntN(numChannels)
+		b.Channel, b.URL = tab.channelNames[i], tab.channelURLs[i]
 	}
-	b.URL = "https://www.nexmark.com/" + extra(rng, 5) + "/item.htm?query=1&channel_id=" + b.Channel
-	b.Extra = extra(rng, max(0, 100-len(b.URL)-24))
+	b.Extra = nextExtra(rng, tab, bidSize, avgBidBytes)
 	return b
 }

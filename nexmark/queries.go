@@ -3,9 +3,8 @@ package nexmark
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"sort"
-	"strings"
+	"strconv"
 )
 
 // Store is what a query's operator keeps per key: values and lists by
@@ -44,15 +43,30 @@ type Sink struct {
 	Sum, Xor uint64
 }
 
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
 // Emit counts one output row.
 func (s *Sink) Emit(row string) {
-	h := fnv.New64a()
-	h.Write([]byte(row))
-	v := h.Sum64()
-	s.Rows++
-	s.Sum += v
-	s.Xor ^= v
+	h := uint64(fnvOffset)
+	for i := 0; i < len(row); i++ {
+		h = (h ^ uint64(row[i])) * fnvPrime
+	}
+	s.add(h)
 }
+
+// emitRow counts the row r holds.
+func (s *Sink) emitRow(r *row) {
+	h := uint64(fnvOffset)
+	for _, c := range r.b {
+		h = (h ^ uint64(c)) * fnvPrime
+	}
+	s.add(h)
+}
+
+func (s *Sink) add(h uint64) { s.Rows, s.Sum, s.Xor = s.Rows+1, s.Sum+h, s.Xor^h }
 
 // Add merges another sink's rows (the workers' sinks into one).
 func (s *Sink) Add(o Sink) { s.Rows, s.Sum, s.Xor = s.Rows+o.Rows, s.Sum+o.Sum, s.Xor^o.Xor }
@@ -60,9 +74,43 @@ func (s *Sink) Add(o Sink) { s.Rows, s.Sum, s.Xor = s.Rows+o.Rows, s.Sum+o.Sum, 
 // Checksum is the sink as one string.
 func (s Sink) Checksum() string { return fmt.Sprintf("%d:%016x:%016x", s.Rows, s.Sum, s.Xor) }
 
-// Query is one Nexmark query: which events it takes and their partition
-// key, what it reads for an event (Wants), and what it does with it
-// (Process). Stateless queries want nothing.
+// row builds an output row: its columns in the SQL's SELECT order, joined
+// by ','. BIGINT is decimal, TIMESTAMP(3) unix ms, DECIMAL(p, 3) has
+// exactly three digits after the point, VARCHAR is as it is.
+type row struct {
+	b []byte
+	n int // columns so far
+}
+
+func (r *row) sep() {
+	if r.n > 0 {
+		r.b = append(r.b, ',')
+	}
+	r.n++
+}
+
+func (r *row) int(v int64) *row { r.sep(); r.b = strconv.AppendInt(r.b, v, 10); return r }
+func (r *row) str(s string) *row { r.sep(); r.b = append(r.b, s...); return r }
+
+// raw appends columns already joined by ',' (a row kept in state).
+func (r *row) raw(cols []byte) *row { r.sep(); r.b = append(r.b, cols...); return r }
+
+// euros is the SQL's 0.908 * price, a DECIMAL(23, 3): exact, in
+// thousandths.
+func (r *row) euros(price int64) *row {
+	r.sep()
+	v := price * 908
+	r.b = strconv.AppendInt(r.b, v/1000, 10)
+	f := v % 1000
+	r.b = append(r.b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	return r
+}
+
+func (r *row) bytes() []byte { return r.b }
+
+// Query is one Nexmark query: which events it takes and under which
+// partition keys (Keys), what it reads for an event under a key (Wants),
+// and what it does with it (Process). Stateless queries want nothing.
 //
 // A query with windows sets timers (Store.Timer); OnTimer runs each once
 // the watermark passes it, its reads declared by TimerWants and made in one
@@ -76,10 +124,14 @@ type Query struct {
 	Stateful bool
 	// States are the query's state names and whether each is a list.
 	States map[string]bool
-	// Key returns the partition key of an event the query takes, or false.
-	Key        func(e Event) (int64, bool)
-	Wants      func(e Event, s Store)
-	Process    func(e Event, s Store, out *Out) error
+	// Keys appends the partition keys an event is processed under to dst
+	// and returns it: none for an event the query does not take, one for
+	// most, two where an event belongs to two keys (q7: a bid at a window's
+	// end is in the next window and also closes the one before). Events of
+	// one key are processed in their order.
+	Keys       func(e Event, dst []int64) []int64
+	Wants      func(e Event, key int64, s Store)
+	Process    func(e Event, key int64, s Store, out *Out) error
 	TimerWants func(ts int64, key []byte, s Store)
 	OnTimer    func(ts int64, key []byte, s Store, out *Out) error
 	Final      *FinalOperator
@@ -122,6 +174,16 @@ func (q Query) advance(s operatorStore, wm int64, out *Out) error {
 	}
 }
 
+// oneKey makes a Keys of a function that gives at most one key.
+func oneKey(key func(e Event) (int64, bool)) func(Event, []int64) []int64 {
+	return func(e Event, dst []int64) []int64 {
+		if k, ok := key(e); ok {
+			dst = append(dst, k)
+		}
+		return dst
+	}
+}
+
 func i64(v int64) []byte {
 	b := make([]byte, 8)
 	binary.BigEndian.PutUint64(b, uint64(v))
@@ -133,6 +195,26 @@ func key2(a, b int64) []byte {
 	binary.BigEndian.PutUint64(k, uint64(a))
 	binary.BigEndian.PutUint64(k[8:], uint64(b))
 	return k
+}
+
+func u64s(v ...int64) []byte {
+	b := make([]byte, 0, 8*len(v))
+	for _, x := range v {
+		b = binary.BigEndian.AppendUint64(b, uint64(x))
+	}
+	return b
+}
+
+// fromU64s reads n int64s from v, or says what is wrong with it.
+func fromU64s(v []byte, n int, what string) ([]int64, error) {
+	if len(v) < 8*n {
+		return nil, fmt.Errorf("a stored %s of %d bytes, want at least %d", what, len(v), 8*n)
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
+	}
+	return out, nil
 }
 
 // Queries are the queries this package runs, by name.
@@ -160,185 +242,39 @@ func bidKey(e Event) (int64, bool) {
 	return e.Bid.Auction, true
 }
 
-func noWants(Event, Store) {}
-
-func init() {
-	// q0: pass-through, the cost of reading the stream.
-	Queries["q0"] = Query{Name: "q0", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
-		b := e.Bid
-		out.Emit(fmt.Sprintf("%d,%d,%d,%s,%s,%d", b.Auction, b.Bidder, b.Price, b.Channel, b.URL, b.DateTime))
-		return nil
-	}}
-	// q1: currency conversion, dollars to euros.
-	Queries["q1"] = Query{Name: "q1", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
-		b := e.Bid
-		out.Emit(fmt.Sprintf("%d,%d,%d,%d", b.Auction, b.Bidder, b.Price*908/1000, b.DateTime))
-		return nil
-	}}
-	// q2: selection, the bids of some auctions.
-	Queries["q2"] = Query{Name: "q2", Key: bidKey, Wants: noWants, Process: func(e Event, _ Store, out *Out) error {
-		if e.Bid.Auction%123 == 0 {
-			out.Emit(fmt.Sprintf("%d,%d", e.Bid.Auction, e.Bid.Price))
-		}
-		return nil
-	}}
-	// q3: the incremental join of people in OR, ID or CA with the
-	// auctions they sell in category 10; a person is kept (and the
-	// auctions that came before their seller) for as long as the run
-	// lasts: unbounded retention, as the SQL's regular join.
-	Queries["q3"] = Query{Name: "q3", Stateful: true, States: map[string]bool{"person": false, "pending": true},
-		Key: personOrSeller,
-		Wants: func(e Event, s Store) {
-			switch e.Kind {
-			case KindPerson:
-				s.Want("pending", i64(e.Person.ID))
-			case KindAuction:
-				s.Want("person", i64(e.Auction.Seller))
-			}
-		},
-		Process: func(e Event, s Store, out *Out) error {
-			switch e.Kind {
-			case KindPerson:
-				p := e.Person
-				if p.State != "OR" && p.State != "ID" && p.State != "CA" {
-					return nil
-				}
-				row := p.Name + "," + p.City + "," + p.State
-				s.Put("person", i64(p.ID), []byte(row))
-				pending, err := s.List("pending", i64(p.ID))
-				if err != nil {
-					return err
-				}
-				for _, a := range pending {
-					out.Emit(row + "," + string(a))
-				}
-				if len(pending) > 0 {
-					s.Delete("pending", i64(p.ID))
-				}
-			case KindAuction:
-				a := e.Auction
-				if a.Category != 10 {
-					return nil
-				}
-				person, ok, err := s.Get("person", i64(a.Seller))
-				if err != nil {
-					return err
-				}
-				if ok {
-					out.Emit(string(person) + "," + fmt.Sprint(a.ID))
-				} else {
-					return s.Append("pending", i64(a.Seller), []byte(fmt.Sprint(a.ID)))
-				}
-			}
-			return nil
-		}}
-	// q17: per auction and day, the number of bids in three price ranks and
-	// the min, max, sum and average price, updated with every bid.
-	Queries["q17"] = Query{Name: "q17", Stateful: true, States: map[string]bool{"day": false},
-		Key:   bidKey,
-		Wants: func(e Event, s Store) { s.Want("day", key2(e.Bid.Auction, e.Bid.DateTime/86_400_000)) },
-		Process: func(e Event, s Store, out *Out) error {
-			b := e.Bid
-			k := key2(b.Auction, b.DateTime/86_400_000)
-			v, ok, err := s.Get("day", k)
-			if err != nil {
-				return err
-			}
-			var acc [7]int64 // total, rank1, rank2, rank3, min, max, sum
-			if ok {
-				if len(v) != 56 {
-					return fmt.Errorf("nexmark: q17: a stored accumulator of %d bytes", len(v))
-				}
-				for i := range acc {
-					acc[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
-				}
-			} else {
-				acc[4] = b.Price
-			}
-			acc[0]++
-			switch {
-			case b.Price < 10_000:
-				acc[1]++
-			case b.Price < 1_000_000:
-				acc[2]++
-			default:
-				acc[3]++
-			}
-			acc[4], acc[5], acc[6] = min(acc[4], b.Price), max(acc[5], b.Price), acc[6]+b.Price
-			nv := make([]byte, 0, 56)
-			for _, x := range acc {
-				nv = binary.BigEndian.AppendUint64(nv, uint64(x))
-			}
-			s.Put("day", k, nv)
-			out.Emit(fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", b.Auction, b.DateTime/86_400_000, acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6]/acc[0], acc[6]))
-			return nil
-		}}
-	// q18: the last bid of each bidder on each auction (a deduplication
-	// keeping the latest by event time).
-	Queries["q18"] = Query{Name: "q18", Stateful: true, States: map[string]bool{"last": false},
-		Key:   bidderKey,
-		Wants: func(e Event, s Store) { s.Want("last", key2(e.Bid.Bidder, e.Bid.Auction)) },
-		Process: func(e Event, s Store, out *Out) error {
-			b := e.Bid
-			k := key2(b.Bidder, b.Auction)
-			v, ok, err := s.Get("last", k)
-			if err != nil {
-				return err
-			}
-			if ok && int64(binary.BigEndian.Uint64(v)) > b.DateTime {
-				return nil
-			}
-			s.Put("last", k, append(i64(b.DateTime), i64(b.Price)...))
-			out.Emit(fmt.Sprintf("%d,%d,%d,%d", b.Auction, b.Bidder, b.Price, b.DateTime))
-			return nil
-		}}
-	// q20: bids joined with their auction's item, for auctions in category
-	// 10. Every auction is kept (its category decides later bids); a bid
-	// that names an auction not yet seen waits for it.
-	Queries["q20"] = Query{Name: "q20", Stateful: true, States: map[string]bool{"auction": false, "early": true},
-		Key: auctionOrBid,
-		Wants: func(e Event, s Store) {
-			switch e.Kind {
-			case KindAuction:
-				s.Want("early", i64(e.Auction.ID))
-			case KindBid:
-				s.Want("auction", i64(e.Bid.Auction))
-			}
-		},
-		Process: func(e Event, s Store, out *Out) error {
-			switch e.Kind {
-			case KindAuction:
-				a := e.Auction
-				item := fmt.Sprintf("%d|%s|%d", a.Category, a.ItemName, a.Seller)
-				s.Put("auction", i64(a.ID), []byte(item))
-				early, err := s.List("early", i64(a.ID))
-				if err != nil {
-					return err
-				}
-				for _, b := range early {
-					emitQ20(out, item, string(b))
-				}
-				if len(early) > 0 {
-					s.Delete("early", i64(a.ID))
-				}
-			case KindBid:
-				b := e.Bid
-				bid := fmt.Sprintf("%d,%d,%d,%d", b.Auction, b.Bidder, b.Price, b.DateTime)
-				item, ok, err := s.Get("auction", i64(b.Auction))
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return s.Append("early", i64(b.Auction), []byte(bid))
-				}
-				emitQ20(out, string(item), bid)
-			}
-			return nil
-		}}
+func bidderKey(e Event) (int64, bool) {
+	if e.Kind != KindBid {
+		return 0, false
+	}
+	return e.Bid.Bidder, true
 }
 
-func emitQ20(out *Out, item, bid string) {
-	if strings.HasPrefix(item, "10|") {
-		out.Emit(bid + "," + item)
+// personOrSeller partitions people by id and auctions by seller.
+func personOrSeller(e Event) (int64, bool) {
+	switch e.Kind {
+	case KindPerson:
+		return e.Person.ID, true
+	case KindAuction:
+		return e.Auction.Seller, true
 	}
+	return 0, false
+}
+
+// auctionOrBid partitions auctions and bids by auction id.
+func auctionOrBid(e Event) (int64, bool) {
+	switch e.Kind {
+	case KindAuction:
+		return e.Auction.ID, true
+	case KindBid:
+		return e.Bid.Auction, true
+	}
+	return 0, false
+}
+
+func noWants(Event, int64, Store) {}
+
+// bidRow appends a bid's columns in the order of the reference's bid
+// view: auction, bidder, price, channel, url, dateTime, extra.
+func (r *row) bidRow(b *Bid) *row {
+	return r.int(b.Auction).int(b.Bidder).int(b.Price).str(b.Channel).str(b.URL).int(b.DateTime).str(b.Extra)
 }

@@ -134,6 +134,11 @@ func (s *stateStore) Append(name string, key, item []byte) error {
 // watermark follows every event (its time less WatermarkLag) and reaches
 // the end of time after the last, as a bounded source's does.
 func Reference(q Query, gen GenConfig, events int64) (Sink, error) {
+	return reference(q, gen.Generate, events)
+}
+
+// reference is Reference over the events source makes.
+func reference(q Query, source func(id int64) Event, events int64) (Sink, error) {
 	var out Out
 	s := NewMapStore()
 	var fin *finalStage
@@ -153,10 +158,12 @@ func Reference(q Query, gen GenConfig, events int64) (Sink, error) {
 		}
 		return nil
 	}
+	var keys []int64
 	for id := int64(0); id < events; id++ {
-		e := gen.Generate(id)
-		if _, ok := q.Key(e); ok {
-			if err := q.Process(e, s, &out); err != nil {
+		e := source(id)
+		keys = q.Keys(e, keys[:0])
+		for _, k := range keys {
+			if err := q.Process(e, k, s, &out); err != nil {
 				return out.Sink, err
 			}
 		}
@@ -193,6 +200,8 @@ type RunConfig struct {
 	// Restore starts each worker from its newest checkpoint in Dir and
 	// replays the events after the position it recorded.
 	Restore bool
+
+	source func(id int64) Event // tests: the events instead of Gen's
 }
 
 // Result is what a run did.
@@ -267,11 +276,18 @@ type worker struct {
 	cks     int
 }
 
-// batchMsg is what the source sends a worker: events in order, then the
-// watermark they bring (no later event of the worker is at or before it).
+// batchMsg is what the source sends a worker: events in order, each with
+// the key it is processed under, then the watermark they bring (no later
+// event of the worker is at or before it).
 type batchMsg struct {
-	events []Event
+	events []keyedEvent
 	wm     int64
+}
+
+// keyedEvent is an event as a worker takes it: under one of its keys.
+type keyedEvent struct {
+	Event
+	key int64
 }
 
 // checkpoint writes the worker's state with its position (the next event
@@ -312,13 +328,13 @@ func (w *worker) restoreMeta(name string, meta []byte) error {
 func (w *worker) process(m batchMsg) error {
 	if len(m.events) > 0 {
 		for _, e := range m.events {
-			w.q.Wants(e, w.store)
+			w.q.Wants(e.Event, e.key, w.store)
 		}
 		if err := w.store.load(); err != nil {
 			return err
 		}
 		for _, e := range m.events {
-			if err := w.q.Process(e, w.store, &w.out); err != nil {
+			if err := w.q.Process(e.Event, e.key, w.store, &w.out); err != nil {
 				return fmt.Errorf("nexmark: %s, event %d: %w", w.q.Name, e.ID, err)
 			}
 		}
@@ -457,22 +473,32 @@ func Run(cfg RunConfig) (Result, error) {
 	// windows, every Batch×Parallelism events each worker also gets the
 	// watermark on its own, so a worker with few events still fires its
 	// timers (held below the first event it has not been sent).
-	pending := make([][]Event, cfg.Parallelism)
+	pending := make([][]keyedEvent, cfg.Parallelism)
 	sent := make([]int64, cfg.Parallelism)
 	for p := range sent {
 		sent[p] = math.MinInt64
 	}
 	every := int64(cfg.Batch * cfg.Parallelism)
+	source := cfg.Gen.Generate
+	if cfg.source != nil {
+		source = cfg.source
+	}
+	var keys []int64
 	for id := int64(0); id < end; id++ {
-		e := cfg.Gen.Generate(id)
+		e := source(id)
 		wm := e.Time() - WatermarkLag
-		if k, ok := q.Key(e); ok {
+		keys = q.Keys(e, keys[:0])
+		for _, k := range keys {
 			if p := partition(k, cfg.Parallelism); id >= workers[p].from { // before: in the worker's checkpoint
-				pending[p] = append(pending[p], e)
-				if len(pending[p]) == cfg.Batch {
-					chans[p] <- batchMsg{pending[p], wm}
-					pending[p], sent[p] = nil, wm
-				}
+				pending[p] = append(pending[p], keyedEvent{e, k})
+			}
+		}
+		// A batch ends after all of an event's deliveries to the worker, so
+		// a checkpoint's position (the next event id) splits none.
+		for _, k := range keys {
+			if p := partition(k, cfg.Parallelism); len(pending[p]) >= cfg.Batch {
+				chans[p] <- batchMsg{pending[p], wm}
+				pending[p], sent[p] = nil, wm
 			}
 		}
 		if q.timed() && (id+1)%every == 0 {
