@@ -250,7 +250,7 @@ type tables struct {
 	hotURLs      [4]string
 	channelNames [numChannels]string
 	channelURLs  [numChannels]string
-	text        string
+	text         string
 }
 
 var tablesBySeed sync.Map // uint64 → *tables

@@ -89,7 +89,7 @@ func (r *row) sep() {
 	r.n++
 }
 
-func (r *row) int(v int64) *row { r.sep(); r.b = strconv.AppendInt(r.b, v, 10); return r }
+func (r *row) int(v int64) *row  { r.sep(); r.b = strconv.AppendInt(r.b, v, 10); return r }
 func (r *row) str(s string) *row { r.sep(); r.b = append(r.b, s...); return r }
 
 // raw appends columns already joined by ',' (a row kept in state).
