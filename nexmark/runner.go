@@ -214,7 +214,11 @@ type Result struct {
 	CacheBytes  int64   // the workers' block caches, summed
 	MultiGets   uint64
 	KeysRead    uint64
-	Backend     ioengine.Backend
+	// The workers' block caches: lookups that found the block (CacheHits)
+	// and that loaded it (CacheMisses); BlockReads counts every 4 KiB block
+	// read from the device, cached or not.
+	CacheHits, CacheMisses, BlockReads uint64
+	Backend                            ioengine.Backend
 }
 
 // A run's defaults: the workers (a stream processor's subtasks) and the
@@ -544,6 +548,11 @@ func Run(cfg RunConfig) (Result, error) {
 			st := w.backend.Stats()
 			res.MultiGets += st.MultiGets
 			res.KeysRead += st.KeysRead
+			res.BlockReads += st.KV.BlockReads
+			if c := st.KV.Cache; c != nil {
+				res.CacheHits += c.Hits
+				res.CacheMisses += c.Misses
+			}
 			res.Backend = st.KV.Backend
 			// After a StopAt the restore starts from the checkpoints, not
 			// from what Close leaves in the live directory.

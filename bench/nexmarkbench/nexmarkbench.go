@@ -64,6 +64,9 @@ const (
 	xLoadSeconds = "load_seconds"
 	xStateBytes  = "state_bytes"
 	xCacheBytes  = "cache_bytes"
+	xCacheHits   = "cache_hits"
+	xCacheMisses = "cache_misses"
+	xBlockReads  = "block_reads"
 	xRows        = "rows"
 	xSumHi       = "sum_hi"
 	xSumLo       = "sum_lo"
@@ -95,6 +98,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	xh, xl := split(res.Sink.Xor)
 	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: bench.CPUTime() - cpu0, Extra: map[string]float64{
 		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
+		xCacheHits: float64(res.CacheHits), xCacheMisses: float64(res.CacheMisses), xBlockReads: float64(res.BlockReads),
 		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
 	}}, nil
 }
@@ -105,25 +109,29 @@ func checksum(t bench.Trial) string {
 
 // QueryResult is one query's figures.
 type QueryResult struct {
-	Query         string    `json:"query"`
-	Stateful      bool      `json:"stateful"`
-	OffEPS        []float64 `json:"off_eps"`
-	OnEPS         []float64 `json:"on_eps"`
-	OffBest       float64   `json:"off_best_eps"`
-	OnBest        float64   `json:"on_best_eps"`
-	OffMedian     float64   `json:"off_median_eps"`
-	OnMedian      float64   `json:"on_median_eps"`
-	RatioBest     float64   `json:"ratio_best"`
-	RatioMedian   float64   `json:"ratio_median"`
-	OnPerCore     float64   `json:"on_eps_per_core"`
-	OffLoadShare  float64   `json:"off_state_read_share"` // OFF's time in state reads ÷ its workers' time
-	StateBytes    float64   `json:"state_bytes"`
-	CacheBytes    float64   `json:"cache_bytes"`
-	StateVsCache  float64   `json:"state_vs_cache"`
-	AllOnFaster   bool      `json:"all_on_faster"`
-	AllOnSlower   bool      `json:"all_on_slower"`
-	ChecksumEqual bool      `json:"checksum_equal"`
-	Checksum      string    `json:"checksum"`
+	Query        string    `json:"query"`
+	Stateful     bool      `json:"stateful"`
+	OffEPS       []float64 `json:"off_eps"`
+	OnEPS        []float64 `json:"on_eps"`
+	OffBest      float64   `json:"off_best_eps"`
+	OnBest       float64   `json:"on_best_eps"`
+	OffMedian    float64   `json:"off_median_eps"`
+	OnMedian     float64   `json:"on_median_eps"`
+	RatioBest    float64   `json:"ratio_best"`
+	RatioMedian  float64   `json:"ratio_median"`
+	OnPerCore    float64   `json:"on_eps_per_core"`
+	OffLoadShare float64   `json:"off_state_read_share"` // OFF's time in state reads ÷ its workers' time
+	StateBytes   float64   `json:"state_bytes"`
+	CacheBytes   float64   `json:"cache_bytes"`
+	StateVsCache float64   `json:"state_vs_cache"`
+	// OFF's block caches: the share of block lookups that hit, and the 4
+	// KiB blocks read from the device per event.
+	CacheHitShare      float64 `json:"off_cache_hit_share"`
+	BlockReadsPerEvent float64 `json:"off_block_reads_per_event"`
+	AllOnFaster        bool    `json:"all_on_faster"`
+	AllOnSlower        bool    `json:"all_on_slower"`
+	ChecksumEqual      bool    `json:"checksum_equal"`
+	Checksum           string  `json:"checksum"`
 }
 
 type report struct {
@@ -229,6 +237,10 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 		if qr.CacheBytes > 0 {
 			qr.StateVsCache = qr.StateBytes / qr.CacheBytes
 		}
+		if lookups := om.Extra[xCacheHits] + om.Extra[xCacheMisses]; lookups > 0 {
+			qr.CacheHitShare = om.Extra[xCacheHits] / lookups
+		}
+		qr.BlockReadsPerEvent = om.Extra[xBlockReads] / float64(om.Ops)
 		qr.Checksum = checksum(on.Trials[0])
 		for _, t := range append(slices.Clone(on.Trials), off.Trials...) {
 			if checksum(t) != qr.Checksum {
@@ -283,7 +295,7 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 		bench.NewBar("queries whose output differs between trials or modes", float64(boolCount(!allEqual)), 0, true, valid, ""),
 	}
 	rep.Notes = append(notes,
-		fmt.Sprintf("Events: package nexmark's generator (the reference's 1:3:46 mix, hot auctions and bidders), %d events; %d workers (events routed by the query's key), mini-batches of %d events whose state reads are one kv.MultiGet per worker; each worker's state in its own store without a log, with a %d KiB block cache and a %d KiB memtable, so the state of the stateful queries lies mostly in tables several times the caches (state_vs_cache).", o.Events, o.Parallelism, o.Batch, o.Cache>>10, o.Memtable>>10),
+		fmt.Sprintf("Events: package nexmark's generator (the reference's rules: the 1:3:46 mix, hot auctions, bidders and sellers in batches of 100, 100 auctions in flight, 1,000 active people), %d events; %d workers (events routed by the query's key), mini-batches of %d events whose state reads are one kv.MultiGet per worker; each worker's state in its own store without a log, with a %d KiB block cache and a %d KiB memtable, so the state of the stateful queries lies mostly in tables several times the caches (state_vs_cache).", o.Events, o.Parallelism, o.Batch, o.Cache>>10, o.Memtable>>10),
 		"ON: RINGSTORE_IO_URING=true, the workers' stores on one inline io_uring engine (each Load's reads submitted and waited for on the worker's thread); OFF: RINGSTORE_IO_URING=false, pread. Each trial in a fresh process and a fresh directory; events/s counts every generated event (the source's generation is in both modes alike).",
 		"The queries package nexmark implements: 22 of the suite (every one but q6): q0, q1, q2, q10, q13, q14, q21, q22 stateless; q3, q4, q5, q7, q8, q9, q11, q12, q15–q20 on state.",
 	)
@@ -310,18 +322,19 @@ func geomean(v []float64) float64 {
 
 func writeBody(w io.Writer, rep *report) {
 	fmt.Fprintln(w)
-	t := bench.Table{Header: []string{"query", "ON events/s (median)", "OFF events/s (median)", "ON/OFF best", "ON/OFF median", "ON trials", "OFF trials", "OFF time in state reads", "state MiB", "× cache", "ON events/s per core", "output"}}
+	t := bench.Table{Header: []string{"query", "ON events/s (median)", "OFF events/s (median)", "ON/OFF best", "ON/OFF median", "ON trials", "OFF trials", "OFF time in state reads", "state MiB", "× cache", "OFF block cache hits", "OFF device reads / 1k events", "ON events/s per core", "output"}}
 	for _, q := range rep.Queries {
 		out := "equal"
 		if !q.ChecksumEqual {
 			out = "DIFFERS"
 		}
-		share, ratio := "-", "-"
+		share, ratio, hits, reads := "-", "-", "-", "-"
 		if q.Stateful {
 			share, ratio = fmt.Sprintf("%.0f%%", 100*q.OffLoadShare), fmt.Sprintf("%.1f", q.StateVsCache)
+			hits, reads = fmt.Sprintf("%.1f%%", 100*q.CacheHitShare), fmt.Sprintf("%.1f", 1000*q.BlockReadsPerEvent)
 		}
 		t.Add(q.Query, fmt.Sprintf("%.0f", q.OnMedian), fmt.Sprintf("%.0f", q.OffMedian), fmt.Sprintf("%.2f×", q.RatioBest), fmt.Sprintf("%.2f×", q.RatioMedian),
-			bench.Whole(q.OnEPS), bench.Whole(q.OffEPS), share, fmt.Sprintf("%.1f", q.StateBytes/(1<<20)), ratio, fmt.Sprintf("%.0f", q.OnPerCore), out)
+			bench.Whole(q.OnEPS), bench.Whole(q.OffEPS), share, fmt.Sprintf("%.1f", q.StateBytes/(1<<20)), ratio, hits, reads, fmt.Sprintf("%.0f", q.OnPerCore), out)
 	}
 	t.Write(w)
 	fmt.Fprintf(w, "\ngeometric mean ON/OFF: best-of %.3f×, median-of %.3f× (stateful queries: best-of %.3f×); median of best-of ratios %.3f×; %d faster, %d slower\n",
