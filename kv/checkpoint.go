@@ -109,6 +109,13 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
+// IsCheckpoint says whether dir holds a whole checkpoint: Checkpoint
+// writes its manifest last.
+func IsCheckpoint(dir string) bool {
+	info, err := os.Stat(filepath.Join(dir, manifest.FileName))
+	return err == nil && info.Mode().IsRegular()
+}
+
 // CloneCheckpoint makes dir, which must not exist, a copy of the
 // checkpoint in checkpointDir that Open opens as a store of its own: the
 // checkpoint's files hard-linked into it (copied across file systems),

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -70,6 +69,7 @@ func (m *MapStore) Append(name string, key, item []byte) error {
 type stateStore struct {
 	Timers
 	loadTime time.Duration // in load: the state's reads
+	err      error         // the first error of a Put or Delete, returned by commit
 	mb       *state.MiniBatch
 	values   map[string]*state.ValueState
 	lists    map[string]*state.ListState
@@ -97,7 +97,22 @@ func (s *stateStore) load() error {
 	s.loadTime += time.Since(t)
 	return err
 }
-func (s *stateStore) commit() error   { return s.mb.Commit() }
+// commit writes the batch, or returns the first error a write without
+// an error result of its own (Put, Delete) met.
+func (s *stateStore) commit() error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.mb.Commit()
+}
+
+// keep keeps the first error of a write for commit to return.
+func (s *stateStore) keep(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
 func (s *stateStore) timers() *Timers { return &s.Timers }
 
 func (s *stateStore) Want(name string, key []byte) {
@@ -112,13 +127,13 @@ func (s *stateStore) Get(name string, key []byte) ([]byte, bool, error) {
 	return s.values[name].Get(s.mb, key, nil)
 }
 
-func (s *stateStore) Put(name string, key, value []byte) { s.values[name].Put(s.mb, key, nil, value) }
+func (s *stateStore) Put(name string, key, value []byte) { s.keep(s.values[name].Put(s.mb, key, nil, value)) }
 
 func (s *stateStore) Delete(name string, key []byte) {
 	if v := s.values[name]; v != nil {
-		v.Clear(s.mb, key, nil)
+		s.keep(v.Clear(s.mb, key, nil))
 	} else {
-		s.lists[name].Clear(s.mb, key, nil)
+		s.keep(s.lists[name].Clear(s.mb, key, nil))
 	}
 }
 
@@ -366,32 +381,63 @@ func openWorker(i int, q Query, cfg RunConfig, eng *ioengine.Engine) (*worker, e
 	opts := state.Options{KV: kv.Options{Engine: eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable, Logf: func(string, ...any) {}}}
 	live := filepath.Join(cfg.Dir, fmt.Sprintf("worker-%d", i))
 	var err error
-	cks, _ := filepath.Glob(filepath.Join(cfg.Dir, fmt.Sprintf("ck-%d-*", i)))
-	sort.Strings(cks)
+	var newest string
 	if cfg.Restore {
 		// What the crash left in the live directory is not used: the state
-		// is the last checkpoint's (none: the worker starts over).
+		// is the newest complete checkpoint's (none: the worker starts
+		// over).
 		if err := os.RemoveAll(live); err != nil {
+			return nil, err
+		}
+		if newest, w.cks, err = newestCheckpoint(cfg.Dir, i); err != nil {
 			return nil, err
 		}
 	}
 	var meta []byte
-	if cfg.Restore && len(cks) > 0 {
-		if w.backend, meta, err = state.Restore(cks[len(cks)-1], live, opts); err != nil {
+	if newest != "" {
+		if w.backend, meta, err = state.Restore(newest, live, opts); err != nil {
 			return nil, err
 		}
-		w.cks = len(cks)
 	} else if w.backend, err = state.Open(live, opts); err != nil {
 		return nil, err
 	}
 	if w.store, err = newStateStore(w.backend, q); err == nil && meta != nil {
-		err = w.restoreMeta(cks[len(cks)-1], meta)
+		err = w.restoreMeta(newest, meta)
 	}
 	if err != nil {
 		w.backend.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// newestCheckpoint returns worker i's newest complete checkpoint in dir
+// ("" if it has none) and its number. A checkpoint is renamed into place
+// whole (state.Backend.Checkpoint); a directory of the name without its
+// store's manifest, which only a crash during a checkpoint of an earlier
+// version leaves, is removed.
+func newestCheckpoint(dir string, i int) (string, int, error) {
+	names, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("ck-%d-*", i)))
+	if err != nil {
+		return "", 0, err
+	}
+	newest, n := "", 0
+	for _, name := range names {
+		var k int
+		if _, err := fmt.Sscanf(filepath.Base(name), fmt.Sprintf("ck-%d-%%d", i), &k); err != nil {
+			continue
+		}
+		if !state.IsCheckpoint(name) {
+			if err := os.RemoveAll(name); err != nil {
+				return "", 0, fmt.Errorf("nexmark: removing the incomplete checkpoint %s: %w", name, err)
+			}
+			continue
+		}
+		if k > n {
+			newest, n = name, k
+		}
+	}
+	return newest, n, nil
 }
 
 // Run runs a query over the generated events on cfg.Parallelism workers.

@@ -58,12 +58,15 @@ func (mb *MiniBatch) wantKey(k []byte) {
 // Load reads every key wanted since the last Load that the batch does not
 // know yet, in one kv.MultiGet.
 func (mb *MiniBatch) Load() error {
+	if mb.b.closed.Load() {
+		return ErrClosed
+	}
 	if len(mb.wantKeys) == 0 {
 		return nil
 	}
 	vals, found, err := mb.b.db.MultiGet(mb.wantKeys)
 	if err != nil {
-		return fmt.Errorf("state: load: %w", err)
+		return fmt.Errorf("state: load: %w", mb.b.wrapClosed(err))
 	}
 	mb.b.multiGets.Add(1)
 	mb.b.read.Add(uint64(len(mb.wantKeys)))
@@ -82,16 +85,21 @@ func (mb *MiniBatch) Load() error {
 // get returns the payload stored under k as the batch sees it.
 func (mb *MiniBatch) get(k []byte) ([]byte, bool, error) {
 	e := mb.seen[string(k)]
-	if e != nil {
+	switch {
+	case e != nil:
 		mb.b.hits.Add(1)
-	} else {
+	case mb.b.closed.Load():
+		return nil, false, ErrClosed
+	case mb.b.opts.StrictReads:
+		return nil, false, fmt.Errorf("%w: key %x", ErrNotWanted, k)
+	default:
 		mb.b.unplanned.Add(1)
 		v, err := mb.b.db.Get(k)
 		switch {
 		case errors.Is(err, kv.ErrNotFound):
 			e = &entry{}
 		case err != nil:
-			return nil, false, fmt.Errorf("state: get: %w", err)
+			return nil, false, fmt.Errorf("state: get: %w", mb.b.wrapClosed(err))
 		default:
 			e = &entry{stored: v}
 		}
@@ -106,13 +114,16 @@ func (mb *MiniBatch) get(k []byte) ([]byte, bool, error) {
 	}
 	if expires != 0 && expires <= mb.now {
 		mb.b.expired.Add(1)
-		mb.del(k) // expired state leaves the disk as it is met
-		return nil, false, nil
+		// Expired state leaves the disk as it is met.
+		return nil, false, mb.del(k)
 	}
 	return payload, true, nil
 }
 
-func (mb *MiniBatch) write(k []byte, stored []byte) {
+func (mb *MiniBatch) write(k []byte, stored []byte) error {
+	if mb.b.closed.Load() {
+		return ErrClosed
+	}
 	s := string(k)
 	e := mb.seen[s]
 	if e == nil {
@@ -123,21 +134,25 @@ func (mb *MiniBatch) write(k []byte, stored []byte) {
 		mb.order = append(mb.order, s)
 	}
 	e.stored, e.written = stored, true
+	return nil
 }
 
-func (mb *MiniBatch) put(k []byte, ttl int64, payload []byte) {
+func (mb *MiniBatch) put(k []byte, ttl int64, payload []byte) error {
 	var expires int64
 	if ttl > 0 {
 		expires = mb.now + ttl
 	}
-	mb.write(k, encodeValue(expires, payload))
+	return mb.write(k, encodeValue(expires, payload))
 }
 
-func (mb *MiniBatch) del(k []byte) { mb.write(k, nil) }
+func (mb *MiniBatch) del(k []byte) error { return mb.write(k, nil) }
 
 // Commit writes every put and delete of the batch in one kv.Batch, atomic,
 // then resets the batch.
 func (mb *MiniBatch) Commit() error {
+	if mb.b.closed.Load() {
+		return ErrClosed
+	}
 	if len(mb.order) > 0 {
 		var b kv.Batch
 		for _, s := range mb.order {
@@ -148,7 +163,7 @@ func (mb *MiniBatch) Commit() error {
 			}
 		}
 		if err := mb.b.db.Write(&b); err != nil {
-			return fmt.Errorf("state: commit: %w", err)
+			return fmt.Errorf("state: commit: %w", mb.b.wrapClosed(err))
 		}
 		mb.b.commits.Add(1)
 		mb.b.writes.Add(uint64(len(mb.order)))
@@ -160,6 +175,9 @@ func (mb *MiniBatch) Commit() error {
 // scanPrefix returns, sorted by key, the stored entries under prefix as the
 // batch sees them: the store's, overlaid with the batch's writes.
 func (mb *MiniBatch) scanPrefix(prefix []byte) ([][2][]byte, error) {
+	if mb.b.closed.Load() {
+		return nil, ErrClosed
+	}
 	merged := map[string][]byte{}
 	it := mb.b.db.NewIterator(prefix, prefixEnd(prefix))
 	for it.Next() {

@@ -13,11 +13,11 @@ type desc struct {
 	ttl int64 // ns, 0: none
 }
 
-func (b *Backend) desc(name string, ttl time.Duration) (desc, error) {
+func (b *Backend) desc(name string, kind Kind, ttl time.Duration) (desc, error) {
 	if ttl < 0 {
 		return desc{}, fmt.Errorf("state: %q: negative TTL %s", name, ttl)
 	}
-	id, err := b.register(name)
+	id, err := b.register(name, kind, ttl)
 	return desc{b: b, id: id, ttl: int64(ttl)}, err
 }
 
@@ -42,21 +42,23 @@ type ReducingState struct {
 }
 
 // Value returns the value state called name (the same one every time);
-// ttl > 0 makes its entries expire ttl after their last write.
+// ttl > 0 makes its entries expire ttl after their last write. A name is
+// one state for the life of the backend and its checkpoints: registering
+// it again as another kind or with another TTL is ErrIncompatible.
 func (b *Backend) Value(name string, ttl time.Duration) (*ValueState, error) {
-	d, err := b.desc(name, ttl)
+	d, err := b.desc(name, KindValue, ttl)
 	return &ValueState{d}, err
 }
 
 // Map returns the map state called name.
 func (b *Backend) Map(name string, ttl time.Duration) (*MapState, error) {
-	d, err := b.desc(name, ttl)
+	d, err := b.desc(name, KindMap, ttl)
 	return &MapState{d}, err
 }
 
 // List returns the list state called name.
 func (b *Backend) List(name string, ttl time.Duration) (*ListState, error) {
-	d, err := b.desc(name, ttl)
+	d, err := b.desc(name, KindList, ttl)
 	return &ListState{d}, err
 }
 
@@ -66,7 +68,7 @@ func (b *Backend) Reducing(name string, ttl time.Duration, reduce func(acc, v []
 	if reduce == nil {
 		return nil, fmt.Errorf("state: reducing state %q without a reduce function", name)
 	}
-	d, err := b.desc(name, ttl)
+	d, err := b.desc(name, KindReducing, ttl)
 	return &ReducingState{d, reduce}, err
 }
 
@@ -79,12 +81,12 @@ func (s *ValueState) Get(mb *MiniBatch, key, ns []byte) ([]byte, bool, error) {
 }
 
 // Put sets the value of (key, ns).
-func (s *ValueState) Put(mb *MiniBatch, key, ns, value []byte) {
-	mb.put(s.key(key, ns), s.ttl, value)
+func (s *ValueState) Put(mb *MiniBatch, key, ns, value []byte) error {
+	return mb.put(s.key(key, ns), s.ttl, value)
 }
 
 // Clear removes (key, ns).
-func (s *ValueState) Clear(mb *MiniBatch, key, ns []byte) { mb.del(s.key(key, ns)) }
+func (s *ValueState) Clear(mb *MiniBatch, key, ns []byte) error { return mb.del(s.key(key, ns)) }
 
 func (s *MapState) entryKey(key, ns, userKey []byte) []byte {
 	return append(s.key(key, ns), userKey...)
@@ -101,13 +103,13 @@ func (s *MapState) Get(mb *MiniBatch, key, ns, userKey []byte) ([]byte, bool, er
 }
 
 // Put sets userKey in the map of (key, ns).
-func (s *MapState) Put(mb *MiniBatch, key, ns, userKey, value []byte) {
-	mb.put(s.entryKey(key, ns, userKey), s.ttl, value)
+func (s *MapState) Put(mb *MiniBatch, key, ns, userKey, value []byte) error {
+	return mb.put(s.entryKey(key, ns, userKey), s.ttl, value)
 }
 
 // Delete removes userKey from the map of (key, ns).
-func (s *MapState) Delete(mb *MiniBatch, key, ns, userKey []byte) {
-	mb.del(s.entryKey(key, ns, userKey))
+func (s *MapState) Delete(mb *MiniBatch, key, ns, userKey []byte) error {
+	return mb.del(s.entryKey(key, ns, userKey))
 }
 
 // Iterate calls fn with every entry of the map of (key, ns), in user-key
@@ -127,7 +129,9 @@ func (s *MapState) Iterate(mb *MiniBatch, key, ns []byte, fn func(userKey, value
 		}
 		if expires != 0 && expires <= mb.now {
 			mb.b.expired.Add(1)
-			mb.del(e[0])
+			if err := mb.del(e[0]); err != nil {
+				return err
+			}
 			continue
 		}
 		if !fn(bytes.TrimPrefix(e[0], prefix), payload) {
@@ -145,7 +149,9 @@ func (s *MapState) Clear(mb *MiniBatch, key, ns []byte) error {
 		return err
 	}
 	for _, e := range entries {
-		mb.del(e[0])
+		if err := mb.del(e[0]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -173,12 +179,11 @@ func (s *ListState) Add(mb *MiniBatch, key, ns, item []byte) error {
 	if err != nil {
 		return err
 	}
-	mb.put(k, s.ttl, appendListItem(bytes.Clone(payload), item))
-	return nil
+	return mb.put(k, s.ttl, appendListItem(bytes.Clone(payload), item))
 }
 
 // Clear removes the list of (key, ns).
-func (s *ListState) Clear(mb *MiniBatch, key, ns []byte) { mb.del(s.key(key, ns)) }
+func (s *ListState) Clear(mb *MiniBatch, key, ns []byte) error { return mb.del(s.key(key, ns)) }
 
 // Want declares that this batch will read the reduction of (key, ns).
 func (s *ReducingState) Want(mb *MiniBatch, key, ns []byte) { mb.wantKey(s.key(key, ns)) }
@@ -200,9 +205,8 @@ func (s *ReducingState) Add(mb *MiniBatch, key, ns, v []byte) error {
 	if ok {
 		next = s.reduce(bytes.Clone(acc), v)
 	}
-	mb.put(k, s.ttl, next)
-	return nil
+	return mb.put(k, s.ttl, next)
 }
 
 // Clear removes the reduction of (key, ns).
-func (s *ReducingState) Clear(mb *MiniBatch, key, ns []byte) { mb.del(s.key(key, ns)) }
+func (s *ReducingState) Clear(mb *MiniBatch, key, ns []byte) error { return mb.del(s.key(key, ns)) }

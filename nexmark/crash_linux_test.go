@@ -1,0 +1,100 @@
+package nexmark
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringstore/ringstore/internal/testchild"
+	"github.com/ringstore/ringstore/internal/testdir"
+)
+
+const (
+	crashDirEnv   = "RINGSTORE_NEXMARK_CRASH_DIR"
+	crashQueryEnv = "RINGSTORE_NEXMARK_CRASH_QUERY"
+	crashEvents   = 60_000
+)
+
+// crashConfig is the run the child makes and the parent restores: a
+// checkpoint of each worker every 300 of its events, so a kill often lands
+// in one.
+func crashConfig(dir, query string) RunConfig {
+	return RunConfig{Query: query, Events: crashEvents, Batch: 100, Checkpoint: 300, Dir: dir, Cache: 256 << 10, Gen: GenConfig{Rate: 1000}}
+}
+
+// TestCrashChild is the child of TestKilledAtRandom: it runs a query with
+// checkpoints until it is killed (after the run it waits to be).
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv(crashDirEnv)
+	if dir == "" {
+		t.Skip("the child of TestKilledAtRandom")
+	}
+	rep := &testchild.Reporter{}
+	rep.Line("R")
+	if _, err := Run(crashConfig(dir, os.Getenv(crashQueryEnv))); err != nil {
+		os.Exit(rep.Fail("%v", err))
+	}
+	rep.Line("D")
+	time.Sleep(time.Hour)
+}
+
+type crashReport struct {
+	ready, done bool
+	failed      string
+}
+
+func (r *crashReport) Ready() bool    { return r.ready }
+func (r *crashReport) Failed() string { return r.failed }
+func (r *crashReport) Parse(line string) error {
+	switch {
+	case line == "R":
+		r.ready = true
+	case line == "D":
+		r.done = true
+	case strings.HasPrefix(line, "E "):
+		r.failed = line
+	default:
+		return fmt.Errorf("a report line %q", line)
+	}
+	return nil
+}
+
+// TestKilledAtRandom: a process running a query with checkpoints is
+// killed (SIGKILL) at a random moment — in a checkpoint, between them,
+// before the first, after the end — and a restore from what it left ends
+// with exactly the SQL's rows.
+func TestKilledAtRandom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes")
+	}
+	evs := make([]Event, crashEvents)
+	gen := crashConfig("", "").Gen
+	for id := range evs {
+		evs[id] = gen.Generate(int64(id))
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	queries := []string{"q3", "q11", "q17", "q18", "q20", "q7", "q9"}
+	for cycle := range 2 * len(queries) {
+		query := queries[cycle%len(queries)]
+		dir := testdir.Direct(t)
+		delay := time.Duration(rng.IntN(700)) * time.Millisecond
+		r := &crashReport{}
+		what := fmt.Sprintf("cycle %d (%s, killed after %s)", cycle, query, delay)
+		testchild.RunKilled(t, what, "^TestCrashChild$", []string{crashDirEnv + "=" + dir, crashQueryEnv + "=" + query}, r, delay, time.Minute)
+		cfg := crashConfig(dir, query)
+		cfg.Restore = true
+		res, err := Run(cfg)
+		if err != nil {
+			t.Fatalf("%s: restore: %v", what, err)
+		}
+		var want Sink
+		evalSQL(query, evs, &want)
+		if res.Sink != want {
+			t.Errorf("%s: after the restore %s, SQL %s", what, res.Sink.Checksum(), want.Checksum())
+		}
+		t.Logf("%s: restored, run %s", what, map[bool]string{true: "had ended", false: "was cut"}[r.done])
+	}
+}
