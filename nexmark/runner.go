@@ -97,6 +97,7 @@ func (s *stateStore) load() error {
 	s.loadTime += time.Since(t)
 	return err
 }
+
 // commit writes the batch, or returns the first error a write without
 // an error result of its own (Put, Delete) met.
 func (s *stateStore) commit() error {
@@ -127,7 +128,9 @@ func (s *stateStore) Get(name string, key []byte) ([]byte, bool, error) {
 	return s.values[name].Get(s.mb, key, nil)
 }
 
-func (s *stateStore) Put(name string, key, value []byte) { s.keep(s.values[name].Put(s.mb, key, nil, value)) }
+func (s *stateStore) Put(name string, key, value []byte) {
+	s.keep(s.values[name].Put(s.mb, key, nil, value))
+}
 
 func (s *stateStore) Delete(name string, key []byte) {
 	if v := s.values[name]; v != nil {

@@ -110,8 +110,8 @@ func decodeRegistration(v []byte) (registration, bool) {
 
 // Backend is the keyed state of one subtask.
 type Backend struct {
-	db    *kv.DB
-	opts  Options
+	db     *kv.DB
+	opts   Options
 	dir    string
 	closed atomic.Bool
 	mu     sync.Mutex
