@@ -135,12 +135,25 @@ func channelKey(e Event) (int64, bool) {
 	if e.Kind != KindBid {
 		return 0, false
 	}
-	h := fnv.New64a()
-	h.Write([]byte(e.Bid.Channel))
-	return int64(h.Sum64()), true
+	return channelHash(e.Bid.Channel), true
 }
 
-func chdayGroup(b *Bid) []byte { return []byte(b.Channel + "|" + dayOf(b.DateTime)) }
+func channelHash(channel string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(channel))
+	return int64(h.Sum64())
+}
+
+// dayGroup and chdayGroup are the state keys of q15's and q16's groups:
+// the partition key (the day's number; the channel's hash), then the
+// group's columns.
+func dayGroup(b *Bid) []byte {
+	return append(i64(b.DateTime/86_400_000), dayOf(b.DateTime)...)
+}
+
+func chdayGroup(b *Bid) []byte {
+	return append(append(append(i64(channelHash(b.Channel)), b.Channel...), '|'), dayOf(b.DateTime)...)
+}
 
 func init() {
 	// q15: per day (DATE_FORMAT 'yyyy-MM-dd'), the bids and the distinct
@@ -148,15 +161,14 @@ func init() {
 	// one worker holds a day's state.
 	Queries["q15"] = Query{Name: "q15", Stateful: true, States: map[string]bool{"day": false, "day-seen": false},
 		Keys:  oneKey(dayKey),
-		Wants: func(e Event, _ int64, s Store) { wantDistinct("day", []byte(dayOf(e.Bid.DateTime)), e.Bid, s) },
+		Wants: func(e Event, _ int64, s Store) { wantDistinct("day", dayGroup(e.Bid), e.Bid, s) },
 		Process: func(e Event, _ int64, s Store, out *Out) error {
-			day := dayOf(e.Bid.DateTime)
-			c, _, err := countDistinct("day", []byte(day), e.Bid, s, false)
+			c, _, err := countDistinct("day", dayGroup(e.Bid), e.Bid, s, false)
 			if err != nil {
 				return err
 			}
 			var r row
-			out.emitRow(r.str(day).counts(c))
+			out.emitRow(r.str(dayOf(e.Bid.DateTime)).counts(c))
 			return nil
 		}}
 	// q16: the same per channel and day, with the group's latest minute

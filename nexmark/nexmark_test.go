@@ -3,6 +3,8 @@ package nexmark
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -254,5 +256,114 @@ func TestQueriesMatchSQLOnEdges(t *testing.T) {
 		if res.Sink != want {
 			t.Errorf("%s: runner %s, SQL %s", name, res.Sink.Checksum(), want.Checksum())
 		}
+	}
+}
+
+// TestRescale: a run stopped mid-way with one parallelism and restored
+// with another (4→2, 4→8, 3→5) — each new worker taking its key groups
+// from the old workers' checkpoints, their positions, timers and rows —
+// ends with exactly the SQL's rows, for every query the runner
+// checkpoints; and a second stop and restore after the rescale, back to
+// the first parallelism, too.
+func TestRescale(t *testing.T) {
+	rg := sqlRegimes[1]
+	events := int64(12_000)
+	evs := make([]Event, events)
+	for id := range evs {
+		evs[id] = rg.gen.Generate(int64(id))
+	}
+	for _, scale := range [][2]int{{4, 2}, {4, 8}, {3, 5}} {
+		for _, name := range QueryNames() {
+			q := Queries[name]
+			if !q.Stateful || q.Final != nil {
+				continue
+			}
+			t.Run(fmt.Sprintf("%d-to-%d/%s", scale[0], scale[1], name), func(t *testing.T) {
+				var want Sink
+				evalSQL(name, evs, &want)
+				cfg := RunConfig{Query: name, Events: events, Parallelism: scale[0], Batch: 100, Checkpoint: 700, Dir: testdir.Direct(t), Cache: 256 << 10, Gen: rg.gen}
+				cfg.StopAt = events / 2
+				if _, err := Run(cfg); err != nil {
+					t.Fatal(err)
+				}
+				cfg.Parallelism, cfg.Restore, cfg.StopAt = scale[1], true, events*4/5
+				if _, err := Run(cfg); err != nil {
+					t.Fatalf("rescaled: %v", err)
+				}
+				cfg.Parallelism, cfg.StopAt = scale[0], 0
+				res, err := Run(cfg)
+				if err != nil {
+					t.Fatalf("scaled back: %v", err)
+				}
+				if res.Sink != want {
+					t.Errorf("after the rescale and back %s, SQL %s", res.Sink.Checksum(), want.Checksum())
+				}
+			})
+		}
+	}
+}
+
+// FuzzDecodeCheckpointMeta: no input panics or reads past its end, and
+// what decodes encodes to the same bytes.
+func FuzzDecodeCheckpointMeta(f *testing.F) {
+	var tm Timers
+	tm.Timer(7, []byte("01234567ns"))
+	m := checkpointMeta{sink: Sink{Rows: 3, Sum: 4, Xor: 5}, wm: -9, parallelism: 4, worker: 1, keyGroups: 128,
+		from: []groupFrom{{32, 40, 100}, {41, 63, 250}}, timers: &tm}
+	f.Add(m.encode())
+	f.Add([]byte("nxck"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeCheckpointMeta(b)
+		if err != nil {
+			return
+		}
+		if again := m.encode(); !bytes.Equal(again, b) {
+			t.Fatalf("%x decodes to %+v, which encodes to %x", b, m, again)
+		}
+	})
+}
+
+// TestIncompleteGenerationIgnored: a rescale cut short (a new generation
+// without a checkpoint of every worker) is removed, and the restore takes
+// the generation before it; directories without a manifest are removed.
+func TestIncompleteGenerationIgnored(t *testing.T) {
+	dir := testdir.Direct(t)
+	cfg := RunConfig{Query: "q17", Events: 6000, Parallelism: 2, Batch: 100, Checkpoint: 500, Dir: dir, Cache: 256 << 10, Gen: GenConfig{Rate: 1000}, StopAt: 3000}
+	if _, err := Run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	// Generation 1 of parallelism 3 with worker 0's checkpoint only, as a
+	// crash in the middle of a rescale leaves it; and a manifest-less one.
+	g, err := findCheckpoints(dir)
+	if err != nil || g == nil || g.gen != 0 || g.parallelism != 2 {
+		t.Fatalf("generation %+v, %v", g, err)
+	}
+	fake := checkpointName(dir, 1, 3, 0, 1)
+	if err := os.CopyFS(fake, os.DirFS(g.newest[0])); err != nil {
+		t.Fatal(err)
+	}
+	torn := checkpointName(dir, 0, 2, 1, 99)
+	if err := os.Mkdir(torn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, err = findCheckpoints(dir)
+	if err != nil || g == nil || g.gen != 0 || g.parallelism != 2 {
+		t.Fatalf("with an incomplete generation 1: generation %+v, %v", g, err)
+	}
+	for _, p := range []string{fake, torn} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", filepath.Base(p), err)
+		}
+	}
+	var want Sink
+	evs := make([]Event, 6000)
+	for id := range evs {
+		evs[id] = cfg.Gen.Generate(int64(id))
+	}
+	evalSQL("q17", evs, &want)
+	cfg.StopAt, cfg.Restore, cfg.Parallelism = 0, true, 3
+	res, err := Run(cfg)
+	if err != nil || res.Sink != want {
+		t.Errorf("restored into 3 workers: %s, %v; SQL %s", res.Sink.Checksum(), err, want.Checksum())
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -77,9 +77,14 @@ type stateStore struct {
 
 func newStateStore(b *state.Backend, q Query) (*stateStore, error) {
 	s := &stateStore{mb: b.NewMiniBatch(), values: map[string]*state.ValueState{}, lists: map[string]*state.ListState{}}
-	for name, isList := range q.States {
+	names := make([]string, 0, len(q.States))
+	for name := range q.States {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
 		var err error
-		if isList {
+		if q.States[name] {
 			s.lists[name], err = b.List(q.Name+"/"+name, 0)
 		} else {
 			s.values[name], err = b.Value(q.Name+"/"+name, 0)
@@ -89,6 +94,16 @@ func newStateStore(b *state.Backend, q Query) (*stateStore, error) {
 		}
 	}
 	return s, nil
+}
+
+// split is a state key as package state takes it: its first 8 bytes, the
+// partition key, are state's key (they place it in a key group) and the
+// rest its namespace.
+func split(key []byte) (k, ns []byte, err error) {
+	if len(key) < 8 {
+		return nil, nil, fmt.Errorf("%w: %x", errShortKey, key)
+	}
+	return key[:8], key[8:], nil
 }
 
 func (s *stateStore) load() error {
@@ -117,35 +132,59 @@ func (s *stateStore) keep(err error) {
 func (s *stateStore) timers() *Timers { return &s.Timers }
 
 func (s *stateStore) Want(name string, key []byte) {
-	if v := s.values[name]; v != nil {
-		v.Want(s.mb, key, nil)
-	} else {
-		s.lists[name].Want(s.mb, key, nil)
+	k, ns, err := split(key)
+	switch {
+	case err != nil:
+		s.keep(err)
+	case s.values[name] != nil:
+		s.values[name].Want(s.mb, k, ns)
+	default:
+		s.lists[name].Want(s.mb, k, ns)
 	}
 }
 
 func (s *stateStore) Get(name string, key []byte) ([]byte, bool, error) {
-	return s.values[name].Get(s.mb, key, nil)
+	k, ns, err := split(key)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.values[name].Get(s.mb, k, ns)
 }
 
 func (s *stateStore) Put(name string, key, value []byte) {
-	s.keep(s.values[name].Put(s.mb, key, nil, value))
+	k, ns, err := split(key)
+	if err == nil {
+		err = s.values[name].Put(s.mb, k, ns, value)
+	}
+	s.keep(err)
 }
 
 func (s *stateStore) Delete(name string, key []byte) {
-	if v := s.values[name]; v != nil {
-		s.keep(v.Clear(s.mb, key, nil))
-	} else {
-		s.keep(s.lists[name].Clear(s.mb, key, nil))
+	k, ns, err := split(key)
+	switch {
+	case err != nil:
+	case s.values[name] != nil:
+		err = s.values[name].Clear(s.mb, k, ns)
+	default:
+		err = s.lists[name].Clear(s.mb, k, ns)
 	}
+	s.keep(err)
 }
 
 func (s *stateStore) List(name string, key []byte) ([][]byte, error) {
-	return s.lists[name].Get(s.mb, key, nil)
+	k, ns, err := split(key)
+	if err != nil {
+		return nil, err
+	}
+	return s.lists[name].Get(s.mb, k, ns)
 }
 
 func (s *stateStore) Append(name string, key, item []byte) error {
-	return s.lists[name].Add(s.mb, key, nil, item)
+	k, ns, err := split(key)
+	if err != nil {
+		return err
+	}
+	return s.lists[name].Add(s.mb, k, ns, item)
 }
 
 // Reference runs query q over events [0, events) with a MapStore. The
@@ -215,9 +254,16 @@ type RunConfig struct {
 	// StopAt ends the run after event StopAt-1 without a final checkpoint,
 	// as a crash would (0: run to Events).
 	StopAt int64
-	// Restore starts each worker from its newest checkpoint in Dir and
-	// replays the events after the position it recorded.
+	// Restore starts the workers from the newest checkpoints in Dir and
+	// replays the events after the positions they recorded. Checkpoints
+	// taken with another Parallelism are rescaled: each worker takes its
+	// key groups from them (checkpoint.go).
 	Restore bool
+	// KeyGroups is the number of key groups keys are hashed into, fixed
+	// for the life of the state; default 128. A worker owns a contiguous
+	// range of them (state.RangeForSubtask), so Parallelism can be at
+	// most KeyGroups.
+	KeyGroups int
 
 	source func(id int64) Event // tests: the events instead of Gen's
 }
@@ -259,12 +305,17 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.Memtable == 0 {
 		c.Memtable = 4 << 20
 	}
+	if c.KeyGroups == 0 {
+		c.KeyGroups = 128
+	}
 	q, ok := Queries[c.Query]
 	switch {
 	case !ok:
 		return c, fmt.Errorf("nexmark: unknown query %q (known: %v)", c.Query, QueryNames())
 	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0:
 		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d: each must be positive", c.Events, c.Parallelism, c.Batch, c.Checkpoint)
+	case c.KeyGroups > 0xFFFF || c.Parallelism > c.KeyGroups:
+		return c, fmt.Errorf("nexmark: parallelism %d over %d key groups: a worker needs at least one, and there are at most 65535", c.Parallelism, c.KeyGroups)
 	case q.Stateful && c.Dir == "":
 		return c, fmt.Errorf("nexmark: %s keeps state and needs a directory", c.Query)
 	case q.Final != nil && (c.Checkpoint > 0 || c.Restore):
@@ -276,27 +327,38 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	return c, nil
 }
 
-// partition places a key on a worker.
-func partition(key int64, workers int) int {
-	h := fnv.New32a()
-	h.Write(i64(key))
-	return int(h.Sum32() % uint32(workers))
+// keyGroupOf is the key group of partition key k: that of its 8 bytes,
+// the first 8 of every state and timer key of k.
+func keyGroupOf(k int64, keyGroups int) int {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(k))
+	return state.KeyGroup(b[:], keyGroups)
 }
 
-// worker is one subtask: its events in order, its state, its timers, its
-// sink.
+// worker is one subtask: the key groups it owns, its events in order, its
+// state, its timers, its sink.
 type worker struct {
-	i       int
-	q       Query
-	cfg     RunConfig
-	backend *state.Backend
-	store   operatorStore
-	out     Out
-	from    int64 // the first event id it processes (after a restore)
-	wm      int64 // the watermark it has reached
-	seen    int64 // its events since the last checkpoint
-	cks     int
+	i         int
+	q         Query
+	cfg       RunConfig
+	keyGroups int
+	rng       state.KeyGroupRange
+	eng       *ioengine.Engine // its own, inline: one hot caller
+	backend   *state.Backend
+	store     operatorStore
+	out       Out
+	// from is, per key group of rng, the first event id the worker
+	// processes (after a restore; 0 otherwise). Immutable once the run
+	// starts: the source reads it.
+	from     []int64
+	wm       int64   // the watermark it has reached
+	seen     int64   // its events since the last checkpoint
+	gen, cks int     // its checkpoints' generation and the number of the last
+	restored *Timers // the timers a restore gathered, until the store takes them
 }
+
+// takes says whether the worker processes event id of key group g.
+func (w *worker) takes(id int64, g int) bool { return id >= w.from[g-w.rng.First] }
 
 // batchMsg is what the source sends a worker: events in order, each with
 // the key it is processed under, then the watermark they bring (no later
@@ -310,39 +372,6 @@ type batchMsg struct {
 type keyedEvent struct {
 	Event
 	key int64
-}
-
-// checkpoint writes the worker's state with its position (the next event
-// id), its sink, its watermark and its timers, so a restore resumes
-// exactly: meta is next, rows, sum, xor, watermark (8 bytes each, big
-// endian), then the timers as Timers.Encode writes them.
-func (w *worker) checkpoint(next int64) error {
-	meta := binary.BigEndian.AppendUint64(nil, uint64(next))
-	meta = binary.BigEndian.AppendUint64(meta, w.out.Rows)
-	meta = binary.BigEndian.AppendUint64(meta, w.out.Sum)
-	meta = binary.BigEndian.AppendUint64(meta, w.out.Xor)
-	meta = binary.BigEndian.AppendUint64(meta, uint64(w.wm))
-	meta = w.store.timers().Encode(meta)
-	w.cks++
-	return w.backend.Checkpoint(filepath.Join(w.cfg.Dir, fmt.Sprintf("ck-%d-%06d", w.i, w.cks)), meta)
-}
-
-// restoreMeta reads what checkpoint wrote.
-func (w *worker) restoreMeta(name string, meta []byte) error {
-	if len(meta) < 40 {
-		return fmt.Errorf("nexmark: checkpoint %s: meta of %d bytes, want at least 40", name, len(meta))
-	}
-	u := func(i int) uint64 { return binary.BigEndian.Uint64(meta[8*i:]) }
-	timers, rest, err := DecodeTimers(meta[40:])
-	if err != nil {
-		return fmt.Errorf("nexmark: checkpoint %s: %w", name, err)
-	}
-	if len(rest) != 0 {
-		return fmt.Errorf("nexmark: checkpoint %s: %d bytes after the timers", name, len(rest))
-	}
-	w.from, w.out.Sink, w.wm = int64(u(0)), Sink{Rows: u(1), Sum: u(2), Xor: u(3)}, int64(u(4))
-	*w.store.timers() = *timers
-	return nil
 }
 
 // process runs a message: the events' reads in one load, their writes in
@@ -373,74 +402,62 @@ func (w *worker) process(m batchMsg) error {
 	return nil
 }
 
-// openWorker opens (or restores) worker i's state on eng, the engine all
-// workers share.
-func openWorker(i int, q Query, cfg RunConfig, eng *ioengine.Engine) (*worker, error) {
-	w := &worker{i: i, q: q, cfg: cfg, wm: math.MinInt64}
+// openWorker opens (or restores, from generation g) worker i's state.
+func openWorker(i int, q Query, cfg RunConfig, g *generation) (*worker, error) {
+	w := &worker{i: i, q: q, cfg: cfg, keyGroups: cfg.KeyGroups, rng: state.RangeForSubtask(i, cfg.Parallelism, cfg.KeyGroups), wm: math.MinInt64}
+	w.from = make([]int64, w.rng.Last-w.rng.First+1)
 	if !q.Stateful {
 		w.store = NewMapStore()
 		return w, nil
 	}
-	opts := state.Options{KV: kv.Options{Engine: eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable, Logf: func(string, ...any) {}}}
-	live := filepath.Join(cfg.Dir, fmt.Sprintf("worker-%d", i))
+	// Each worker has its own engine, inline on io_uring: a worker whose
+	// Load misses the cache submits its reads and waits for them on its
+	// own thread, with no hand-off to a ring goroutine and back.
 	var err error
-	var newest string
+	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, Logf: func(string, ...any) {}}); err != nil {
+		return nil, fmt.Errorf("nexmark: %w", err)
+	}
+	opts := state.Options{MaxKeyGroups: cfg.KeyGroups, KV: kv.Options{Engine: w.eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable, Logf: func(string, ...any) {}}}
+	live := filepath.Join(cfg.Dir, fmt.Sprintf("worker-%d", i))
 	if cfg.Restore {
 		// What the crash left in the live directory is not used: the state
-		// is the newest complete checkpoint's (none: the worker starts
-		// over).
-		if err := os.RemoveAll(live); err != nil {
-			return nil, err
-		}
-		if newest, w.cks, err = newestCheckpoint(cfg.Dir, i); err != nil {
-			return nil, err
+		// is the checkpoints'.
+		if err = os.RemoveAll(live); err == nil && g != nil {
+			err = w.restoreWorker(g, live, opts)
 		}
 	}
-	var meta []byte
-	if newest != "" {
-		if w.backend, meta, err = state.Restore(newest, live, opts); err != nil {
-			return nil, err
-		}
-	} else if w.backend, err = state.Open(live, opts); err != nil {
-		return nil, err
+	if err == nil && w.backend == nil {
+		w.backend, err = state.Open(live, opts)
 	}
-	if w.store, err = newStateStore(w.backend, q); err == nil && meta != nil {
-		err = w.restoreMeta(newest, meta)
+	if err == nil {
+		w.store, err = newStateStore(w.backend, q)
+	}
+	if err == nil && w.restored != nil {
+		*w.store.timers() = *w.restored
+		w.restored = nil
+		if w.gen > 0 && w.cks == 0 {
+			// Rescaled: checkpoint at once, so the new generation is whole
+			// before the workers make progress.
+			err = w.checkpoint(0)
+		}
 	}
 	if err != nil {
-		w.backend.Close()
+		w.close()
 		return nil, err
 	}
 	return w, nil
 }
 
-// newestCheckpoint returns worker i's newest complete checkpoint in dir
-// ("" if it has none) and its number. A checkpoint is renamed into place
-// whole (state.Backend.Checkpoint); a directory of the name without its
-// store's manifest, which only a crash during a checkpoint of an earlier
-// version leaves, is removed.
-func newestCheckpoint(dir string, i int) (string, int, error) {
-	names, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("ck-%d-*", i)))
-	if err != nil {
-		return "", 0, err
+// close closes the worker's state and engine.
+func (w *worker) close() error {
+	var err error
+	if w.backend != nil {
+		err = w.backend.Close()
 	}
-	newest, n := "", 0
-	for _, name := range names {
-		var k int
-		if _, err := fmt.Sscanf(filepath.Base(name), fmt.Sprintf("ck-%d-%%d", i), &k); err != nil {
-			continue
-		}
-		if !state.IsCheckpoint(name) {
-			if err := os.RemoveAll(name); err != nil {
-				return "", 0, fmt.Errorf("nexmark: removing the incomplete checkpoint %s: %w", name, err)
-			}
-			continue
-		}
-		if k > n {
-			newest, n = name, k
-		}
+	if w.eng != nil {
+		err = errors.Join(err, w.eng.Close())
 	}
-	return newest, n, nil
+	return err
 }
 
 // Run runs a query over the generated events on cfg.Parallelism workers.
@@ -454,24 +471,17 @@ func Run(cfg RunConfig) (Result, error) {
 	if cfg.StopAt > 0 {
 		end = min(end, cfg.StopAt)
 	}
-	// One engine for every worker's store, inline on io_uring: a worker
-	// whose Load misses the cache submits its reads and waits for them on
-	// its own thread, with no hand-off to a ring goroutine and back. With
-	// the CPUs busy (the source, the operators), those hand-offs made the
-	// Loads of q17 over 1M events take 6.6 s on io_uring against 1.4 s on
-	// syscalls; inline, 1.1 s.
-	eng, err := ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, Logf: func(string, ...any) {}})
-	if err != nil {
-		return Result{}, fmt.Errorf("nexmark: %w", err)
+	var g *generation
+	if cfg.Restore && q.Stateful {
+		if g, err = findCheckpoints(cfg.Dir); err != nil {
+			return Result{}, err
+		}
 	}
-	defer eng.Close()
 	workers := make([]*worker, cfg.Parallelism)
 	for i := range workers {
-		if workers[i], err = openWorker(i, q, cfg, eng); err != nil {
+		if workers[i], err = openWorker(i, q, cfg, g); err != nil {
 			for _, w := range workers[:i] {
-				if w.backend != nil {
-					w.backend.Close()
-				}
+				w.close()
 			}
 			return Result{}, err
 		}
@@ -537,19 +547,24 @@ func Run(cfg RunConfig) (Result, error) {
 		source = cfg.source
 	}
 	var keys []int64
+	var to []int
 	for id := int64(0); id < end; id++ {
 		e := source(id)
 		wm := e.Time() - WatermarkLag
 		keys = q.Keys(e, keys[:0])
+		to = to[:0]
 		for _, k := range keys {
-			if p := partition(k, cfg.Parallelism); id >= workers[p].from { // before: in the worker's checkpoint
+			g := keyGroupOf(k, cfg.KeyGroups)
+			p := state.SubtaskForGroup(g, cfg.Parallelism, cfg.KeyGroups)
+			to = append(to, p)
+			if workers[p].takes(id, g) { // before: in the worker's checkpoint
 				pending[p] = append(pending[p], keyedEvent{e, k})
 			}
 		}
 		// A batch ends after all of an event's deliveries to the worker, so
 		// a checkpoint's position (the next event id) splits none.
-		for _, k := range keys {
-			if p := partition(k, cfg.Parallelism); len(pending[p]) >= cfg.Batch {
+		for _, p := range to {
+			if len(pending[p]) >= cfg.Batch {
 				chans[p] <- batchMsg{pending[p], wm}
 				pending[p], sent[p] = nil, wm
 			}
@@ -603,10 +618,10 @@ func Run(cfg RunConfig) (Result, error) {
 				res.CacheMisses += c.Misses
 			}
 			res.Backend = st.KV.Backend
-			// After a StopAt the restore starts from the checkpoints, not
-			// from what Close leaves in the live directory.
-			errs[i] = errors.Join(errs[i], w.backend.Close())
 		}
+		// After a StopAt the restore starts from the checkpoints, not from
+		// what Close leaves in the live directory.
+		errs[i] = errors.Join(errs[i], w.close())
 	}
 	if q.Stateful {
 		filepath.WalkDir(cfg.Dir, func(p string, d fs.DirEntry, err error) error {

@@ -71,14 +71,20 @@ func (t *Timers) due(wm int64) []timerKey {
 	return out
 }
 
-// Encode appends the timers set: a count, then each as ts (8 bytes), key
-// length (uvarint) and key, in (ts, key) order.
-func (t *Timers) Encode(b []byte) []byte {
+// all returns the timers set, in (ts, key) order.
+func (t *Timers) all() []timerKey {
 	keys := make([]timerKey, 0, len(t.set))
 	for k := range t.set {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return timerHeap(keys).Less(i, j) })
+	return keys
+}
+
+// Encode appends the timers set: a count, then each as ts (8 bytes), key
+// length (uvarint) and key, in (ts, key) order.
+func (t *Timers) Encode(b []byte) []byte {
+	keys := t.all()
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
 		b = binary.BigEndian.AppendUint64(b, uint64(k.ts))
