@@ -296,7 +296,7 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 	}
 	rep.Notes = append(notes,
 		fmt.Sprintf("Events: package nexmark's generator (the reference's rules: the 1:3:46 mix, hot auctions, bidders and sellers in batches of 100, 100 auctions in flight, 1,000 active people), %d events; %d workers (events routed by the query's key), mini-batches of %d events whose state reads are one kv.MultiGet per worker; each worker's state in its own store without a log, with a %d KiB block cache and a %d KiB memtable, so the state of the stateful queries lies mostly in tables several times the caches (state_vs_cache).", o.Events, o.Parallelism, o.Batch, o.Cache>>10, o.Memtable>>10),
-		"ON: RINGSTORE_IO_URING=true, the workers' stores on one inline io_uring engine (each Load's reads submitted and waited for on the worker's thread); OFF: RINGSTORE_IO_URING=false, pread. Each trial in a fresh process and a fresh directory; events/s counts every generated event (the source's generation is in both modes alike).",
+		"ON: RINGSTORE_IO_URING=true, each worker's store on an inline io_uring engine of its own (each Load's reads submitted and waited for on the worker's thread); OFF: RINGSTORE_IO_URING=false, pread. Each trial in a fresh process and a fresh directory; events/s counts every generated event (the source's generation is in both modes alike).",
 		"The queries package nexmark implements: 22 of the suite (every one but q6): q0, q1, q2, q10, q13, q14, q21, q22 stateless; q3, q4, q5, q7, q8, q9, q11, q12, q15–q20 on state.",
 	)
 	return rep, runErr
