@@ -24,8 +24,10 @@ import (
 //	| "nxck" | rows | sum | xor | watermark | parallelism | worker | keyGroups | nRanges |
 //	| 4 B    | 8 B  | 8 B | 8 B | 8 B       | 2 B         | 2 B    | 2 B       | 2 B    |
 //	+--------+------+-----+-----+-----------+-------------+--------+-----------+--------+
-//	then nRanges × [first group 2 B][last group 2 B][from 8 B], then the timers
-//	(Timers.Encode); big endian.
+//	then nRanges × [first group 2 B][last group 2 B][from 8 B]; big endian.
+//
+// The timers are state (state.TimerService): they are in the checkpoint
+// with the rest, and move with their key groups.
 //
 // The ranges give, for each key group of the worker's range, the first
 // event id it has not processed: every event of the group before it is in
@@ -39,7 +41,7 @@ import (
 // is rescaled into generation G+1: each new worker takes its key groups
 // from the checkpoints of the old workers whose ranges overlap its own
 // (state.RestoreKeyGroups), their positions per key group, their timers
-// of its groups, and the lowest of their watermarks; each old worker's
+// (with the state: timers are state), and the lowest of their watermarks; each old worker's
 // rows go to the new worker that holds its first key group. Every new
 // worker checkpoints at once, so a crash before all have leaves
 // generation G+1 incomplete and the next restore rescales from G again.
@@ -58,7 +60,6 @@ type checkpointMeta struct {
 	wm                             int64
 	parallelism, worker, keyGroups int
 	from                           []groupFrom
-	timers                         *Timers
 }
 
 func (m checkpointMeta) encode() []byte {
@@ -74,7 +75,7 @@ func (m checkpointMeta) encode() []byte {
 		b = binary.BigEndian.AppendUint16(b, uint16(r.last))
 		b = binary.BigEndian.AppendUint64(b, uint64(r.from))
 	}
-	return m.timers.Encode(b)
+	return b
 }
 
 // decodeCheckpointMeta reads what encode wrote, or says what is wrong.
@@ -103,14 +104,9 @@ func decodeCheckpointMeta(b []byte) (checkpointMeta, error) {
 		}
 		m.from = append(m.from, r)
 	}
-	timers, tail, err := DecodeTimers(rest[12*n:])
-	if err != nil {
-		return m, err
+	if tail := len(rest) - 12*n; tail != 0 {
+		return m, fmt.Errorf("a checkpoint meta with %d bytes after its key-group ranges", tail)
 	}
-	if len(tail) != 0 {
-		return m, fmt.Errorf("a checkpoint meta with %d bytes after its timers", len(tail))
-	}
-	m.timers = timers
 	return m, nil
 }
 
@@ -208,7 +204,6 @@ func findCheckpoints(dir string) (*generation, error) {
 // backend, per-group positions, sink, watermark and timers, and the
 // generation and number its next checkpoint takes.
 func (w *worker) restoreWorker(g *generation, live string, opts state.Options) error {
-	w.restored = &Timers{}
 	if g.parallelism == w.cfg.Parallelism {
 		w.gen, w.cks = g.gen, g.n[w.i]
 		name := g.newest[w.i]
@@ -234,7 +229,7 @@ func (w *worker) restoreWorker(g *generation, live string, opts state.Options) e
 		return nil
 	}
 	// A rescale: the old workers whose ranges overlap this one's.
-	w.gen, w.cks = g.gen+1, 0
+	w.gen, w.cks, w.rescaled = g.gen+1, 0, true
 	var sources []string
 	absent := false
 	for i := range g.parallelism {
@@ -276,9 +271,8 @@ func (w *worker) restoreWorker(g *generation, live string, opts state.Options) e
 	return nil
 }
 
-// takeMeta takes a checkpoint's positions, timers and watermark for the
-// worker's key groups (the lowest watermark of several), and its rows if
-// own.
+// takeMeta takes a checkpoint's positions for the worker's key groups,
+// its watermark (the lowest of several), and its rows if own.
 func (w *worker) takeMeta(m checkpointMeta, own bool) {
 	for g := w.rng.First; g <= w.rng.Last; g++ {
 		if r := state.RangeForSubtask(m.worker, m.parallelism, m.keyGroups); r.Contains(g) {
@@ -289,18 +283,13 @@ func (w *worker) takeMeta(m checkpointMeta, own bool) {
 		w.out.Sink.Add(m.sink)
 	}
 	w.wm = min(w.wm, m.wm)
-	for _, k := range m.timers.all() {
-		if w.rng.Contains(keyGroupOfStateKey([]byte(k.key), w.keyGroups)) {
-			w.restored.Timer(k.ts, []byte(k.key))
-		}
-	}
 }
 
 // checkpoint writes the worker's state with its positions (next, the
 // event id after its last, for every group not already past it), its
 // sink, its watermark and its timers.
 func (w *worker) checkpoint(next int64) error {
-	m := checkpointMeta{sink: w.out.Sink, wm: w.wm, parallelism: w.cfg.Parallelism, worker: w.i, keyGroups: w.keyGroups, timers: w.store.timers()}
+	m := checkpointMeta{sink: w.out.Sink, wm: w.wm, parallelism: w.cfg.Parallelism, worker: w.i, keyGroups: w.keyGroups}
 	for g := w.rng.First; g <= w.rng.Last; g++ {
 		from := max(next, w.from[g-w.rng.First])
 		if n := len(m.from); n > 0 && m.from[n-1].from == from {
@@ -311,15 +300,6 @@ func (w *worker) checkpoint(next int64) error {
 	}
 	w.cks++
 	return w.backend.Checkpoint(checkpointName(w.cfg.Dir, w.gen, w.cfg.Parallelism, w.i, w.cks), m.encode())
-}
-
-// keyGroupOfStateKey is the key group of a state or timer key: that of its
-// first 8 bytes, the partition key.
-func keyGroupOfStateKey(key []byte, keyGroups int) int {
-	if len(key) < 8 {
-		return state.KeyGroup(key, keyGroups)
-	}
-	return state.KeyGroup(key[:8], keyGroups)
 }
 
 // errShortKey: an operator used a state key that does not start with

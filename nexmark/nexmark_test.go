@@ -121,8 +121,8 @@ func TestFinalStageRefusesCheckpoints(t *testing.T) {
 	}
 }
 
-// TestTimers: timers fire once, in (time, key) order, not when deleted,
-// and survive Encode and DecodeTimers.
+// TestTimers: the in-memory timers fire once, in (time, key) order, not
+// when deleted.
 func TestTimers(t *testing.T) {
 	var tm Timers
 	tm.Timer(30, []byte("b"))
@@ -132,46 +132,16 @@ func TestTimers(t *testing.T) {
 	tm.Timer(20, []byte("gone"))
 	tm.DeleteTimer(20, []byte("gone"))
 	tm.Timer(50, []byte("late"))
-	back, rest, err := DecodeTimers(tm.Encode([]byte(nil)))
-	if err != nil || len(rest) != 0 || back.Len() != 4 {
-		t.Fatalf("decode: %d timers, %d bytes left, %v", back.Len(), len(rest), err)
+	var got []string
+	for _, k := range tm.due(40) {
+		got = append(got, fmt.Sprintf("%d %s", k.ts, k.key))
 	}
-	for _, x := range []*Timers{&tm, back} {
-		var got []string
-		for _, k := range x.due(40) {
-			got = append(got, fmt.Sprintf("%d %s", k.ts, k.key))
-		}
-		if want := []string{"10 z", "30 a", "30 b"}; !slices.Equal(got, want) {
-			t.Errorf("due at 40: %v, want %v", got, want)
-		}
-		if d := x.due(40); len(d) != 0 || x.Len() != 1 {
-			t.Errorf("fired again: %v; %d left", d, x.Len())
-		}
+	if want := []string{"10 z", "30 a", "30 b"}; !slices.Equal(got, want) {
+		t.Errorf("due at 40: %v, want %v", got, want)
 	}
-}
-
-// FuzzDecodeTimers: no input panics or reads past its end, and what
-// decodes encodes to bytes that decode to the same timers.
-func FuzzDecodeTimers(f *testing.F) {
-	var tm Timers
-	tm.Timer(1, []byte("k"))
-	tm.Timer(-5, nil)
-	f.Add(tm.Encode(nil))
-	f.Add([]byte{0xff, 0xff, 0xff})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, rest, err := DecodeTimers(b)
-		if err != nil {
-			return
-		}
-		if len(rest) > len(b) {
-			t.Fatalf("%d bytes left of %d", len(rest), len(b))
-		}
-		enc := got.Encode(nil)
-		again, _, err := DecodeTimers(enc)
-		if err != nil || !bytes.Equal(again.Encode(nil), enc) {
-			t.Fatalf("re-encoded timers do not decode the same: %v", err)
-		}
-	})
+	if d := tm.due(40); len(d) != 0 || tm.Len() != 1 {
+		t.Errorf("fired again: %v; %d left", d, tm.Len())
+	}
 }
 
 // edgeEvents is a generated stream (1,000 events/s) with the cases a
@@ -306,10 +276,8 @@ func TestRescale(t *testing.T) {
 // FuzzDecodeCheckpointMeta: no input panics or reads past its end, and
 // what decodes encodes to the same bytes.
 func FuzzDecodeCheckpointMeta(f *testing.F) {
-	var tm Timers
-	tm.Timer(7, []byte("01234567ns"))
 	m := checkpointMeta{sink: Sink{Rows: 3, Sum: 4, Xor: 5}, wm: -9, parallelism: 4, worker: 1, keyGroups: 128,
-		from: []groupFrom{{32, 40, 100}, {41, 63, 250}}, timers: &tm}
+		from: []groupFrom{{32, 40, 100}, {41, 63, 250}}}
 	f.Add(m.encode())
 	f.Add([]byte("nxck"))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -31,7 +31,8 @@ type operatorStore interface {
 	Store
 	load() error
 	commit() error
-	timers() *Timers
+	// due removes the timers at or before wm and returns them in order.
+	due(wm int64) ([]timerKey, error)
 }
 
 // Sink is the blackhole at the end of a query: it keeps the number of
@@ -151,9 +152,9 @@ func (q Query) timed() bool { return q.OnTimer != nil || q.Final != nil }
 // reads of a round's timers in one load, their writes in one commit.
 func (q Query) advance(s operatorStore, wm int64, out *Out) error {
 	for {
-		due := s.timers().due(wm)
-		if len(due) == 0 {
-			return nil
+		due, err := s.due(wm)
+		if err != nil || len(due) == 0 {
+			return err
 		}
 		if q.TimerWants != nil {
 			for _, t := range due {

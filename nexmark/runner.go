@@ -33,7 +33,7 @@ func (m *MapStore) Want(string, []byte) {}
 
 func (m *MapStore) load() error     { return nil }
 func (m *MapStore) commit() error   { return nil }
-func (m *MapStore) timers() *Timers { return &m.Timers }
+func (m *MapStore) due(wm int64) ([]timerKey, error) { return m.Timers.due(wm), nil }
 
 func (m *MapStore) Get(name string, key []byte) ([]byte, bool, error) {
 	v, ok := m.values[name][string(key)]
@@ -65,9 +65,10 @@ func (m *MapStore) Append(name string, key, item []byte) error {
 }
 
 // stateStore runs a query's operator on package state, one mini-batch at
-// a time.
+// a time; its timers are a state.TimerService, written with the batches
+// and checkpointed with the state.
 type stateStore struct {
-	Timers
+	svc      *state.TimerService
 	loadTime time.Duration // in load: the state's reads
 	err      error         // the first error of a Put or Delete, returned by commit
 	mb       *state.MiniBatch
@@ -92,6 +93,10 @@ func newStateStore(b *state.Backend, q Query) (*stateStore, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	if s.svc, err = b.Timers(q.Name + "/timers"); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -129,7 +134,30 @@ func (s *stateStore) keep(err error) {
 	}
 }
 
-func (s *stateStore) timers() *Timers { return &s.Timers }
+func (s *stateStore) due(wm int64) ([]timerKey, error) {
+	due, err := s.svc.Due(s.mb, wm)
+	out := make([]timerKey, len(due))
+	for i, t := range due {
+		out[i] = timerKey{t.TS, string(t.Key) + string(t.NS)}
+	}
+	return out, err
+}
+
+func (s *stateStore) Timer(ts int64, key []byte) {
+	k, ns, err := split(key)
+	if err == nil {
+		err = s.svc.Set(s.mb, ts, k, ns)
+	}
+	s.keep(err)
+}
+
+func (s *stateStore) DeleteTimer(ts int64, key []byte) {
+	k, ns, err := split(key)
+	if err == nil {
+		err = s.svc.Delete(s.mb, ts, k, ns)
+	}
+	s.keep(err)
+}
 
 func (s *stateStore) Want(name string, key []byte) {
 	k, ns, err := split(key)
@@ -353,8 +381,8 @@ type worker struct {
 	from     []int64
 	wm       int64   // the watermark it has reached
 	seen     int64   // its events since the last checkpoint
-	gen, cks int     // its checkpoints' generation and the number of the last
-	restored *Timers // the timers a restore gathered, until the store takes them
+	gen, cks int  // its checkpoints' generation and the number of the last
+	rescaled bool // restored from another parallelism's checkpoints
 }
 
 // takes says whether the worker processes event id of key group g.
@@ -432,14 +460,10 @@ func openWorker(i int, q Query, cfg RunConfig, g *generation) (*worker, error) {
 	if err == nil {
 		w.store, err = newStateStore(w.backend, q)
 	}
-	if err == nil && w.restored != nil {
-		*w.store.timers() = *w.restored
-		w.restored = nil
-		if w.gen > 0 && w.cks == 0 {
-			// Rescaled: checkpoint at once, so the new generation is whole
-			// before the workers make progress.
-			err = w.checkpoint(0)
-		}
+	if err == nil && w.rescaled {
+		// Checkpoint at once, so the new generation is whole before the
+		// workers make progress.
+		err = w.checkpoint(0)
 	}
 	if err != nil {
 		w.close()

@@ -2,17 +2,15 @@ package nexmark
 
 import (
 	"container/heap"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 )
 
-// Timers is an operator's event-time timer service: a timer (ts, key)
-// fires once the watermark reaches ts. It lives in memory, as Flink's heap
-// timer service does, and is saved with each checkpoint (Encode) and
-// restored with it (DecodeTimers). Setting a timer that is set does
-// nothing; Delete drops one that has not fired. One goroutine at a time.
+// Timers is the event-time timers of the in-memory stores (Reference's
+// MapStore and the final stage): a timer (ts, key) fires once the
+// watermark reaches ts. The runner's workers keep theirs as state
+// (state.TimerService). Setting a timer that is set does nothing;
+// DeleteTimer drops one that has not fired. One goroutine at a time.
 type Timers struct {
 	set map[timerKey]struct{}
 	h   timerHeap
@@ -69,53 +67,6 @@ func (t *Timers) due(wm int64) []timerKey {
 		}
 	}
 	return out
-}
-
-// all returns the timers set, in (ts, key) order.
-func (t *Timers) all() []timerKey {
-	keys := make([]timerKey, 0, len(t.set))
-	for k := range t.set {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return timerHeap(keys).Less(i, j) })
-	return keys
-}
-
-// Encode appends the timers set: a count, then each as ts (8 bytes), key
-// length (uvarint) and key, in (ts, key) order.
-func (t *Timers) Encode(b []byte) []byte {
-	keys := t.all()
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		b = binary.BigEndian.AppendUint64(b, uint64(k.ts))
-		b = binary.AppendUvarint(b, uint64(len(k.key)))
-		b = append(b, k.key...)
-	}
-	return b
-}
-
-// DecodeTimers reads what Encode wrote at the start of b and returns the
-// timers and the bytes after them.
-func DecodeTimers(b []byte) (*Timers, []byte, error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)) {
-		return nil, nil, fmt.Errorf("nexmark: timers: a bad count at byte 0")
-	}
-	b = b[w:]
-	t := &Timers{}
-	for i := uint64(0); i < n; i++ {
-		if len(b) < 8 {
-			return nil, nil, fmt.Errorf("nexmark: timers: timer %d of %d cut short", i, n)
-		}
-		ts := int64(binary.BigEndian.Uint64(b))
-		l, w := binary.Uvarint(b[8:])
-		if w <= 0 || l > uint64(len(b)-8-w) {
-			return nil, nil, fmt.Errorf("nexmark: timers: timer %d of %d: a bad key length", i, n)
-		}
-		t.Timer(ts, b[8+w:8+w+int(l)])
-		b = b[8+w+int(l):]
-	}
-	return t, b, nil
 }
 
 // Record is what a query's first stage forwards to its final stage: an
@@ -197,7 +148,7 @@ func (f *finalStage) add(i int, recs []Record, wm int64) error {
 		}
 	}
 	for {
-		due := f.store.due(low)
+		due := f.store.Timers.due(low)
 		if len(due) == 0 {
 			return nil
 		}

@@ -65,6 +65,7 @@ const (
 	KindMap
 	KindList
 	KindReducing
+	KindTimers
 )
 
 func (k Kind) String() string {
@@ -77,6 +78,8 @@ func (k Kind) String() string {
 		return "list"
 	case KindReducing:
 		return "reducing"
+	case KindTimers:
+		return "timers"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -103,7 +106,7 @@ func decodeRegistration(v []byte) (registration, bool) {
 		return registration{id: binary.BigEndian.Uint16(v)}, true
 	case 11:
 		r := registration{id: binary.BigEndian.Uint16(v), kind: Kind(v[2]), ttl: time.Duration(binary.BigEndian.Uint64(v[3:]))}
-		return r, r.kind >= KindValue && r.kind <= KindReducing && r.ttl >= 0
+		return r, r.kind >= KindValue && r.kind <= KindTimers && r.ttl >= 0
 	}
 	return registration{}, false
 }
