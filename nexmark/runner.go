@@ -31,8 +31,8 @@ func NewMapStore() *MapStore {
 
 func (m *MapStore) Want(string, []byte) {}
 
-func (m *MapStore) load() error     { return nil }
-func (m *MapStore) commit() error   { return nil }
+func (m *MapStore) load() error                      { return nil }
+func (m *MapStore) commit() error                    { return nil }
 func (m *MapStore) due(wm int64) ([]timerKey, error) { return m.Timers.due(wm), nil }
 
 func (m *MapStore) Get(name string, key []byte) ([]byte, bool, error) {
@@ -379,10 +379,10 @@ type worker struct {
 	// processes (after a restore; 0 otherwise). Immutable once the run
 	// starts: the source reads it.
 	from     []int64
-	wm       int64   // the watermark it has reached
-	seen     int64   // its events since the last checkpoint
-	gen, cks int  // its checkpoints' generation and the number of the last
-	rescaled bool // restored from another parallelism's checkpoints
+	wm       int64 // the watermark it has reached
+	seen     int64 // its events since the last checkpoint
+	gen, cks int   // its checkpoints' generation and the number of the last
+	rescaled bool  // restored from another parallelism's checkpoints
 }
 
 // takes says whether the worker processes event id of key group g.
