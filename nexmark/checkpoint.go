@@ -4,47 +4,48 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/ringstore/ringstore/state"
 )
 
 // Checkpoints
 //
-// Each worker checkpoints its state on its own, every RunConfig.Checkpoint
-// of its events, into Dir/ck-g<G>-p<P>-w<i>-<n>: generation G, taken with
-// parallelism P, worker i, its n-th. A checkpoint is renamed into place
-// whole (state.Backend.Checkpoint). Its meta records what the worker needs
-// beside its state to resume exactly:
+// Checkpoints are the job's, aligned as Flink aligns them. Every
+// RunConfig.Checkpoint events the source sends every worker barrier n
+// after its events before the position X (the next event id). A worker
+// takes the barrier after those events: it checkpoints its state into
+// Dir/ck-g<G>-p<P>-n<n>-w<i> and passes the barrier to the final stage,
+// which (q4, q5) holds each worker's later records until every barrier n
+// has come and then writes its own state to Dir/ck-g<G>-p<P>-n<n>-final.
+// When every part is written the job checkpoint is complete: the file
+// Dir/ck-g<G>-p<P>-n<n>.done is written last (then the older checkpoints
+// of the generation are removed). A restore takes the newest complete job
+// checkpoint, and every worker and the final stage restore from it, so
+// all resume at X. Each worker's part is renamed into place whole
+// (state.Backend.Checkpoint), its meta recording what the worker needs
+// beside its state:
 //
-//	+--------+------+-----+-----+-----------+-------------+--------+-----------+--------+
+//	+--------+------+-----+-----+-----------+-------------+--------+-----------+---------+
 //	| "nxck" | rows | sum | xor | watermark | parallelism | worker | keyGroups | nRanges |
-//	| 4 B    | 8 B  | 8 B | 8 B | 8 B       | 2 B         | 2 B    | 2 B       | 2 B    |
-//	+--------+------+-----+-----+-----------+-------------+--------+-----------+--------+
+//	| 4 B    | 8 B  | 8 B | 8 B | 8 B       | 2 B         | 2 B    | 2 B       | 2 B     |
+//	+--------+------+-----+-----+-----------+-------------+--------+-----------+---------+
 //	then nRanges × [first group 2 B][last group 2 B][from 8 B]; big endian.
 //
-// The timers are state (state.TimerService): they are in the checkpoint
-// with the rest, and move with their key groups.
-//
 // The ranges give, for each key group of the worker's range, the first
-// event id it has not processed: every event of the group before it is in
-// the state. Within one generation every group of a worker has the same
-// position but after a rescale, until the groups have caught up.
+// event id it has not processed (X for every group of an aligned
+// checkpoint). The timers are state (state.TimerService): they are in the
+// checkpoint with the rest, and move with their key groups.
 //
-// A restore takes the newest generation whose every worker has a whole
-// checkpoint (generation 0 is whole from the start: a worker without a
-// checkpoint starts from nothing), and each worker's newest in it. With
-// the same parallelism each worker clones its own. With another, the run
-// is rescaled into generation G+1: each new worker takes its key groups
-// from the checkpoints of the old workers whose ranges overlap its own
-// (state.RestoreKeyGroups), their positions per key group, their timers
-// (with the state: timers are state), and the lowest of their watermarks; each old worker's
-// rows go to the new worker that holds its first key group. Every new
-// worker checkpoints at once, so a crash before all have leaves
-// generation G+1 incomplete and the next restore rescales from G again.
+// With another parallelism than the checkpoint's the run is rescaled into
+// generation G+1: each new worker takes its key groups from the parts of
+// the old workers whose ranges overlap its own (state.RestoreKeyGroups),
+// their positions, and the lowest of their watermarks; each old worker's
+// rows go to the new worker that holds its first key group; the final
+// stage's inputs all start at the lowest watermark it had. Before any
+// event is processed the rescaled job takes checkpoint 0 of G+1, so a
+// crash in a rescale restores from generation G again.
 
 const metaMagic = "nxck"
 
@@ -54,7 +55,8 @@ type groupFrom struct {
 	from        int64
 }
 
-// checkpointMeta is what a checkpoint records beside the state.
+// checkpointMeta is what a worker's part of a checkpoint records beside
+// the state.
 type checkpointMeta struct {
 	sink                           Sink
 	wm                             int64
@@ -94,8 +96,8 @@ func decodeCheckpointMeta(b []byte) (checkpointMeta, error) {
 		return m, fmt.Errorf("a checkpoint meta of worker %d of %d with %d key groups", m.worker, m.parallelism, m.keyGroups)
 	}
 	rest := b[head:]
-	if len(rest) < 12*n {
-		return m, fmt.Errorf("a checkpoint meta with %d key-group ranges cut short at %d bytes", n, len(b))
+	if len(rest) != 12*n {
+		return m, fmt.Errorf("a checkpoint meta with %d key-group ranges in %d bytes, want %d", n, len(rest), 12*n)
 	}
 	for i := range n {
 		r := groupFrom{int(binary.BigEndian.Uint16(rest[12*i:])), int(binary.BigEndian.Uint16(rest[12*i+2:])), int64(binary.BigEndian.Uint64(rest[12*i+4:]))}
@@ -103,9 +105,6 @@ func decodeCheckpointMeta(b []byte) (checkpointMeta, error) {
 			return m, fmt.Errorf("a checkpoint meta's key-group range %d: %d–%d of %d groups, out of order", i, r.first, r.last, m.keyGroups)
 		}
 		m.from = append(m.from, r)
-	}
-	if tail := len(rest) - 12*n; tail != 0 {
-		return m, fmt.Errorf("a checkpoint meta with %d bytes after its key-group ranges", tail)
 	}
 	return m, nil
 }
@@ -121,142 +120,109 @@ func (m checkpointMeta) fromOf(g int) int64 {
 	return 0
 }
 
-// checkpointName is the directory of a worker's n-th checkpoint.
-func checkpointName(dir string, gen, parallelism, worker, n int) string {
-	return filepath.Join(dir, fmt.Sprintf("ck-g%d-p%d-w%d-%06d", gen, parallelism, worker, n))
+// jobCheckpoint names job checkpoint n of generation gen, taken with
+// parallelism workers.
+type jobCheckpoint struct {
+	dir                 string
+	gen, parallelism, n int
 }
 
-// generation is one generation's checkpoints: each worker's newest whole
-// one and its number.
-type generation struct {
-	gen, parallelism int
-	newest           map[int]string
-	n                map[int]int
+func (j jobCheckpoint) prefix() string {
+	return filepath.Join(j.dir, fmt.Sprintf("ck-g%d-p%d-n%06d", j.gen, j.parallelism, j.n))
+}
+func (j jobCheckpoint) worker(i int) string { return fmt.Sprintf("%s-w%d", j.prefix(), i) }
+func (j jobCheckpoint) final() string       { return j.prefix() + "-final" }
+func (j jobCheckpoint) done() string        { return j.prefix() + ".done" }
+
+// complete records that every part of the job checkpoint is written, then
+// removes the generation's older checkpoints: a restore takes this one.
+func (j jobCheckpoint) complete() error {
+	if err := writeFileAtomic(j.done(), nil); err != nil {
+		return fmt.Errorf("nexmark: completing checkpoint %s: %w", filepath.Base(j.prefix()), err)
+	}
+	return removeCheckpoints(j.dir, func(c jobCheckpoint) bool { return c.gen < j.gen || c.gen == j.gen && c.n < j.n })
 }
 
-// whole says whether a restore can start from the generation.
-func (g *generation) whole() bool { return g.gen == 0 || len(g.newest) == g.parallelism }
+// parseCheckpoint reads the job checkpoint a name in dir belongs to.
+func parseCheckpoint(dir, name string) (jobCheckpoint, bool) {
+	j := jobCheckpoint{dir: dir}
+	k, _ := fmt.Sscanf(name, "ck-g%d-p%d-n%d", &j.gen, &j.parallelism, &j.n)
+	return j, k == 3
+}
 
-// findCheckpoints returns the generation a restore starts from (nil: none)
-// and removes what no restore can use: directories without their store's
-// manifest (a crash in a checkpoint of an earlier version leaves them) and
-// every generation after the chosen one (a rescale a crash cut short).
-func findCheckpoints(dir string) (*generation, error) {
-	names, err := filepath.Glob(filepath.Join(dir, "ck-g*-p*-w*-*"))
+// removeCheckpoints removes every file and directory of the job
+// checkpoints in dir that drop says to.
+func removeCheckpoints(dir string, drop func(jobCheckpoint) bool) error {
+	names, err := filepath.Glob(filepath.Join(dir, "ck-*"))
+	if err != nil {
+		return err
+	}
+	partials, _ := filepath.Glob(filepath.Join(dir, ".ck-*"))
+	for _, p := range append(names, partials...) {
+		base := filepath.Base(p)
+		if base[0] == '.' {
+			base = base[1:]
+		}
+		if j, ok := parseCheckpoint(dir, base); ok && drop(j) {
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("nexmark: removing %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// findCheckpoint returns the newest complete job checkpoint in dir (nil:
+// none) and removes every other checkpoint: older ones, and newer ones a
+// crash left incomplete (which a run would otherwise write over).
+func findCheckpoint(dir string) (*jobCheckpoint, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "ck-*.done"))
 	if err != nil {
 		return nil, err
 	}
-	gens := map[int]*generation{}
+	var newest *jobCheckpoint
 	for _, name := range names {
-		var gen, p, w, n int
-		if k, err := fmt.Sscanf(filepath.Base(name), "ck-g%d-p%d-w%d-%d", &gen, &p, &w, &n); err != nil || k != 4 {
-			continue
-		}
-		if !state.IsCheckpoint(name) {
-			if err := os.RemoveAll(name); err != nil {
-				return nil, fmt.Errorf("nexmark: removing the incomplete checkpoint %s: %w", name, err)
-			}
-			continue
-		}
-		g := gens[gen]
-		if g == nil {
-			g = &generation{gen: gen, parallelism: p, newest: map[int]string{}, n: map[int]int{}}
-			gens[gen] = g
-		}
-		if g.parallelism != p {
-			return nil, fmt.Errorf("nexmark: %s: generation %d has checkpoints of parallelism %d and %d", name, gen, g.parallelism, p)
-		}
-		if n > g.n[w] {
-			g.newest[w], g.n[w] = name, n
+		if j, ok := parseCheckpoint(dir, filepath.Base(name)); ok && (newest == nil || j.gen > newest.gen || j.gen == newest.gen && j.n > newest.n) {
+			newest = &j
 		}
 	}
-	var order []int
-	for gen := range gens {
-		order = append(order, gen)
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(order)))
-	var chosen *generation
-	for _, gen := range order {
-		if gens[gen].whole() {
-			chosen = gens[gen]
-			break
-		}
-	}
-	for _, gen := range order {
-		if chosen != nil && gen <= chosen.gen {
-			break
-		}
-		for _, name := range names {
-			var g int
-			if k, _ := fmt.Sscanf(filepath.Base(name), "ck-g%d-", &g); k == 1 && g == gen {
-				if err := os.RemoveAll(name); err != nil {
-					return nil, fmt.Errorf("nexmark: removing %s of an incomplete rescale: %w", name, err)
-				}
-			}
-		}
-	}
-	return chosen, nil
+	err = removeCheckpoints(dir, func(j jobCheckpoint) bool { return newest == nil || j != *newest })
+	return newest, err
 }
 
 // restoreWorker restores worker w (its range, parallelism and index set)
-// from generation g: its own checkpoint with the same parallelism, or its
-// key groups from the old workers' with another. It sets the worker's
-// backend, per-group positions, sink, watermark and timers, and the
-// generation and number its next checkpoint takes.
-func (w *worker) restoreWorker(g *generation, live string, opts state.Options) error {
-	if g.parallelism == w.cfg.Parallelism {
-		w.gen, w.cks = g.gen, g.n[w.i]
-		name := g.newest[w.i]
-		if name == "" { // generation 0, before the worker's first checkpoint
-			var err error
-			w.backend, err = state.Open(live, opts)
-			return err
-		}
-		b, raw, err := state.Restore(name, live, opts)
+// from job checkpoint j: its own part with the same parallelism, or its
+// key groups from the old workers' parts with another. It sets the
+// worker's backend, per-group positions, sink and watermark.
+func (w *worker) restoreWorker(j *jobCheckpoint, live string, opts state.Options) error {
+	if j.parallelism == w.cfg.Parallelism {
+		b, raw, err := state.Restore(j.worker(w.i), live, opts)
 		if err != nil {
 			return err
 		}
 		w.backend = b
 		m, err := decodeCheckpointMeta(raw)
 		if err != nil {
-			return fmt.Errorf("nexmark: checkpoint %s: %w", name, err)
+			return fmt.Errorf("nexmark: checkpoint %s: %w", j.worker(w.i), err)
 		}
 		if m.keyGroups != w.keyGroups || m.worker != w.i {
-			return fmt.Errorf("nexmark: checkpoint %s: worker %d with %d key groups, restored as worker %d with %d", name, m.worker, m.keyGroups, w.i, w.keyGroups)
+			return fmt.Errorf("nexmark: checkpoint %s: worker %d with %d key groups, restored as worker %d with %d", j.worker(w.i), m.worker, m.keyGroups, w.i, w.keyGroups)
 		}
-		w.wm = math.MaxInt64
 		w.takeMeta(m, true)
 		return nil
 	}
 	// A rescale: the old workers whose ranges overlap this one's.
-	w.gen, w.cks, w.rescaled = g.gen+1, 0, true
 	var sources []string
-	absent := false
-	for i := range g.parallelism {
-		r := state.RangeForSubtask(i, g.parallelism, w.keyGroups)
-		if r.Last < w.rng.First || r.First > w.rng.Last {
-			continue
-		}
-		if name := g.newest[i]; name != "" {
-			sources = append(sources, name)
-		} else {
-			absent = true
+	for i := range j.parallelism {
+		if r := state.RangeForSubtask(i, j.parallelism, w.keyGroups); r.Last >= w.rng.First && r.First <= w.rng.Last {
+			sources = append(sources, j.worker(i))
 		}
 	}
-	var metas [][]byte
-	var err error
-	if len(sources) == 0 {
-		w.backend, err = state.Open(live, opts)
-	} else {
-		w.backend, metas, err = state.RestoreKeyGroups(sources, live, w.rng, opts)
-	}
+	b, metas, err := state.RestoreKeyGroups(sources, live, w.rng, opts)
 	if err != nil {
 		return err
 	}
-	w.wm = math.MaxInt64
-	if absent || len(sources) == 0 {
-		w.wm = math.MinInt64
-	}
+	w.backend = b
 	for k, raw := range metas {
 		m, err := decodeCheckpointMeta(raw)
 		if err != nil {
@@ -274,21 +240,24 @@ func (w *worker) restoreWorker(g *generation, live string, opts state.Options) e
 // takeMeta takes a checkpoint's positions for the worker's key groups,
 // its watermark (the lowest of several), and its rows if own.
 func (w *worker) takeMeta(m checkpointMeta, own bool) {
-	for g := w.rng.First; g <= w.rng.Last; g++ {
-		if r := state.RangeForSubtask(m.worker, m.parallelism, m.keyGroups); r.Contains(g) {
-			w.from[g-w.rng.First] = m.fromOf(g)
-		}
+	r := state.RangeForSubtask(m.worker, m.parallelism, m.keyGroups)
+	for g := max(r.First, w.rng.First); g <= min(r.Last, w.rng.Last); g++ {
+		w.from[g-w.rng.First] = m.fromOf(g)
 	}
 	if own {
 		w.out.Sink.Add(m.sink)
 	}
-	w.wm = min(w.wm, m.wm)
+	if w.restoredWM {
+		w.wm = min(w.wm, m.wm)
+	} else {
+		w.wm, w.restoredWM = m.wm, true
+	}
 }
 
-// checkpoint writes the worker's state with its positions (next, the
-// event id after its last, for every group not already past it), its
-// sink, its watermark and its timers.
-func (w *worker) checkpoint(next int64) error {
+// checkpoint writes the worker's part of job checkpoint j: its state, with
+// its positions (next, the event id after the barrier, for every group not
+// already past it), its sink and its watermark.
+func (w *worker) checkpoint(j jobCheckpoint, next int64) error {
 	m := checkpointMeta{sink: w.out.Sink, wm: w.wm, parallelism: w.cfg.Parallelism, worker: w.i, keyGroups: w.keyGroups}
 	for g := w.rng.First; g <= w.rng.Last; g++ {
 		from := max(next, w.from[g-w.rng.First])
@@ -298,10 +267,36 @@ func (w *worker) checkpoint(next int64) error {
 			m.from = append(m.from, groupFrom{g, g, from})
 		}
 	}
-	w.cks++
-	return w.backend.Checkpoint(checkpointName(w.cfg.Dir, w.gen, w.cfg.Parallelism, w.i, w.cks), m.encode())
+	return w.backend.Checkpoint(j.worker(w.i), m.encode())
 }
 
 // errShortKey: an operator used a state key that does not start with
 // its 8-byte partition key.
 var errShortKey = errors.New("nexmark: a state key shorter than its 8-byte partition key")
+
+// ack is one part of job checkpoint n written (or its error).
+type ack struct {
+	n   int
+	err error
+}
+
+// coordinate completes each job checkpoint of generation cur once need
+// parts have acknowledged it, until acks is closed; it returns the parts'
+// and its own errors.
+func coordinate(cur jobCheckpoint, need int, acks <-chan ack) error {
+	var errs []error
+	count := map[int]int{}
+	for a := range acks {
+		if a.err != nil {
+			errs = append(errs, a.err)
+			continue
+		}
+		if count[a.n]++; count[a.n] == need {
+			j := cur
+			j.n = a.n
+			errs = append(errs, j.complete())
+			delete(count, a.n)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -19,10 +19,9 @@ const (
 )
 
 // crashConfig is the run the child makes and the parent restores: a
-// checkpoint of each worker every 300 of its events, so a kill often lands
-// in one.
+// job checkpoint every 1,000 events, so a kill often lands in one.
 func crashConfig(dir, query string) RunConfig {
-	return RunConfig{Query: query, Events: crashEvents, Batch: 100, Checkpoint: 300, Dir: dir, Cache: 256 << 10, Gen: GenConfig{Rate: 1000}}
+	return RunConfig{Query: query, Events: crashEvents, Batch: 100, Checkpoint: 1000, Dir: dir, Cache: 256 << 10, Gen: GenConfig{Rate: 1000}}
 }
 
 // TestCrashChild is the child of TestKilledAtRandom: it runs a query with
@@ -76,7 +75,7 @@ func TestKilledAtRandom(t *testing.T) {
 		evs[id] = gen.Generate(int64(id))
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
-	queries := []string{"q3", "q11", "q17", "q18", "q20", "q7", "q9"}
+	queries := []string{"q3", "q4", "q5", "q11", "q17", "q18", "q20", "q7", "q9"}
 	for cycle := range 2 * len(queries) {
 		query := queries[cycle%len(queries)]
 		dir := testdir.Direct(t)

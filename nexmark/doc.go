@@ -113,11 +113,22 @@
 //
 // The watermark is the time of the newest event made less WatermarkLag
 // (4 s, as the reference's DDL); events come in time order, so none is
-// late. Timers (Timers) are held in memory per worker and saved in its
-// checkpoints. At the end of a run the watermark goes to the end of time,
-// so every window fires. Checkpoints are each worker's own (not aligned by
-// barriers), which is exact for a single stage; a query with a final stage
-// runs without them.
+// late. At the end of a run the watermark goes to the end of time, so
+// every window fires.
+//
+// # Partitions, checkpoints and rescaling
+//
+// A partition key is hashed into one of RunConfig.KeyGroups key groups
+// (128), and each worker owns a contiguous range of them, as Flink assigns
+// them; every state and timer key of an operator starts with its 8-byte
+// partition key, which package state takes as the key (so it lands in the
+// same key group) and the rest as the namespace. A worker's timers are
+// state (state.TimerService). Checkpoints are the job's, aligned by
+// barriers as Flink aligns them, the final stages of q4 and q5 included:
+// a restore takes the newest complete one, and every worker and the final
+// stage resume from the same position. If it was taken with another
+// parallelism the run is rescaled: each worker takes its key groups, their
+// positions and timers from the parts that held them (checkpoint.go).
 //
 // # Checking
 //
@@ -127,6 +138,7 @@
 // whole list of events (sql_eval_test.go: grouping, joining and ranking as
 // the SQL reads, no state, timers or watermarks), at 10,000 and 100 events
 // a second, on a stream with the rare cases put in (same-millisecond
-// twins, bids at window ends, touching sessions), and after a stop and a
-// restore from checkpoints.
+// twins, bids at window ends, touching sessions), after a stop and a
+// restore from checkpoints, after rescales (4→2, 4→8, 3→5 and back), and
+// after a process running a query is killed at a random moment.
 package nexmark

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/ringstore/ringstore/internal/testdir"
@@ -81,14 +80,13 @@ func TestQueriesMatchSQL(t *testing.T) {
 
 // TestKillAndRestore: a run stopped mid-way (a crash after its last
 // checkpoint), restored from the checkpoints and replayed from their
-// positions, ends with exactly the SQL's rows: every query the runner
-// checkpoints (all but q4 and q5, which have a final stage), in both
-// regimes.
+// positions, ends with exactly the SQL's rows: every stateful query, the
+// final stages of q4 and q5 included, in both regimes.
 func TestKillAndRestore(t *testing.T) {
 	for _, rg := range sqlRegimes {
 		want := sqlWant(t, rg.gen, rg.events)
 		for _, name := range QueryNames() {
-			if Queries[name].Final != nil {
+			if !Queries[name].Stateful {
 				continue
 			}
 			t.Run(rg.name+"/"+name, func(t *testing.T) {
@@ -96,6 +94,9 @@ func TestKillAndRestore(t *testing.T) {
 				cfg.StopAt = rg.events*2/3 + 123
 				if _, err := Run(cfg); err != nil {
 					t.Fatal(err)
+				}
+				if j, err := findCheckpoint(cfg.Dir); err != nil || j == nil || int64(j.n) != cfg.StopAt/cfg.Checkpoint {
+					t.Fatalf("after the stop: checkpoint %+v, %v; want number %d", j, err, cfg.StopAt/cfg.Checkpoint)
 				}
 				cfg.StopAt, cfg.Restore = 0, true
 				res, err := Run(cfg)
@@ -106,17 +107,6 @@ func TestKillAndRestore(t *testing.T) {
 					t.Errorf("after the restore %s, SQL %s", res.Sink.Checksum(), want[name].Checksum())
 				}
 			})
-		}
-	}
-}
-
-// TestFinalStageRefusesCheckpoints: a query with a final stage is not
-// checkpointed (the workers' checkpoints are not aligned), and says so.
-func TestFinalStageRefusesCheckpoints(t *testing.T) {
-	for _, name := range []string{"q4", "q5"} {
-		_, err := Run(RunConfig{Query: name, Events: 1000, Checkpoint: 100, Dir: t.TempDir()})
-		if err == nil || !strings.Contains(err.Error(), "final stage") {
-			t.Errorf("%s with checkpoints: %v, want an error naming the final stage", name, err)
 		}
 	}
 }
@@ -232,9 +222,9 @@ func TestQueriesMatchSQLOnEdges(t *testing.T) {
 // TestRescale: a run stopped mid-way with one parallelism and restored
 // with another (4→2, 4→8, 3→5) — each new worker taking its key groups
 // from the old workers' checkpoints, their positions, timers and rows —
-// ends with exactly the SQL's rows, for every query the runner
-// checkpoints; and a second stop and restore after the rescale, back to
-// the first parallelism, too.
+// ends with exactly the SQL's rows, for every stateful query (q4's and
+// q5's final stages included); and a second stop and restore after the
+// rescale, back to the first parallelism, too.
 func TestRescale(t *testing.T) {
 	rg := sqlRegimes[1]
 	events := int64(12_000)
@@ -244,8 +234,7 @@ func TestRescale(t *testing.T) {
 	}
 	for _, scale := range [][2]int{{4, 2}, {4, 8}, {3, 5}} {
 		for _, name := range QueryNames() {
-			q := Queries[name]
-			if !q.Stateful || q.Final != nil {
+			if !Queries[name].Stateful {
 				continue
 			}
 			t.Run(fmt.Sprintf("%d-to-%d/%s", scale[0], scale[1], name), func(t *testing.T) {
@@ -259,6 +248,9 @@ func TestRescale(t *testing.T) {
 				cfg.Parallelism, cfg.Restore, cfg.StopAt = scale[1], true, events*4/5
 				if _, err := Run(cfg); err != nil {
 					t.Fatalf("rescaled: %v", err)
+				}
+				if j, err := findCheckpoint(cfg.Dir); err != nil || j == nil || j.gen != 1 || j.parallelism != scale[1] || j.n == 0 {
+					t.Fatalf("after the rescaled run: checkpoint %+v, %v; want one of generation 1 with parallelism %d", j, err, scale[1])
 				}
 				cfg.Parallelism, cfg.StopAt = scale[0], 0
 				res, err := Run(cfg)
@@ -291,34 +283,34 @@ func FuzzDecodeCheckpointMeta(f *testing.F) {
 	})
 }
 
-// TestIncompleteGenerationIgnored: a rescale cut short (a new generation
-// without a checkpoint of every worker) is removed, and the restore takes
-// the generation before it; directories without a manifest are removed.
-func TestIncompleteGenerationIgnored(t *testing.T) {
+// TestIncompleteCheckpointsIgnored: the parts of a job checkpoint a crash
+// left without its .done file — a later checkpoint of the same
+// generation, and a rescale cut short — are removed, and the restore
+// takes the newest complete one.
+func TestIncompleteCheckpointsIgnored(t *testing.T) {
 	dir := testdir.Direct(t)
-	cfg := RunConfig{Query: "q17", Events: 6000, Parallelism: 2, Batch: 100, Checkpoint: 500, Dir: dir, Cache: 256 << 10, Gen: GenConfig{Rate: 1000}, StopAt: 3000}
+	cfg := RunConfig{Query: "q17", Events: 6000, Parallelism: 2, Batch: 100, Checkpoint: 1000, Dir: dir, Cache: 256 << 10, Gen: GenConfig{Rate: 1000}, StopAt: 3500}
 	if _, err := Run(cfg); err != nil {
 		t.Fatal(err)
 	}
-	// Generation 1 of parallelism 3 with worker 0's checkpoint only, as a
-	// crash in the middle of a rescale leaves it; and a manifest-less one.
-	g, err := findCheckpoints(dir)
-	if err != nil || g == nil || g.gen != 0 || g.parallelism != 2 {
-		t.Fatalf("generation %+v, %v", g, err)
+	j, err := findCheckpoint(dir)
+	if err != nil || j == nil || j.gen != 0 || j.parallelism != 2 || j.n != 3 {
+		t.Fatalf("checkpoint %+v, %v; want generation 0, parallelism 2, number 3", j, err)
 	}
-	fake := checkpointName(dir, 1, 3, 0, 1)
-	if err := os.CopyFS(fake, os.DirFS(g.newest[0])); err != nil {
-		t.Fatal(err)
+	later, rescale := *j, *j
+	later.n++
+	rescale.gen, rescale.parallelism, rescale.n = 1, 3, 0
+	var made []string
+	for _, part := range []string{later.worker(0), rescale.worker(0), rescale.worker(2)} {
+		if err := os.CopyFS(part, os.DirFS(j.worker(0))); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, part)
 	}
-	torn := checkpointName(dir, 0, 2, 1, 99)
-	if err := os.Mkdir(torn, 0o755); err != nil {
-		t.Fatal(err)
+	if got, err := findCheckpoint(dir); err != nil || got == nil || *got != *j {
+		t.Fatalf("with incomplete checkpoints: %+v, %v; want %+v", got, err, *j)
 	}
-	g, err = findCheckpoints(dir)
-	if err != nil || g == nil || g.gen != 0 || g.parallelism != 2 {
-		t.Fatalf("with an incomplete generation 1: generation %+v, %v", g, err)
-	}
-	for _, p := range []string{fake, torn} {
+	for _, p := range made {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is still there: %v", filepath.Base(p), err)
 		}

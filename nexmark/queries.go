@@ -10,7 +10,10 @@ import (
 // Store is what a query's operator keeps per key: values and lists by
 // state name. Two stores run the same operators — one on package state
 // (its mini-batches' reads in one kv.MultiGet), one on Go maps, the
-// reference the first is checked against.
+// reference the first is checked against. Every key, of state and of
+// timers, starts with the 8-byte big-endian partition key the event was
+// routed by: it decides the key group, so a worker holds exactly the
+// state of the key groups it owns.
 type Store interface {
 	// Want declares a read of state name's entry for key in this batch.
 	Want(name string, key []byte)

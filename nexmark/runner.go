@@ -273,7 +273,7 @@ type RunConfig struct {
 	Events      int64
 	Parallelism int   // workers; default DefaultParallelism
 	Batch       int   // events per mini-batch; default DefaultBatch
-	Checkpoint  int64 // a checkpoint of each worker every this many of its events; 0: none
+	Checkpoint  int64 // a job checkpoint every this many events of the stream (checkpoint.go); 0: none
 	Dir         string
 	Gen         GenConfig
 	Cache       int64 // each worker's block cache; default 1 MiB
@@ -346,11 +346,6 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 		return c, fmt.Errorf("nexmark: parallelism %d over %d key groups: a worker needs at least one, and there are at most 65535", c.Parallelism, c.KeyGroups)
 	case q.Stateful && c.Dir == "":
 		return c, fmt.Errorf("nexmark: %s keeps state and needs a directory", c.Query)
-	case q.Final != nil && (c.Checkpoint > 0 || c.Restore):
-		// A worker checkpoints on its own (no barrier aligns the workers),
-		// which is exact for one stage but would lose or repeat records
-		// in flight to a second.
-		return c, fmt.Errorf("nexmark: %s has a final stage; the runner's checkpoints cover single-stage queries only", c.Query)
 	}
 	return c, nil
 }
@@ -378,11 +373,9 @@ type worker struct {
 	// from is, per key group of rng, the first event id the worker
 	// processes (after a restore; 0 otherwise). Immutable once the run
 	// starts: the source reads it.
-	from     []int64
-	wm       int64 // the watermark it has reached
-	seen     int64 // its events since the last checkpoint
-	gen, cks int   // its checkpoints' generation and the number of the last
-	rescaled bool  // restored from another parallelism's checkpoints
+	from       []int64
+	wm         int64 // the watermark it has reached
+	restoredWM bool  // a restore has set wm
 }
 
 // takes says whether the worker processes event id of key group g.
@@ -391,9 +384,13 @@ func (w *worker) takes(id int64, g int) bool { return id >= w.from[g-w.rng.First
 // batchMsg is what the source sends a worker: events in order, each with
 // the key it is processed under, then the watermark they bring (no later
 // event of the worker is at or before it).
+// A barrier message (barrier set) carries no events: the worker takes
+// its part of that job checkpoint, at position next.
 type batchMsg struct {
-	events []keyedEvent
-	wm     int64
+	events  []keyedEvent
+	wm      int64
+	barrier *jobCheckpoint
+	next    int64
 }
 
 // keyedEvent is an event as a worker takes it: under one of its keys.
@@ -430,8 +427,8 @@ func (w *worker) process(m batchMsg) error {
 	return nil
 }
 
-// openWorker opens (or restores, from generation g) worker i's state.
-func openWorker(i int, q Query, cfg RunConfig, g *generation) (*worker, error) {
+// openWorker opens (or restores, from job checkpoint j) worker i's state.
+func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error) {
 	w := &worker{i: i, q: q, cfg: cfg, keyGroups: cfg.KeyGroups, rng: state.RangeForSubtask(i, cfg.Parallelism, cfg.KeyGroups), wm: math.MinInt64}
 	w.from = make([]int64, w.rng.Last-w.rng.First+1)
 	if !q.Stateful {
@@ -450,8 +447,8 @@ func openWorker(i int, q Query, cfg RunConfig, g *generation) (*worker, error) {
 	if cfg.Restore {
 		// What the crash left in the live directory is not used: the state
 		// is the checkpoints'.
-		if err = os.RemoveAll(live); err == nil && g != nil {
-			err = w.restoreWorker(g, live, opts)
+		if err = os.RemoveAll(live); err == nil && j != nil {
+			err = w.restoreWorker(j, live, opts)
 		}
 	}
 	if err == nil && w.backend == nil {
@@ -459,11 +456,6 @@ func openWorker(i int, q Query, cfg RunConfig, g *generation) (*worker, error) {
 	}
 	if err == nil {
 		w.store, err = newStateStore(w.backend, q)
-	}
-	if err == nil && w.rescaled {
-		// Checkpoint at once, so the new generation is whole before the
-		// workers make progress.
-		err = w.checkpoint(0)
 	}
 	if err != nil {
 		w.close()
@@ -495,31 +487,96 @@ func Run(cfg RunConfig) (Result, error) {
 	if cfg.StopAt > 0 {
 		end = min(end, cfg.StopAt)
 	}
-	var g *generation
+	var j *jobCheckpoint
 	if cfg.Restore && q.Stateful {
-		if g, err = findCheckpoints(cfg.Dir); err != nil {
+		if j, err = findCheckpoint(cfg.Dir); err != nil {
 			return Result{}, err
 		}
 	}
+	// cur is the generation this run checkpoints into and its last
+	// checkpoint's number.
+	cur := jobCheckpoint{dir: cfg.Dir, parallelism: cfg.Parallelism}
+	rescaled := j != nil && j.parallelism != cfg.Parallelism
+	switch {
+	case rescaled:
+		cur.gen = j.gen + 1
+	case j != nil:
+		cur.gen, cur.n = j.gen, j.n
+	}
 	workers := make([]*worker, cfg.Parallelism)
 	for i := range workers {
-		if workers[i], err = openWorker(i, q, cfg, g); err != nil {
+		if workers[i], err = openWorker(i, q, cfg, j); err != nil {
 			for _, w := range workers[:i] {
 				w.close()
 			}
 			return Result{}, err
 		}
 	}
+	closeAll := func() {
+		for _, w := range workers {
+			w.close()
+		}
+	}
 	var fin *finalStage
+	if q.Final != nil {
+		fin = newFinalStage(q, cfg.Parallelism)
+		if j != nil {
+			b, err := os.ReadFile(j.final())
+			if err == nil {
+				var s finalSnapshot
+				if s, err = decodeFinalSnapshot(b); err == nil {
+					fin.restore(s)
+				}
+			}
+			if err != nil {
+				closeAll()
+				return Result{}, fmt.Errorf("nexmark: checkpoint %s: %w", j.final(), err)
+			}
+		}
+	}
+	if rescaled {
+		// Checkpoint 0 of the new generation before any event, so a crash
+		// from here on restores the rescaled job, and one before it the
+		// old.
+		err = nil
+		for _, w := range workers {
+			err = errors.Join(err, w.checkpoint(cur, 0))
+		}
+		if err == nil && fin != nil {
+			err = fin.writeSnapshot(cur.final())
+		}
+		if err == nil {
+			err = cur.complete()
+		}
+		if err != nil {
+			closeAll()
+			return Result{}, err
+		}
+	}
+	checkpoints := q.Stateful && cfg.Checkpoint > 0
+	need := cfg.Parallelism // the parts of a job checkpoint
+	if fin != nil {
+		need++
+	}
+	acks := make(chan ack, 4*need)
+	coordDone := make(chan error, 1)
+	go func() { coordDone <- coordinate(cur, need, acks) }()
 	var finCh chan finalMsg
 	finDone := make(chan error, 1)
-	if q.Final != nil {
-		fin, finCh = newFinalStage(q, cfg.Parallelism), make(chan finalMsg, 4*cfg.Parallelism)
+	if fin != nil {
+		finCh = make(chan finalMsg, 4*cfg.Parallelism)
+		al := &aligner{f: fin, held: make([][]finalMsg, cfg.Parallelism), snapshot: func(n int, f *finalStage) error {
+			bar := cur
+			bar.n = n
+			err := f.writeSnapshot(bar.final())
+			acks <- ack{n, err}
+			return err
+		}}
 		go func() {
 			var err error
 			for m := range finCh {
 				if err == nil {
-					err = fin.add(m.worker, m.recs, m.wm)
+					err = al.deliver(m)
 				}
 			}
 			finDone <- err
@@ -540,17 +597,18 @@ func Run(cfg RunConfig) (Result, error) {
 				if errs[i] != nil {
 					continue
 				}
+				if m.barrier != nil {
+					errs[i] = w.checkpoint(*m.barrier, m.next)
+					if finCh != nil {
+						finCh <- finalMsg{worker: i, wm: w.wm, barrier: m.barrier.n}
+					}
+					acks <- ack{m.barrier.n, errs[i]}
+					continue
+				}
 				errs[i] = w.process(m)
 				if finCh != nil {
-					finCh <- finalMsg{i, w.out.fwd, w.wm}
+					finCh <- finalMsg{worker: i, recs: w.out.fwd, wm: w.wm}
 					w.out.fwd = nil
-				}
-				if errs[i] == nil && q.Stateful && cfg.Checkpoint > 0 && len(m.events) > 0 {
-					w.seen += int64(len(m.events))
-					if w.seen >= cfg.Checkpoint {
-						w.seen = 0
-						errs[i] = w.checkpoint(m.events[len(m.events)-1].ID + 1)
-					}
 				}
 			}
 		}()
@@ -589,8 +647,21 @@ func Run(cfg RunConfig) (Result, error) {
 		// a checkpoint's position (the next event id) splits none.
 		for _, p := range to {
 			if len(pending[p]) >= cfg.Batch {
-				chans[p] <- batchMsg{pending[p], wm}
+				chans[p] <- batchMsg{events: pending[p], wm: wm}
 				pending[p], sent[p] = nil, wm
+			}
+		}
+		if checkpoints && (id+1)%cfg.Checkpoint == 0 {
+			// Job checkpoint: each worker's events before id+1, then the
+			// barrier.
+			cur.n++
+			bar := cur
+			for p := range pending {
+				if len(pending[p]) > 0 {
+					chans[p] <- batchMsg{events: pending[p], wm: wm}
+					pending[p], sent[p] = nil, wm
+				}
+				chans[p] <- batchMsg{barrier: &bar, next: id + 1}
 			}
 		}
 		if q.timed() && (id+1)%every == 0 {
@@ -614,7 +685,7 @@ func Run(cfg RunConfig) (Result, error) {
 			wm = math.MaxInt64
 		}
 		if len(pending[p]) > 0 || wm > sent[p] {
-			chans[p] <- batchMsg{pending[p], wm}
+			chans[p] <- batchMsg{events: pending[p], wm: wm}
 		}
 		close(chans[p])
 	}
@@ -623,6 +694,8 @@ func Run(cfg RunConfig) (Result, error) {
 		close(finCh)
 	}
 	finErr := <-finDone
+	close(acks)
+	finErr = errors.Join(finErr, <-coordDone)
 	res := Result{Events: end, Seconds: time.Since(start).Seconds(), CacheBytes: cfg.Cache * int64(cfg.Parallelism)}
 	if fin != nil {
 		res.Sink.Add(fin.out.Sink)
@@ -658,14 +731,6 @@ func Run(cfg RunConfig) (Result, error) {
 		})
 	}
 	return res, errors.Join(append(errs, finErr)...)
-}
-
-// finalMsg is a worker's records for the final stage and the watermark it
-// has reached.
-type finalMsg struct {
-	worker int
-	recs   []Record
-	wm     int64
 }
 
 func isCheckpoint(path, dir string) bool {

@@ -2,8 +2,6 @@ package nexmark
 
 import (
 	"container/heap"
-	"fmt"
-	"math"
 )
 
 // Timers is the event-time timers of the in-memory stores (Reference's
@@ -86,76 +84,3 @@ type Out struct {
 // Forward sends a record at event time ts to the query's final stage. ts
 // must be later than the watermark the operator has seen.
 func (o *Out) Forward(ts int64, data []byte) { o.fwd = append(o.fwd, Record{ts, data}) }
-
-// finalStage runs a query's Final operator on one goroutine: it holds
-// the first stage's records and, once every input's watermark has passed a
-// record's time, processes the records in (time, bytes) order, then fires
-// its timers. The order does not depend on which worker sent a record or
-// when, so the output is the same in every run.
-type finalStage struct {
-	q       Query
-	store   *MapStore
-	out     Out
-	wms     []int64 // each input's watermark
-	done    int64   // the watermark processed up to
-	pending recordHeap
-}
-
-type recordHeap []Record
-
-func (h recordHeap) Len() int { return len(h) }
-func (h recordHeap) Less(i, j int) bool {
-	return h[i].TS < h[j].TS || h[i].TS == h[j].TS && string(h[i].Data) < string(h[j].Data)
-}
-func (h recordHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *recordHeap) Push(x any)   { *h = append(*h, x.(Record)) }
-func (h *recordHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-func newFinalStage(q Query, inputs int) *finalStage {
-	f := &finalStage{q: q, store: NewMapStore(), wms: make([]int64, inputs), done: math.MinInt64}
-	for i := range f.wms {
-		f.wms[i] = math.MinInt64
-	}
-	return f
-}
-
-// add takes input i's records and its new watermark.
-func (f *finalStage) add(i int, recs []Record, wm int64) error {
-	for _, r := range recs {
-		if r.TS <= f.done {
-			return fmt.Errorf("nexmark: %s: a record at %d after the final stage passed %d", f.q.Name, r.TS, f.done)
-		}
-		heap.Push(&f.pending, r)
-	}
-	f.wms[i] = max(f.wms[i], wm)
-	low := f.wms[0]
-	for _, w := range f.wms[1:] {
-		low = min(low, w)
-	}
-	if low <= f.done {
-		return nil
-	}
-	f.done = low
-	for len(f.pending) > 0 && f.pending[0].TS <= low {
-		r := heap.Pop(&f.pending).(Record)
-		if err := f.q.Final.Process(r, f.store, &f.out); err != nil {
-			return fmt.Errorf("nexmark: %s final stage: %w", f.q.Name, err)
-		}
-	}
-	for {
-		due := f.store.Timers.due(low)
-		if len(due) == 0 {
-			return nil
-		}
-		for _, t := range due {
-			if err := f.q.Final.OnTimer(t.ts, []byte(t.key), f.store, &f.out); err != nil {
-				return fmt.Errorf("nexmark: %s final stage, timer at %d: %w", f.q.Name, t.ts, err)
-			}
-		}
-	}
-}
