@@ -155,11 +155,11 @@ func chdayGroup(b *Bid) []byte {
 	return append(append(append(i64(channelHash(b.Channel)), b.Channel...), '|'), dayOf(b.DateTime)...)
 }
 
-func init() {
-	// q15: per day (DATE_FORMAT 'yyyy-MM-dd'), the bids and the distinct
-	// bidders and auctions, overall and by price rank. One group per day:
-	// one worker holds a day's state.
-	Queries["q15"] = Query{Name: "q15", Stateful: true, States: map[string]bool{"day": false, "day-seen": false},
+// q15: per day (DATE_FORMAT 'yyyy-MM-dd'), the bids and the distinct
+// bidders and auctions, overall and by price rank. One group per day:
+// one worker holds a day's state.
+func q15() Query {
+	return Query{Name: "q15", Stateful: true, States: map[string]bool{"day": false, "day-seen": false},
 		Keys:  oneKey(dayKey),
 		Wants: func(e Event, _ int64, s Store) { wantDistinct("day", dayGroup(e.Bid), e.Bid, s) },
 		Process: func(e Event, _ int64, s Store, out *Out) error {
@@ -171,9 +171,12 @@ func init() {
 			out.emitRow(r.str(dayOf(e.Bid.DateTime)).counts(c))
 			return nil
 		}}
-	// q16: the same per channel and day, with the group's latest minute
-	// (max(DATE_FORMAT(dateTime, 'HH:mm'))).
-	Queries["q16"] = Query{Name: "q16", Stateful: true, States: map[string]bool{"chday": false, "chday-seen": false},
+}
+
+// q16: the same per channel and day, with the group's latest minute
+// (max(DATE_FORMAT(dateTime, 'HH:mm'))).
+func q16() Query {
+	return Query{Name: "q16", Stateful: true, States: map[string]bool{"chday": false, "chday-seen": false},
 		Keys:  oneKey(channelKey),
 		Wants: func(e Event, _ int64, s Store) { wantDistinct("chday", chdayGroup(e.Bid), e.Bid, s) },
 		Process: func(e Event, _ int64, s Store, out *Out) error {
@@ -186,10 +189,12 @@ func init() {
 			out.emitRow(r.str(b.Channel).str(dayOf(b.DateTime)).str(minute).counts(c))
 			return nil
 		}}
+}
 
-	// q17: per auction and day, the number of bids in three price ranks and
-	// the min, max, average (BIGINT: truncated) and sum of the prices.
-	Queries["q17"] = Query{Name: "q17", Stateful: true, States: map[string]bool{"day": false},
+// q17: per auction and day, the number of bids in three price ranks and
+// the min, max, average (BIGINT: truncated) and sum of the prices.
+func q17() Query {
+	return Query{Name: "q17", Stateful: true, States: map[string]bool{"day": false},
 		Keys:  oneKey(bidKey),
 		Wants: func(e Event, _ int64, s Store) { s.Want("day", key2(e.Bid.Auction, e.Bid.DateTime/86_400_000)) },
 		Process: func(e Event, _ int64, s Store, out *Out) error {
@@ -222,12 +227,14 @@ func init() {
 			out.emitRow(r.int(acc[6] / acc[0]).int(acc[6]))
 			return nil
 		}}
+}
 
-	// q18: the last bid of each bidder on each auction (ROW_NUMBER() OVER
-	// (PARTITION BY bidder, auction ORDER BY dateTime DESC) = 1): a bid
-	// whose dateTime is not before the kept one's replaces it and is
-	// emitted.
-	Queries["q18"] = Query{Name: "q18", Stateful: true, States: map[string]bool{"last": false},
+// q18: the last bid of each bidder on each auction (ROW_NUMBER() OVER
+// (PARTITION BY bidder, auction ORDER BY dateTime DESC) = 1): a bid
+// whose dateTime is not before the kept one's replaces it and is
+// emitted.
+func q18() Query {
+	return Query{Name: "q18", Stateful: true, States: map[string]bool{"last": false},
 		Keys:  oneKey(bidderKey),
 		Wants: func(e Event, _ int64, s Store) { s.Want("last", key2(e.Bid.Bidder, e.Bid.Auction)) },
 		Process: func(e Event, _ int64, s Store, out *Out) error {
@@ -248,13 +255,15 @@ func init() {
 			out.emitRow(r.bidRow(b))
 			return nil
 		}}
+}
 
-	// q19: ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) <=
-	// 10, ties ranked in the order the bids came: a bid's rank is one more
-	// than the bids before it on its auction at its price or higher. A bid
-	// that enters the ten is emitted with its rank. An auction's state is
-	// the prices of its ten, highest first.
-	Queries["q19"] = Query{Name: "q19", Stateful: true, States: map[string]bool{"top": false},
+// q19: ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) <=
+// 10, ties ranked in the order the bids came: a bid's rank is one more
+// than the bids before it on its auction at its price or higher. A bid
+// that enters the ten is emitted with its rank. An auction's state is
+// the prices of its ten, highest first.
+func q19() Query {
+	return Query{Name: "q19", Stateful: true, States: map[string]bool{"top": false},
 		Keys:  oneKey(bidKey),
 		Wants: func(e Event, _ int64, s Store) { s.Want("top", i64(e.Bid.Auction)) },
 		Process: func(e Event, _ int64, s Store, out *Out) error {

@@ -114,14 +114,14 @@ func auctionBids(e Event, s Store, withRows bool, better func(auction []int64, c
 	return nil
 }
 
-func init() {
-	// q3: SELECT P.name, P.city, P.state, A.id FROM auction A JOIN person
-	// P ON A.seller = P.id WHERE A.category = 10 AND P.state IN ('OR',
-	// 'ID', 'CA'). A person is kept as their row's name, city and state,
-	// or empty outside OR, ID and CA (so an auction of theirs is dropped at
-	// once rather than kept waiting); an auction in category 10 that comes
-	// before its seller waits in "pending" as its id.
-	Queries["q3"] = Query{Name: "q3", Stateful: true, States: map[string]bool{"person": false, "pending": true},
+// q3: SELECT P.name, P.city, P.state, A.id FROM auction A JOIN person
+// P ON A.seller = P.id WHERE A.category = 10 AND P.state IN ('OR',
+// 'ID', 'CA'). A person is kept as their row's name, city and state,
+// or empty outside OR, ID and CA (so an auction of theirs is dropped at
+// once rather than kept waiting); an auction in category 10 that comes
+// before its seller waits in "pending" as its id.
+func q3() Query {
+	return Query{Name: "q3", Stateful: true, States: map[string]bool{"person": false, "pending": true},
 		Keys: oneKey(personOrSeller),
 		Wants: func(e Event, _ int64, s Store) {
 			switch e.Kind {
@@ -175,18 +175,20 @@ func init() {
 			}
 			return nil
 		}}
+}
 
-	// q4: SELECT category, AVG(final) FROM (SELECT MAX(B.price) AS final,
-	// A.category FROM auction A, bid B WHERE A.id = B.auction AND
-	// B.dateTime BETWEEN A.dateTime AND A.expires GROUP BY A.id,
-	// A.category) GROUP BY category. An update: each time an auction's
-	// maximum changes, the category's new average (BIGINT: the sum over
-	// the count, truncated) is emitted. The first stage (by auction)
-	// forwards each change — the event's id and the change's place in it
-	// (so the final stage takes changes in the order they were made), the
-	// category, whether there was a maximum, the old and the new — to the
-	// final stage, which keeps a sum and count per category.
-	Queries["q4"] = Query{Name: "q4", Stateful: true, States: map[string]bool{"auction": false, "best": false, "early": true},
+// q4: SELECT category, AVG(final) FROM (SELECT MAX(B.price) AS final,
+// A.category FROM auction A, bid B WHERE A.id = B.auction AND
+// B.dateTime BETWEEN A.dateTime AND A.expires GROUP BY A.id,
+// A.category) GROUP BY category. An update: each time an auction's
+// maximum changes, the category's new average (BIGINT: the sum over
+// the count, truncated) is emitted. The first stage (by auction)
+// forwards each change — the event's id and the change's place in it
+// (so the final stage takes changes in the order they were made), the
+// category, whether there was a maximum, the old and the new — to the
+// final stage, which keeps a sum and count per category.
+func q4() Query {
+	return Query{Name: "q4", Stateful: true, States: map[string]bool{"auction": false, "best": false, "early": true},
 		Keys: oneKey(auctionOrBid), Wants: wantAuctionOrBid,
 		Process: func(e Event, _ int64, s Store, out *Out) error {
 			seq := int64(0)
@@ -224,12 +226,14 @@ func init() {
 			out.emitRow(row.int(f[2]).int(acc[0] / acc[1]))
 			return nil
 		}}}
+}
 
-	// q9: the winning bid of each auction — ROW_NUMBER() OVER (PARTITION
-	// BY A.id ORDER BY B.price DESC, B.dateTime ASC) = 1 over the same
-	// join as q4 — with A.*, B.auction, B.bidder, B.price, B.dateTime and
-	// B.extra, emitted each time it changes.
-	Queries["q9"] = Query{Name: "q9", Stateful: true, States: map[string]bool{"auction": false, "best": false, "early": true},
+// q9: the winning bid of each auction — ROW_NUMBER() OVER (PARTITION
+// BY A.id ORDER BY B.price DESC, B.dateTime ASC) = 1 over the same
+// join as q4 — with A.*, B.auction, B.bidder, B.price, B.dateTime and
+// B.extra, emitted each time it changes.
+func q9() Query {
+	return Query{Name: "q9", Stateful: true, States: map[string]bool{"auction": false, "best": false, "early": true},
 		Keys: oneKey(auctionOrBid), Wants: wantAuctionOrBid,
 		Process: func(e Event, _ int64, s Store, out *Out) error {
 			return auctionBids(e, s, true, func(_ []int64, cols []byte, _ bool, _ int64, bid []byte) error {
@@ -238,14 +242,16 @@ func init() {
 				return nil
 			})
 		}}
+}
 
-	// q20: SELECT auction, bidder, price, channel, url, B.dateTime,
-	// B.extra, itemName, description, initialBid, reserve, A.dateTime,
-	// expires, seller, category, A.extra FROM bid B JOIN auction A ON
-	// B.auction = A.id WHERE A.category = 10. An auction is kept as its
-	// category, then (category 10 only) its columns of the row; a bid
-	// that comes before its auction waits in "early" as its columns.
-	Queries["q20"] = Query{Name: "q20", Stateful: true, States: map[string]bool{"auction": false, "early": true},
+// q20: SELECT auction, bidder, price, channel, url, B.dateTime,
+// B.extra, itemName, description, initialBid, reserve, A.dateTime,
+// expires, seller, category, A.extra FROM bid B JOIN auction A ON
+// B.auction = A.id WHERE A.category = 10. An auction is kept as its
+// category, then (category 10 only) its columns of the row; a bid
+// that comes before its auction waits in "early" as its columns.
+func q20() Query {
+	return Query{Name: "q20", Stateful: true, States: map[string]bool{"auction": false, "early": true},
 		Keys: oneKey(auctionOrBid),
 		Wants: func(e Event, _ int64, s Store) {
 			switch e.Kind {

@@ -54,7 +54,7 @@ func TestQueriesMatchSQL(t *testing.T) {
 		want := sqlWant(t, rg.gen, rg.events)
 		for _, name := range QueryNames() {
 			t.Run(rg.name+"/"+name, func(t *testing.T) {
-				got, err := Reference(Queries[name], rg.gen, rg.events)
+				got, err := Reference(mustQuery(name), rg.gen, rg.events)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +69,7 @@ func TestQueriesMatchSQL(t *testing.T) {
 					if res.Sink != want[name] {
 						t.Errorf("runner on %s: %s, SQL %s", mode, res.Sink.Checksum(), want[name].Checksum())
 					}
-					if Queries[name].Stateful && res.MultiGets == 0 {
+					if mustQuery(name).Stateful && res.MultiGets == 0 {
 						t.Errorf("runner on %s: no MultiGet", mode)
 					}
 				}
@@ -86,7 +86,7 @@ func TestKillAndRestore(t *testing.T) {
 	for _, rg := range sqlRegimes {
 		want := sqlWant(t, rg.gen, rg.events)
 		for _, name := range QueryNames() {
-			if !Queries[name].Stateful {
+			if !mustQuery(name).Stateful {
 				continue
 			}
 			t.Run(rg.name+"/"+name, func(t *testing.T) {
@@ -202,7 +202,7 @@ func TestQueriesMatchSQLOnEdges(t *testing.T) {
 	for _, name := range QueryNames() {
 		var want Sink
 		evalSQL(name, evs, &want)
-		got, err := reference(Queries[name], source, int64(len(evs)))
+		got, err := reference(mustQuery(name), source, int64(len(evs)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestRescale(t *testing.T) {
 	}
 	for _, scale := range [][2]int{{4, 2}, {4, 8}, {3, 5}} {
 		for _, name := range QueryNames() {
-			if !Queries[name].Stateful {
+			if !mustQuery(name).Stateful {
 				continue
 			}
 			t.Run(fmt.Sprintf("%d-to-%d/%s", scale[0], scale[1], name), func(t *testing.T) {
@@ -331,7 +331,7 @@ func TestIncompleteCheckpointsIgnored(t *testing.T) {
 // FuzzDecodeFinalSnapshot: no input panics; what decodes restores into a
 // final stage whose snapshot decodes to the same state.
 func FuzzDecodeFinalSnapshot(f *testing.F) {
-	fin := newFinalStage(Queries["q5"], 3)
+	fin := newFinalStage(mustQuery("q5"), 3)
 	fin.store.Put("window", []byte("w"), []byte("v"))
 	fin.store.Timer(5, []byte("w"))
 	fin.pending = recordHeap{{TS: 9, Data: []byte("r")}}
@@ -347,7 +347,7 @@ func FuzzDecodeFinalSnapshot(f *testing.F) {
 		if err != nil {
 			return
 		}
-		g := newFinalStage(Queries["q5"], 2)
+		g := newFinalStage(mustQuery("q5"), 2)
 		g.restore(s)
 		again, err := g.encodeSnapshot()
 		if err != nil {
@@ -358,4 +358,12 @@ func FuzzDecodeFinalSnapshot(f *testing.F) {
 			t.Fatalf("a restored snapshot does not snapshot the same: %v", err)
 		}
 	})
+}
+
+func mustQuery(name string) Query {
+	q, ok := Lookup(name)
+	if !ok {
+		panic("no query " + name)
+	}
+	return q
 }

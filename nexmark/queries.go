@@ -3,7 +3,6 @@ package nexmark
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 	"strconv"
 )
 
@@ -221,21 +220,25 @@ func fromU64s(v []byte, n int, what string) ([]int64, error) {
 	return out, nil
 }
 
-// Queries are the queries this package runs, by name.
-var Queries = map[string]Query{}
+// queries is the table of the queries this package runs, in order.
+var queries = []Query{q0(), q1(), q2(), q3(), q4(), q5(), q7(), q8(), q9(), q10(), q11(), q12(), q13(), q14(), q15(), q16(), q17(), q18(), q19(), q20(), q21(), q22()}
 
-// QueryNames returns the names of Queries in order (q0, q1, ...).
-func QueryNames() []string {
-	var n []string
-	for k := range Queries {
-		n = append(n, k)
+// Lookup returns the query called name.
+func Lookup(name string) (Query, bool) {
+	for _, q := range queries {
+		if q.Name == name {
+			return q, true
+		}
 	}
-	sort.Slice(n, func(i, j int) bool {
-		var a, b int
-		fmt.Sscanf(n[i], "q%d", &a)
-		fmt.Sscanf(n[j], "q%d", &b)
-		return a < b
-	})
+	return Query{}, false
+}
+
+// QueryNames returns the names of the queries, in order (q0, q1, ...).
+func QueryNames() []string {
+	n := make([]string, len(queries))
+	for i, q := range queries {
+		n[i] = q.Name
+	}
 	return n
 }
 

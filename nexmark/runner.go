@@ -336,7 +336,7 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.KeyGroups == 0 {
 		c.KeyGroups = 128
 	}
-	q, ok := Queries[c.Query]
+	q, ok := Lookup(c.Query)
 	switch {
 	case !ok:
 		return c, fmt.Errorf("nexmark: unknown query %q (known: %v)", c.Query, QueryNames())
@@ -482,7 +482,7 @@ func Run(cfg RunConfig) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	q := Queries[cfg.Query]
+	q, _ := Lookup(cfg.Query)
 	end := cfg.Events
 	if cfg.StopAt > 0 {
 		end = min(end, cfg.StopAt)

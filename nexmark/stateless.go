@@ -71,44 +71,59 @@ func channelID(url string) (string, bool) {
 // knownChannelIDs is q21's CASE on lower(channel).
 var knownChannelIDs = map[string]string{"apple": "0", "google": "1", "facebook": "2", "baidu": "3"}
 
-func init() {
-	// q0: SELECT auction, bidder, price, dateTime, extra FROM bid.
-	Queries["q0"] = stateless("q0", func(b *Bid, r *row) bool {
+// q0: SELECT auction, bidder, price, dateTime, extra FROM bid.
+func q0() Query {
+	return stateless("q0", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).int(b.DateTime).str(b.Extra)
 		return true
 	})
-	// q1: the price in euros, 0.908 * price, a DECIMAL(23, 3).
-	Queries["q1"] = stateless("q1", func(b *Bid, r *row) bool {
+}
+
+// q1: the price in euros, 0.908 * price, a DECIMAL(23, 3).
+func q1() Query {
+	return stateless("q1", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).euros(b.Price).int(b.DateTime).str(b.Extra)
 		return true
 	})
-	// q2: SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0.
-	Queries["q2"] = stateless("q2", func(b *Bid, r *row) bool {
+}
+
+// q2: SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0.
+func q2() Query {
+	return stateless("q2", func(b *Bid, r *row) bool {
 		if b.Auction%123 != 0 {
 			return false
 		}
 		r.int(b.Auction).int(b.Price)
 		return true
 	})
-	// q10: every bid with the partition columns of the file it would be
-	// logged to, DATE_FORMAT 'yyyy-MM-dd' and 'HH:mm'; the rows go to the
-	// sink as every other query's.
-	Queries["q10"] = stateless("q10", func(b *Bid, r *row) bool {
+}
+
+// q10: every bid with the partition columns of the file it would be
+// logged to, DATE_FORMAT 'yyyy-MM-dd' and 'HH:mm'; the rows go to the
+// sink as every other query's.
+func q10() Query {
+	return stateless("q10", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).int(b.DateTime).str(b.Extra).str(dayOf(b.DateTime)).str(hourMinuteOf(b.DateTime))
 		return true
 	})
-	// q13: bids joined with the side table on MOD(auction, 10000) = key.
-	// The reference's side table (SideInputGenerator, 10,000 rows) maps
-	// key k to the value "k"; it is made here rather than read from a
-	// file.
-	Queries["q13"] = stateless("q13", func(b *Bid, r *row) bool {
+}
+
+// q13: bids joined with the side table on MOD(auction, 10000) = key.
+// The reference's side table (SideInputGenerator, 10,000 rows) maps
+// key k to the value "k"; it is made here rather than read from a
+// file.
+func q13() Query {
+	return stateless("q13", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).int(b.DateTime).str(strconv.FormatInt(b.Auction%10_000, 10))
 		return true
 	})
-	// q14: bids with 1,000,000 < 0.908 * price < 50,000,000 (compared
-	// exactly, in thousandths), the time of day, and the count of 'c' in
-	// extra.
-	Queries["q14"] = stateless("q14", func(b *Bid, r *row) bool {
+}
+
+// q14: bids with 1,000,000 < 0.908 * price < 50,000,000 (compared
+// exactly, in thousandths), the time of day, and the count of 'c' in
+// extra.
+func q14() Query {
+	return stateless("q14", func(b *Bid, r *row) bool {
 		if thousandths := b.Price * 908; thousandths <= 1_000_000_000 || thousandths >= 50_000_000_000 {
 			return false
 		}
@@ -122,9 +137,12 @@ func init() {
 		r.int(b.Auction).int(b.Bidder).euros(b.Price).str(kind).int(b.DateTime).str(b.Extra).int(int64(strings.Count(b.Extra, "c")))
 		return true
 	})
-	// q21: the channel id of the four known channels, or the URL's
-	// channel_id; a bid with neither has no row.
-	Queries["q21"] = stateless("q21", func(b *Bid, r *row) bool {
+}
+
+// q21: the channel id of the four known channels, or the URL's
+// channel_id; a bid with neither has no row.
+func q21() Query {
+	return stateless("q21", func(b *Bid, r *row) bool {
 		id, ok := knownChannelIDs[strings.ToLower(b.Channel)]
 		if !ok {
 			if id, ok = channelID(b.URL); !ok {
@@ -134,8 +152,11 @@ func init() {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).str(b.Channel).str(id)
 		return true
 	})
-	// q22: the URL's first three directories, SPLIT_INDEX(url, '/', 3..5).
-	Queries["q22"] = stateless("q22", func(b *Bid, r *row) bool {
+}
+
+// q22: the URL's first three directories, SPLIT_INDEX(url, '/', 3..5).
+func q22() Query {
+	return stateless("q22", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).str(b.Channel)
 		for i := 3; i <= 5; i++ {
 			d, _ := splitIndex(b.URL, '/', i)

@@ -21,13 +21,13 @@ const (
 // holds ts.
 func tumbleEnd(ts, size int64) int64 { return (ts/size + 1) * size }
 
-func init() {
-	// q5: hot items: in each window of 10 s (every 2 s), the auctions with
-	// the most bids, SELECT auction, num. The first stage (by auction)
-	// counts an auction's bids per window and forwards the count when the
-	// window closes; the final stage keeps each window's highest count and
-	// its auctions and emits them once every worker has passed the window.
-	Queries["q5"] = Query{Name: "q5", Stateful: true, States: map[string]bool{"count": false},
+// q5: hot items: in each window of 10 s (every 2 s), the auctions with
+// the most bids, SELECT auction, num. The first stage (by auction)
+// counts an auction's bids per window and forwards the count when the
+// window closes; the final stage keeps each window's highest count and
+// its auctions and emits them once every worker has passed the window.
+func q5() Query {
+	return Query{Name: "q5", Stateful: true, States: map[string]bool{"count": false},
 		Keys: oneKey(bidKey),
 		Wants: func(e Event, _ int64, s Store) {
 			for end := range hopEnds(e.Bid.DateTime) {
@@ -85,17 +85,19 @@ func init() {
 				return nil
 			}},
 	}
+}
 
-	// q7: the highest bids of each tumbling window of 10 s: SELECT
-	// B.auction, B.price, B.bidder, B.dateTime, B.extra of every bid whose
-	// price is the highest of a window and whose dateTime is BETWEEN the
-	// window's end - 10 s AND its end — both ends included, so a bid at
-	// exactly a window's end is also a candidate of the window it closes
-	// (without counting for its maximum). The window's end is the key (as
-	// the SQL's GROUP BY window): a window's bids go to one worker, and a
-	// bid at a window's end goes to that window's worker too. Emitted when
-	// the watermark reaches the window's end.
-	Queries["q7"] = Query{Name: "q7", Stateful: true, States: map[string]bool{"max": false, "bids": true},
+// q7: the highest bids of each tumbling window of 10 s: SELECT
+// B.auction, B.price, B.bidder, B.dateTime, B.extra of every bid whose
+// price is the highest of a window and whose dateTime is BETWEEN the
+// window's end - 10 s AND its end — both ends included, so a bid at
+// exactly a window's end is also a candidate of the window it closes
+// (without counting for its maximum). The window's end is the key (as
+// the SQL's GROUP BY window): a window's bids go to one worker, and a
+// bid at a window's end goes to that window's worker too. Emitted when
+// the watermark reaches the window's end.
+func q7() Query {
+	return Query{Name: "q7", Stateful: true, States: map[string]bool{"max": false, "bids": true},
 		Keys: func(e Event, dst []int64) []int64 {
 			if e.Kind != KindBid {
 				return dst
@@ -148,11 +150,13 @@ func init() {
 			s.Delete("max", key)
 			return nil
 		}}
+}
 
-	// q8: new users: SELECT P.id, P.name, P.starttime of the people who
-	// opened an auction in the tumbling window of 10 s in which they
-	// registered, emitted when the window closes.
-	Queries["q8"] = Query{Name: "q8", Stateful: true, States: map[string]bool{"person": false, "seller": false},
+// q8: new users: SELECT P.id, P.name, P.starttime of the people who
+// opened an auction in the tumbling window of 10 s in which they
+// registered, emitted when the window closes.
+func q8() Query {
+	return Query{Name: "q8", Stateful: true, States: map[string]bool{"person": false, "seller": false},
 		Keys:  oneKey(personOrSeller),
 		Wants: noWants,
 		Process: func(e Event, _ int64, s Store, out *Out) error {
@@ -189,14 +193,16 @@ func init() {
 			s.Delete("seller", key)
 			return nil
 		}}
+}
 
-	// q11: user sessions: per bidder, SELECT bidder, count(*),
-	// SESSION_START, SESSION_END with a gap of 10 s. As Flink merges
-	// session windows ([t, t + 10 s) per bid, merged where they overlap or
-	// touch), a bid at most 10 s after the session's last continues it; the
-	// session ends 10 s after its last bid and is emitted when the
-	// watermark passes that, or when a later bid starts the next.
-	Queries["q11"] = Query{Name: "q11", Stateful: true, States: map[string]bool{"session": false},
+// q11: user sessions: per bidder, SELECT bidder, count(*),
+// SESSION_START, SESSION_END with a gap of 10 s. As Flink merges
+// session windows ([t, t + 10 s) per bid, merged where they overlap or
+// touch), a bid at most 10 s after the session's last continues it; the
+// session ends 10 s after its last bid and is emitted when the
+// watermark passes that, or when a later bid starts the next.
+func q11() Query {
+	return Query{Name: "q11", Stateful: true, States: map[string]bool{"session": false},
 		Keys:  oneKey(bidderKey),
 		Wants: func(e Event, _ int64, s Store) { s.Want("session", i64(e.Bid.Bidder)) },
 		Process: func(e Event, _ int64, s Store, out *Out) error {
@@ -241,13 +247,15 @@ func init() {
 			s.Delete("session", key)
 			return nil
 		}}
+}
 
-	// q12: SELECT bidder, count(*), window_start, window_end per bidder in
-	// tumbling windows of 10 s of processing time (PROCTIME()). The
-	// runner's processing time is the source's ingestion clock, which
-	// advances with the event id at the generator's rate, so the output
-	// can be checked: on this generator it equals event time.
-	Queries["q12"] = Query{Name: "q12", Stateful: true, States: map[string]bool{"count": false},
+// q12: SELECT bidder, count(*), window_start, window_end per bidder in
+// tumbling windows of 10 s of processing time (PROCTIME()). The
+// runner's processing time is the source's ingestion clock, which
+// advances with the event id at the generator's rate, so the output
+// can be checked: on this generator it equals event time.
+func q12() Query {
+	return Query{Name: "q12", Stateful: true, States: map[string]bool{"count": false},
 		Keys: oneKey(bidderKey),
 		Wants: func(e Event, _ int64, s Store) {
 			s.Want("count", key2(e.Bid.Bidder, tumbleEnd(ingestTime(e), tumble)))

@@ -90,7 +90,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	if err != nil {
 		return bench.Trial{}, err
 	}
-	if nexmark.Queries[c.Query].Stateful && (res.Backend == ioengine.BackendURing) != c.WantURing {
+	if isStateful(c.Query) && (res.Backend == ioengine.BackendURing) != c.WantURing {
 		return bench.Trial{}, fmt.Errorf("the state ran on %s, not what RINGSTORE_IO_URING asked for", res.Backend)
 	}
 	split := func(v uint64) (float64, float64) { return float64(v >> 32), float64(v & 0xffffffff) }
@@ -172,7 +172,7 @@ func Run(o Options) error {
 		o.Queries = nexmark.QueryNames()
 	}
 	for _, q := range o.Queries {
-		if _, ok := nexmark.Queries[q]; !ok {
+		if _, ok := nexmark.Lookup(q); !ok {
 			return fmt.Errorf("bench nexmark: unknown query %q (known: %s)", q, strings.Join(nexmark.QueryNames(), ", "))
 		}
 	}
@@ -224,7 +224,7 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 		if on == nil || off == nil || len(on.Trials) == 0 || len(off.Trials) == 0 {
 			continue
 		}
-		qr := QueryResult{Query: q, Stateful: nexmark.Queries[q].Stateful, OnEPS: on.Rates(), OffEPS: off.Rates(), OnBest: on.Best(), OffBest: off.Best(),
+		qr := QueryResult{Query: q, Stateful: isStateful(q), OnEPS: on.Rates(), OffEPS: off.Rates(), OnBest: on.Best(), OffBest: off.Best(),
 			OnMedian: on.Median().Rate(), OffMedian: off.Median().Rate(), ChecksumEqual: true}
 		qr.RatioBest, qr.RatioMedian = qr.OnBest/qr.OffBest, qr.OnMedian/qr.OffMedian
 		qr.OnPerCore = qr.OnMedian / cores
@@ -344,4 +344,9 @@ func writeBody(w io.Writer, rep *report) {
 	} else {
 		fmt.Fprintf(w, "every ON trial faster than every OFF trial: %v; every ON trial slower: %v\n", rep.AllOnFaster, rep.AllOnSlower)
 	}
+}
+
+func isStateful(query string) bool {
+	q, _ := nexmark.Lookup(query)
+	return q.Stateful
 }

@@ -149,7 +149,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if workload == "nexmark" {
 		nxOpts.Queries = strings.Split(*nxQueries, ",")
 		for _, q := range nxOpts.Queries {
-			if _, ok := nexmark.Queries[q]; !ok {
+			if _, ok := nexmark.Lookup(q); !ok {
 				return usagef("%s: --queries: unknown query %q (known: %s)", name, q, strings.Join(nexmark.QueryNames(), ", "))
 			}
 		}
