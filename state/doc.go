@@ -38,10 +38,21 @@
 // The state id first keeps each state's entries together; the key group
 // next keeps a key group's entries in one range (a rescale moves ranges);
 // the lengths make every prefix unambiguous, so a Map's entries under
-// (key, ns) are exactly the keys with that prefix. State id 0xFFFF holds
-// the backend's own records: the registry of state names (name → id, kept
-// so a restored backend maps names as before) and the last checkpoint's
-// metadata.
+// (key, ns) are exactly the keys with that prefix. A timer (TimerService)
+// is an entry of its service's id whose user key is its time (8 bytes,
+// big endian, sign bit flipped) and whose payload is empty. State id
+// 0xFFFF holds the backend's own records: the registry of state names
+// (name → id, kind and TTL, kept so a restored backend maps names as
+// before and refuses a name registered again as another kind or with
+// another TTL: ErrIncompatible), the number of key groups (opening state
+// with another is ErrIncompatible), and the last checkpoint's metadata.
+//
+// # Typed states
+//
+// NewValue and NewList give states of a Go type with a Codec. Their Want
+// returns a Lookup — the stored key, encoded and placed in its key group
+// once — that Get, Put and Clear of the same batch take, so an operator
+// encodes and hashes a key once per event.
 //
 // # Values
 //
@@ -59,16 +70,29 @@
 //
 // The backend's kv store runs without a log (kv.Options.DisableWAL): state
 // is durable at a checkpoint, as in Flink. Checkpoint(dir, meta) flushes
-// the store, hard-links its tables into dir (a table unchanged since the
-// last checkpoint is the same file: checkpoints are incremental) and records
-// meta — the operator's input position — with them. After a crash the
+// the store, hard-links its tables into a hidden directory beside dir (a
+// table unchanged since the last checkpoint is the same file: checkpoints
+// are incremental), records meta — the operator's input position — with
+// them, and renames the directory to dir when it is whole and synced: a
+// checkpoint is complete or absent (IsCheckpoint). After a crash the
 // operator calls Restore with its last checkpoint and replays its input
 // from the position meta holds: the state it then builds is exactly the
-// state it had. Writes after the last checkpoint are lost in a crash by
-// design, without an error.
+// state it had. RestoreKeyGroups builds the state of a range of key groups
+// from the checkpoints of the subtasks that held them at another
+// parallelism (RangeForSubtask gives Flink's assignment), copying their
+// entries, timers included. Writes after the last checkpoint are lost in a
+// crash by design, without an error.
+//
+// # Errors
+//
+// Every call after Close returns ErrClosed; Put and Clear return errors
+// as the other writes do. With Options.StrictReads a Get of an entry its
+// batch did not want (nor wrote) is ErrNotWanted instead of a kv.Get of
+// its own.
 //
 // # Concurrency
 //
 // A Backend is safe for concurrent use; a MiniBatch and the states' methods
-// on it belong to one goroutine at a time.
+// on it belong to one goroutine at a time, as does a TimerService (its
+// heap is in memory, changed with the batches that write its entries).
 package state
