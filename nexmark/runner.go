@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -65,8 +66,8 @@ func (m *MapStore) Append(name string, key, item []byte) error {
 }
 
 // stateStore runs a query's operator on package state, one mini-batch at
-// a time; its timers are a state.TimerService, written with the batches
-// and checkpointed with the state.
+// a time; its timers are a state.TimerService, checkpointed with the
+// state.
 type stateStore struct {
 	svc      *state.TimerService
 	loadTime time.Duration // in load: the state's reads
@@ -135,7 +136,7 @@ func (s *stateStore) keep(err error) {
 }
 
 func (s *stateStore) due(wm int64) ([]timerKey, error) {
-	due, err := s.svc.Due(s.mb, wm)
+	due, err := s.svc.Due(wm)
 	out := make([]timerKey, len(due))
 	for i, t := range due {
 		out[i] = timerKey{t.TS, string(t.Key) + string(t.NS)}
@@ -146,7 +147,7 @@ func (s *stateStore) due(wm int64) ([]timerKey, error) {
 func (s *stateStore) Timer(ts int64, key []byte) {
 	k, ns, err := split(key)
 	if err == nil {
-		err = s.svc.Set(s.mb, ts, k, ns)
+		err = s.svc.Set(ts, k, ns)
 	}
 	s.keep(err)
 }
@@ -154,7 +155,7 @@ func (s *stateStore) Timer(ts int64, key []byte) {
 func (s *stateStore) DeleteTimer(ts int64, key []byte) {
 	k, ns, err := split(key)
 	if err == nil {
-		err = s.svc.Delete(s.mb, ts, k, ns)
+		err = s.svc.Delete(ts, k, ns)
 	}
 	s.keep(err)
 }
@@ -560,13 +561,14 @@ func Run(cfg RunConfig) (Result, error) {
 	}
 	acks := make(chan ack, 4*need)
 	coordDone := make(chan error, 1)
-	go func() { coordDone <- coordinate(cur, need, acks) }()
+	gen := cur // the generation the goroutines name checkpoints in; the source counts them in cur.n
+	go func() { coordDone <- coordinate(gen, need, acks) }()
 	var finCh chan finalMsg
 	finDone := make(chan error, 1)
 	if fin != nil {
 		finCh = make(chan finalMsg, 4*cfg.Parallelism)
 		al := &aligner{f: fin, held: make([][]finalMsg, cfg.Parallelism), snapshot: func(n int, f *finalStage) error {
-			bar := cur
+			bar := gen
 			bar.n = n
 			err := f.writeSnapshot(bar.final())
 			acks <- ack{n, err}
@@ -628,9 +630,15 @@ func Run(cfg RunConfig) (Result, error) {
 	if cfg.source != nil {
 		source = cfg.source
 	}
+	// Every worker has processed the events before first (a restore's
+	// position): the source starts there.
+	first := int64(math.MaxInt64)
+	for _, w := range workers {
+		first = min(first, slices.Min(w.from))
+	}
 	var keys []int64
 	var to []int
-	for id := int64(0); id < end; id++ {
+	for id := first; id < end; id++ {
 		e := source(id)
 		wm := e.Time() - WatermarkLag
 		keys = q.Keys(e, keys[:0])

@@ -49,7 +49,20 @@ func (t *Timers) Timer(ts int64, key []byte) {
 
 // DeleteTimer drops the timer at ts for key, if it is set. The heap keeps
 // its entry until it comes to the top, where due skips it.
-func (t *Timers) DeleteTimer(ts int64, key []byte) { delete(t.set, timerKey{ts, string(key)}) }
+func (t *Timers) DeleteTimer(ts int64, key []byte) {
+	delete(t.set, timerKey{ts, string(key)})
+	if len(t.h) > 2*len(t.set)+1024 {
+		live := t.h[:0]
+		for _, k := range t.h {
+			if _, ok := t.set[k]; ok {
+				live = append(live, k)
+			}
+		}
+		clear(t.h[len(live):])
+		t.h = live
+		heap.Init(&t.h)
+	}
+}
 
 // Len is the number of timers set.
 func (t *Timers) Len() int { return len(t.set) }

@@ -115,11 +115,13 @@ func decodeRegistration(v []byte) (registration, bool) {
 type Backend struct {
 	db     *kv.DB
 	opts   Options
-	dir    string
-	closed atomic.Bool
+	dir     string
+	closeMu sync.Mutex // serializes Close
+	closed  atomic.Bool
 	mu     sync.Mutex
 	names  map[string]registration // guarded by mu: the registry
 	next   uint16                  // guarded by mu: the next free id
+	timers []*TimerService         // guarded by mu: the services, flushed at each checkpoint
 
 	multiGets, wanted, read, deduped, hits, unplanned, expired, commits, writes atomic.Uint64
 }
@@ -212,10 +214,14 @@ func (b *Backend) MaxKeyGroups() int { return b.opts.MaxKeyGroups }
 // Close flushes the state (the store has no log) and closes it. Every
 // call after it returns ErrClosed.
 func (b *Backend) Close() error {
-	if b.closed.Swap(true) {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if b.closed.Load() {
 		return ErrClosed
 	}
-	return b.db.Close()
+	err := b.flushTimers()
+	b.closed.Store(true)
+	return errors.Join(err, b.db.Close())
 }
 
 // DB returns the store under the backend, for its statistics.
@@ -261,6 +267,19 @@ func (b *Backend) register(name string, kind Kind, ttl time.Duration) (uint16, e
 	return r.id, nil
 }
 
+// flushTimers writes the timer services' changes into the store.
+func (b *Backend) flushTimers() error {
+	b.mu.Lock()
+	services := b.timers
+	b.mu.Unlock()
+	for _, s := range services {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // wrapClosed returns ErrClosed for a store closed under a call.
 func (b *Backend) wrapClosed(err error) error {
 	if errors.Is(err, kv.ErrClosed) {
@@ -287,6 +306,9 @@ func (b *Backend) Checkpoint(dir string, meta []byte) error {
 	partial := PartialCheckpoint(dir)
 	if err := os.RemoveAll(partial); err != nil {
 		return fmt.Errorf("state: checkpoint: removing what a crash left: %w", err)
+	}
+	if err := b.flushTimers(); err != nil {
+		return fmt.Errorf("state: checkpoint: the timers: %w", err)
 	}
 	if err := b.db.Put(metaKey, meta); err != nil {
 		return fmt.Errorf("state: checkpoint: %w", b.wrapClosed(err))

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 )
 
 // ErrBadKey: bytes that are not a state key.
@@ -16,9 +15,11 @@ const internalID = 0xFFFF
 // KeyGroup returns the key group of key: FNV-1a of the key, mod
 // maxGroups. Stable across versions: state on disk is placed by it.
 func KeyGroup(key []byte, maxGroups int) int {
-	h := fnv.New32a()
-	h.Write(key)
-	return int(h.Sum32() % uint32(maxGroups))
+	h := uint32(2166136261) // FNV-1a, 32 bits
+	for _, c := range key {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return int(h % uint32(maxGroups))
 }
 
 // prefixLen is how many bytes appendPrefix appends for key and ns.

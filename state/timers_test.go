@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,9 +12,9 @@ import (
 	"github.com/ringstore/ringstore/kv"
 )
 
-func dueStrings(t *testing.T, s *TimerService, mb *MiniBatch, now int64) []string {
+func dueStrings(t *testing.T, s *TimerService, now int64) []string {
 	t.Helper()
-	due, err := s.Due(mb, now)
+	due, err := s.Due(now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,61 +37,114 @@ func TestTimerService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb := b.NewMiniBatch()
 	for _, c := range []struct {
 		ts      int64
 		key, ns string
 	}{{30, "b", ""}, {10, "z", "w1"}, {30, "a", ""}, {30, "a", ""}, {20, "gone", ""}, {50, "late", ""}, {-5, "neg", ""}} {
-		if err := s.Set(mb, c.ts, []byte(c.key), []byte(c.ns)); err != nil {
+		if err := s.Set(c.ts, []byte(c.key), []byte(c.ns)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Delete(mb, 20, []byte("gone"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := mb.Commit(); err != nil {
+	if err := s.Delete(20, []byte("gone"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if s.Len() != 5 {
 		t.Errorf("%d timers set, want 5", s.Len())
 	}
-	if err := b.Checkpoint(filepath.Join(root, "ck"), nil); err != nil {
+	if err := b.Checkpoint(filepath.Join(root, "ck1"), nil); err != nil {
 		t.Fatal(err)
 	}
-	got := dueStrings(t, s, mb, 40)
-	if err := mb.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"-5 neg/", "10 z/w1"}; !slices.Equal(got[:2], want) || len(got) != 4 {
+	got := dueStrings(t, s, 40)
+	if want := []string{"-5 neg/", "10 z/w1"}; len(got) != 4 || !slices.Equal(got[:2], want) {
 		t.Errorf("due at 40: %v, want %v then the two at 30", got, want)
 	}
-	if again := dueStrings(t, s, mb, 40); len(again) != 0 || s.Len() != 1 {
+	if again := dueStrings(t, s, 40); len(again) != 0 || s.Len() != 1 {
 		t.Errorf("fired again: %v; %d left", again, s.Len())
 	}
-	// The store has what the service has: reopening the service finds the
-	// one left; the checkpoint, the five set before it.
-	s2, err := b.Timers("event2")
-	if err != nil || s2.Len() != 0 {
-		t.Fatalf("another service: %d timers, %v", s2.Len(), err)
+	if same, err := b.Timers("event"); err != nil || same != s {
+		t.Errorf("the name again: %p, %v; want the same service", same, err)
 	}
-	again, err := b.Timers("event")
-	if err != nil || again.Len() != 1 {
-		t.Errorf("the service read anew: %d timers, %v; want the one not fired", again.Len(), err)
+	if other, err := b.Timers("event2"); err != nil || other.Len() != 0 {
+		t.Fatalf("another service: %d timers, %v", other.Len(), err)
 	}
-	r, _, err := Restore(filepath.Join(root, "ck"), filepath.Join(root, "restored"), Options{KV: kv.Options{Logf: t.Logf}})
-	if err != nil {
+	if err := b.Checkpoint(filepath.Join(root, "ck2"), nil); err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	rs, err := r.Timers("event")
-	if err != nil || rs.Len() != 5 {
-		t.Fatalf("restored: %d timers, %v; want 5", rs.Len(), err)
+	// Each checkpoint has the timers set when it was taken.
+	for _, c := range []struct {
+		ck   string
+		want []string
+	}{{"ck1", []string{"-5 neg/", "10 z/w1", "30 a/", "30 b/", "50 late/"}}, {"ck2", []string{"50 late/"}}} {
+		r, _, err := Restore(filepath.Join(root, c.ck), filepath.Join(root, "r-"+c.ck), Options{KV: kv.Options{Logf: t.Logf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := r.Timers("event")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dueStrings(t, rs, 100); !slices.Equal(got, c.want) {
+			t.Errorf("%s: due at 100 %v, want %v", c.ck, got, c.want)
+		}
+		if _, err := r.Value("event", 0); err == nil {
+			t.Error("a timer service's name registered again as a value state")
+		}
+		r.Close()
 	}
-	if got := dueStrings(t, rs, r.NewMiniBatch(), 100); len(got) != 5 || got[4] != "50 late/" {
-		t.Errorf("restored, due at 100: %v", got)
+	if err := s.Set(1, []byte("k"), nil); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := r.Value("event", 0); err == nil {
-		t.Error("a timer service's name registered again as a value state")
+	b.Close()
+	if err := s.Set(2, []byte("k"), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Set after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestTimerMovedManyTimes: a timer moved on with every event (set at the
+// next time, the last deleted) reaches the store once, where it ends, at
+// the checkpoint; a stored one deleted, set again and deleted again stays
+// deleted; a restore has exactly the timers set.
+func TestTimerMovedManyTimes(t *testing.T) {
+	root := testdir.Direct(t)
+	b := openTest(t, filepath.Join(root, "live"), ioengine.URing, nil)
+	defer b.Close()
+	s, _ := b.Timers("t")
+	for i := range int64(1000) {
+		if i > 0 {
+			if err := s.Delete(i-1, []byte("bidder"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Set(i, []byte("bidder"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.dirty) != 1 || len(s.h) > 2*s.Len()+1024 {
+		t.Errorf("%d changes pending and a heap of %d for one timer", len(s.dirty), len(s.h))
+	}
+	if err := b.Checkpoint(filepath.Join(root, "ck1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete(999, []byte("bidder"), nil)
+	s.Set(999, []byte("bidder"), nil)
+	s.Delete(999, []byte("bidder"), nil)
+	s.Set(5000, []byte("other"), nil)
+	if err := b.Checkpoint(filepath.Join(root, "ck2"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ck   string
+		want []string
+	}{{"ck1", []string{"999 bidder/"}}, {"ck2", []string{"5000 other/"}}} {
+		r, _, err := Restore(filepath.Join(root, c.ck), filepath.Join(root, "r-"+c.ck), Options{KV: kv.Options{Logf: t.Logf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, _ := r.Timers("t")
+		if got := dueStrings(t, rs, 1<<40); !slices.Equal(got, c.want) {
+			t.Errorf("%s: restored timers %v, want %v", c.ck, got, c.want)
+		}
+		r.Close()
 	}
 }
 
@@ -126,7 +180,7 @@ func TestRestoreKeyGroups(t *testing.T) {
 			}
 			vs["a"].Put(mb, key, nil, []byte("A"+string(key)))
 			vs["b"].Put(mb, key, []byte("ns"), []byte("B"+string(key)))
-			tm.Set(mb, int64(k), key, nil)
+			tm.Set(int64(k), key, nil)
 		}
 		if err := mb.Commit(); err != nil {
 			t.Fatal(err)
