@@ -113,15 +113,15 @@ func decodeRegistration(v []byte) (registration, bool) {
 
 // Backend is the keyed state of one subtask.
 type Backend struct {
-	db     *kv.DB
-	opts   Options
+	db      *kv.DB
+	opts    Options
 	dir     string
 	closeMu sync.Mutex // serializes Close
 	closed  atomic.Bool
-	mu     sync.Mutex
-	names  map[string]registration // guarded by mu: the registry
-	next   uint16                  // guarded by mu: the next free id
-	timers []*TimerService         // guarded by mu: the services, flushed at each checkpoint
+	mu      sync.Mutex
+	names   map[string]registration // guarded by mu: the registry
+	next    uint16                  // guarded by mu: the next free id
+	timers  []*TimerService         // guarded by mu: the services, flushed at each checkpoint
 
 	multiGets, wanted, read, deduped, hits, unplanned, expired, commits, writes atomic.Uint64
 }
