@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -183,4 +184,28 @@ func TestWritesReportErrors(t *testing.T) {
 			t.Errorf("%s after Close: %v, want ErrClosed", what, err)
 		}
 	}
+}
+
+// FuzzDecodeRegistration: a registry record decodes to a registration
+// that encodes back to it, or is refused; a 2-byte record is one written
+// before kinds were recorded.
+func FuzzDecodeRegistration(f *testing.F) {
+	f.Add(registration{id: 3, kind: KindList, ttl: time.Minute}.encode())
+	f.Add([]byte{0, 7})
+	f.Add([]byte{0, 1, 9, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, ok := decodeRegistration(b)
+		if !ok {
+			return
+		}
+		if len(b) == 2 {
+			if r.kind != kindUnrecorded {
+				t.Fatalf("%x: kind %s from a 2-byte record", b, r.kind)
+			}
+			return
+		}
+		if again := r.encode(); !bytes.Equal(again, b) {
+			t.Fatalf("%x decodes to %+v, which encodes to %x", b, r, again)
+		}
+	})
 }
