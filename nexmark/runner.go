@@ -385,6 +385,7 @@ func (w *worker) takes(id int64, g int) bool { return id >= w.from[g-w.rng.First
 // batchMsg is what the source sends a worker: events in order, each with
 // the key it is processed under, then the watermark they bring (no later
 // event of the worker is at or before it).
+//
 // A barrier message (barrier set) carries no events: the worker takes
 // its part of that job checkpoint, at position next.
 type batchMsg struct {
