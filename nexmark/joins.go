@@ -16,8 +16,10 @@ func wantAuctionOrBid(e Event, _ int64, s Store) {
 		s.Want("early", i64(e.Auction.ID))
 		s.Want("best", i64(e.Auction.ID))
 	case KindBid:
+		// "early" too: a bid whose auction has not come appends to it.
 		s.Want("auction", i64(e.Bid.Auction))
 		s.Want("best", i64(e.Bid.Auction))
+		s.Want("early", i64(e.Bid.Auction))
 	}
 }
 
@@ -129,7 +131,10 @@ func q3() Query {
 				s.Want("pending", i64(e.Person.ID))
 			case KindAuction:
 				if e.Auction.Category == 10 {
+					// "pending" too: an auction whose seller has not come
+					// appends to it.
 					s.Want("person", i64(e.Auction.Seller))
+					s.Want("pending", i64(e.Auction.Seller))
 				}
 			}
 		},
@@ -258,7 +263,10 @@ func q20() Query {
 			case KindAuction:
 				s.Want("early", i64(e.Auction.ID))
 			case KindBid:
+				// "early" too: a bid whose auction has not come appends to
+				// it.
 				s.Want("auction", i64(e.Bid.Auction))
+				s.Want("early", i64(e.Bid.Auction))
 			}
 		},
 		Process: func(e Event, _ int64, s Store, out *Out) error {

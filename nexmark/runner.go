@@ -444,7 +444,9 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, Logf: func(string, ...any) {}}); err != nil {
 		return nil, fmt.Errorf("nexmark: %w", err)
 	}
-	opts := state.Options{MaxKeyGroups: cfg.KeyGroups, KV: kv.Options{Engine: w.eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable, Logf: func(string, ...any) {}}}
+	// StrictReads: every read of an operator is declared (Wants, TimerWants)
+	// and made in the batch's one MultiGet; one that is not is an error.
+	opts := state.Options{MaxKeyGroups: cfg.KeyGroups, StrictReads: true, KV: kv.Options{Engine: w.eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable, Logf: func(string, ...any) {}}}
 	live := filepath.Join(cfg.Dir, fmt.Sprintf("worker-%d", i))
 	if cfg.Restore {
 		// What the crash left in the live directory is not used: the state
