@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/ringstore/ringstore/kv"
 )
@@ -35,11 +36,14 @@ func SubtaskForGroup(g, parallelism, maxKeyGroups int) int { return g * parallel
 // The entries of r's key groups are copied (a source's other groups are
 // not read); state ids are mapped by name, so sources that numbered their
 // states differently merge. The sources are opened read-only and left as
-// they were. Like every restored backend, the new state is durable at its
+// they were; on an error dir is removed. Like every restored backend, the new state is durable at its
 // next Checkpoint: a crash before it restores from the sources again.
 func RestoreKeyGroups(sources []string, dir string, r KeyGroupRange, opts Options) (*Backend, [][]byte, error) {
 	if len(sources) == 0 {
 		return nil, nil, fmt.Errorf("state: restore of key groups %d–%d: no checkpoints", r.First, r.Last)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return nil, nil, fmt.Errorf("state: restore of key groups %d–%d: %s already exists", r.First, r.Last, dir)
 	}
 	var (
 		b     *Backend
@@ -49,7 +53,8 @@ func RestoreKeyGroups(sources []string, dir string, r KeyGroupRange, opts Option
 		if b != nil {
 			b.Close()
 		}
-		return nil, nil, err
+		// What was built is of no use: a retry starts from the sources.
+		return nil, nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	for _, src := range sources {
 		if !IsCheckpoint(src) {

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -234,6 +235,46 @@ func TestRestoreKeyGroups(t *testing.T) {
 		}
 		if seen != keys {
 			t.Errorf("4→%d: %d keys restored, want %d", p, seen, keys)
+		}
+	}
+}
+
+// TestRestoreKeyGroupsRefuses: no sources, a directory that is not a whole
+// checkpoint, sources of another key-group count, and a range outside the
+// key groups are errors, and leave no state behind to open.
+func TestRestoreKeyGroupsRefuses(t *testing.T) {
+	root := testdir.Direct(t)
+	mk := func(name string, groups int) string {
+		b, err := Open(filepath.Join(root, name), Options{MaxKeyGroups: groups, KV: kv.Options{Logf: t.Logf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		ck := filepath.Join(root, name+"-ck")
+		if err := b.Checkpoint(ck, nil); err != nil {
+			t.Fatal(err)
+		}
+		return ck
+	}
+	a16, b32 := mk("a", 16), mk("b", 32)
+	opts := Options{KV: kv.Options{Logf: t.Logf}}
+	for _, c := range []struct {
+		what    string
+		sources []string
+		r       KeyGroupRange
+		is      error
+	}{
+		{"no sources", nil, KeyGroupRange{0, 3}, nil},
+		{"not a checkpoint", []string{t.TempDir()}, KeyGroupRange{0, 3}, nil},
+		{"16 and 32 key groups", []string{a16, b32}, KeyGroupRange{0, 3}, ErrIncompatible},
+		{"a range past the last group", []string{a16}, KeyGroupRange{8, 16}, nil},
+	} {
+		dir := filepath.Join(root, "new-"+c.what)
+		if _, _, err := RestoreKeyGroups(c.sources, dir, c.r, opts); err == nil || c.is != nil && !errors.Is(err, c.is) {
+			t.Errorf("%s: %v, want an error (%v)", c.what, err, c.is)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: %s left behind: %v", c.what, dir, err)
 		}
 	}
 }
