@@ -270,10 +270,6 @@ func (w *worker) checkpoint(j jobCheckpoint, next int64) error {
 	return w.backend.Checkpoint(j.worker(w.i), m.encode())
 }
 
-// errShortKey: an operator used a state key that does not start with
-// its 8-byte partition key.
-var errShortKey = errors.New("nexmark: a state key shorter than its 8-byte partition key")
-
 // ack is one part of job checkpoint n written (or its error).
 type ack struct {
 	n   int

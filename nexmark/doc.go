@@ -132,13 +132,15 @@
 //
 // # Checking
 //
-// Each operator is written once against Store; the runner runs it on
-// package state and Reference on Go maps. The tests compare both with an
-// independent batch evaluation of each query's reference SQL over the
+// Each query's first stage is an Operator on package state's typed
+// states (Want keeps an event's lookups for its Process), run by the
+// runner. The tests compare the runner's rows with an independent batch
+// evaluation of each query's reference SQL over the
 // whole list of events (sql_eval_test.go: grouping, joining and ranking as
 // the SQL reads, no state, timers or watermarks), at 10,000 and 100 events
 // a second, on a stream with the rare cases put in (same-millisecond
-// twins, bids at window ends, touching sessions), after a stop and a
+// twins, bids at window ends, touching sessions; also one event at a
+// time on one worker), after a stop and a
 // restore from checkpoints, after rescales (4→2, 4→8, 3→5 and back), and
 // after a process running a query is killed at a random moment.
 package nexmark

@@ -22,7 +22,7 @@ import (
 // when, so the output is the same in every run.
 type finalStage struct {
 	q       Query
-	store   *MapStore
+	store   *memState
 	out     Out
 	wms     []int64 // each input's watermark
 	done    int64   // the watermark processed up to
@@ -45,7 +45,7 @@ func (h *recordHeap) Pop() any {
 }
 
 func newFinalStage(q Query, inputs int) *finalStage {
-	f := &finalStage{q: q, store: NewMapStore(), wms: make([]int64, inputs), done: math.MinInt64}
+	f := &finalStage{q: q, store: newMemState(), wms: make([]int64, inputs), done: math.MinInt64}
 	for i := range f.wms {
 		f.wms[i] = math.MinInt64
 	}
@@ -149,7 +149,6 @@ func (a *aligner) deliver(m finalMsg) error {
 // finalSnapshot is a final stage's state at a checkpoint.
 type finalSnapshot struct {
 	Values  map[string]map[string][]byte
-	Lists   map[string]map[string][][]byte
 	Timers  []finalTimer
 	Pending []Record
 	WMs     []int64
@@ -167,7 +166,7 @@ type finalTimer struct {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (f *finalStage) encodeSnapshot() ([]byte, error) {
-	s := finalSnapshot{Values: f.store.values, Lists: f.store.lists, Pending: slices.Clone(f.pending), WMs: f.wms, Done: f.done, Sink: f.out.Sink}
+	s := finalSnapshot{Values: f.store.values, Pending: slices.Clone(f.pending), WMs: f.wms, Done: f.done, Sink: f.out.Sink}
 	for k := range f.store.Timers.set {
 		s.Timers = append(s.Timers, finalTimer{k.ts, k.key})
 	}
@@ -205,12 +204,9 @@ func decodeFinalSnapshot(b []byte) (finalSnapshot, error) {
 // with another number, every input starts at the lowest watermark any
 // had (the stage had processed up to it, no further).
 func (f *finalStage) restore(s finalSnapshot) {
-	f.store = NewMapStore()
+	f.store = newMemState()
 	if s.Values != nil {
 		f.store.values = s.Values
-	}
-	if s.Lists != nil {
-		f.store.lists = s.Lists
 	}
 	for _, t := range s.Timers {
 		f.store.Timers.Timer(t.TS, []byte(t.Key))

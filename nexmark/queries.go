@@ -4,38 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+
+	"github.com/ringstore/ringstore/state"
 )
-
-// Store is what a query's operator keeps per key: values and lists by
-// state name. Two stores run the same operators — one on package state
-// (its mini-batches' reads in one kv.MultiGet), one on Go maps, the
-// reference the first is checked against. Every key, of state and of
-// timers, starts with the 8-byte big-endian partition key the event was
-// routed by: it decides the key group, so a worker holds exactly the
-// state of the key groups it owns.
-type Store interface {
-	// Want declares a read of state name's entry for key in this batch.
-	Want(name string, key []byte)
-	Get(name string, key []byte) ([]byte, bool, error)
-	Put(name string, key, value []byte)
-	Delete(name string, key []byte)
-	List(name string, key []byte) ([][]byte, error)
-	Append(name string, key, item []byte) error
-	// Timer sets an event-time timer: the query's OnTimer runs for key once
-	// the watermark reaches ts. DeleteTimer drops one not yet fired.
-	Timer(ts int64, key []byte)
-	DeleteTimer(ts int64, key []byte)
-}
-
-// operatorStore is a Store as the runner drives it: reads declared with
-// Want are made by load, writes are made durable-in-order by commit.
-type operatorStore interface {
-	Store
-	load() error
-	commit() error
-	// due removes the timers at or before wm and returns them in order.
-	due(wm int64) ([]timerKey, error)
-}
 
 // Sink is the blackhole at the end of a query: it keeps the number of
 // rows and an order-insensitive checksum of them (the sum and the xor of
@@ -112,70 +83,37 @@ func (r *row) euros(price int64) *row {
 func (r *row) bytes() []byte { return r.b }
 
 // Query is one Nexmark query: which events it takes and under which
-// partition keys (Keys), what it reads for an event under a key (Wants),
-// and what it does with it (Process). Stateless queries want nothing.
-//
-// A query with windows sets timers (Store.Timer); OnTimer runs each once
-// the watermark passes it, its reads declared by TimerWants and made in one
-// Load per round of timers. A query whose result spans keys (the hot items
-// of a window, the average of a category) has a Final stage: the first
-// stage forwards records to it (Out.Forward), and it runs on one goroutine
-// over them in event-time order, as a parallelism-1 operator after a
-// shuffle would.
+// partition keys (Keys), and its first stage (Open), run on each worker's
+// state. A query whose result spans keys (the hot items of a window, the
+// average of a category) has a Final stage: the first stage forwards
+// records to it (Out.Forward), and it runs on one goroutine over them in
+// event-time order, as a parallelism-1 operator after a shuffle would.
 type Query struct {
 	Name     string
 	Stateful bool
-	// States are the query's state names and whether each is a list.
-	States map[string]bool
+	// Timers says the first stage is a TimerOperator.
+	Timers bool
 	// Keys appends the partition keys an event is processed under to dst
 	// and returns it: none for an event the query does not take, one for
 	// most, two where an event belongs to two keys (q7: a bid at a window's
 	// end is in the next window and also closes the one before). Events of
 	// one key are processed in their order.
-	Keys       func(e Event, dst []int64) []int64
-	Wants      func(e Event, key int64, s Store)
-	Process    func(e Event, key int64, s Store, out *Out) error
-	TimerWants func(ts int64, key []byte, s Store)
-	OnTimer    func(ts int64, key []byte, s Store, out *Out) error
-	Final      *FinalOperator
+	Keys func(e Event, dst []int64) []int64
+	// Open makes the first stage on a worker's state (nil for a stateless
+	// query).
+	Open  func(b *state.Backend) (Operator, error)
+	Final *FinalOperator
 }
 
 // FinalOperator is a query's second stage. Its state is small (a few keys
 // per window or category) and lives in memory.
 type FinalOperator struct {
-	Process func(r Record, s Store, out *Out) error
-	OnTimer func(ts int64, key []byte, s Store, out *Out) error
+	Process func(r Record, s *memState, out *Out) error
+	OnTimer func(ts int64, key []byte, s *memState, out *Out) error
 }
 
 // timed says whether the query needs watermarks.
-func (q Query) timed() bool { return q.OnTimer != nil || q.Final != nil }
-
-// advance fires the operator's timers due at watermark wm, in rounds: the
-// reads of a round's timers in one load, their writes in one commit.
-func (q Query) advance(s operatorStore, wm int64, out *Out) error {
-	for {
-		due, err := s.due(wm)
-		if err != nil || len(due) == 0 {
-			return err
-		}
-		if q.TimerWants != nil {
-			for _, t := range due {
-				q.TimerWants(t.ts, []byte(t.key), s)
-			}
-			if err := s.load(); err != nil {
-				return err
-			}
-		}
-		for _, t := range due {
-			if err := q.OnTimer(t.ts, []byte(t.key), s, out); err != nil {
-				return fmt.Errorf("nexmark: %s, timer at %d: %w", q.Name, t.ts, err)
-			}
-		}
-		if err := s.commit(); err != nil {
-			return err
-		}
-	}
-}
+func (q Query) timed() bool { return q.Timers || q.Final != nil }
 
 // oneKey makes a Keys of a function that gives at most one key.
 func oneKey(key func(e Event) (int64, bool)) func(Event, []int64) []int64 {
@@ -191,13 +129,6 @@ func i64(v int64) []byte {
 	b := make([]byte, 8)
 	binary.BigEndian.PutUint64(b, uint64(v))
 	return b
-}
-
-func key2(a, b int64) []byte {
-	k := make([]byte, 16)
-	binary.BigEndian.PutUint64(k, uint64(a))
-	binary.BigEndian.PutUint64(k[8:], uint64(b))
-	return k
 }
 
 func u64s(v ...int64) []byte {
@@ -277,8 +208,6 @@ func auctionOrBid(e Event) (int64, bool) {
 	}
 	return 0, false
 }
-
-func noWants(Event, int64, Store) {}
 
 // bidRow appends a bid's columns in the order of the reference's bid
 // view: auction, bidder, price, channel, url, dateTime, extra.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -18,255 +17,29 @@ import (
 	"github.com/ringstore/ringstore/state"
 )
 
-// MapStore is the reference Store: Go maps, nothing on disk.
-type MapStore struct {
+// memState is a final stage's state: values by name and key, and
+// timers, in memory (a final stage is one operator of parallelism 1, its
+// state a few keys per window or category).
+type memState struct {
 	Timers
 	values map[string]map[string][]byte
-	lists  map[string]map[string][][]byte
 }
 
-// NewMapStore returns an empty MapStore.
-func NewMapStore() *MapStore {
-	return &MapStore{values: map[string]map[string][]byte{}, lists: map[string]map[string][][]byte{}}
-}
+func newMemState() *memState { return &memState{values: map[string]map[string][]byte{}} }
 
-func (m *MapStore) Want(string, []byte) {}
-
-func (m *MapStore) load() error                      { return nil }
-func (m *MapStore) commit() error                    { return nil }
-func (m *MapStore) due(wm int64) ([]timerKey, error) { return m.Timers.due(wm), nil }
-
-func (m *MapStore) Get(name string, key []byte) ([]byte, bool, error) {
+func (m *memState) get(name string, key []byte) ([]byte, bool) {
 	v, ok := m.values[name][string(key)]
-	return v, ok, nil
+	return v, ok
 }
 
-func (m *MapStore) Put(name string, key, value []byte) {
+func (m *memState) put(name string, key, value []byte) {
 	if m.values[name] == nil {
 		m.values[name] = map[string][]byte{}
 	}
 	m.values[name][string(key)] = append([]byte(nil), value...)
 }
 
-func (m *MapStore) Delete(name string, key []byte) {
-	delete(m.values[name], string(key))
-	delete(m.lists[name], string(key))
-}
-
-func (m *MapStore) List(name string, key []byte) ([][]byte, error) {
-	return m.lists[name][string(key)], nil
-}
-
-func (m *MapStore) Append(name string, key, item []byte) error {
-	if m.lists[name] == nil {
-		m.lists[name] = map[string][][]byte{}
-	}
-	m.lists[name][string(key)] = append(m.lists[name][string(key)], append([]byte(nil), item...))
-	return nil
-}
-
-// stateStore runs a query's operator on package state, one mini-batch at
-// a time; its timers are a state.TimerService, checkpointed with the
-// state.
-type stateStore struct {
-	svc      *state.TimerService
-	loadTime time.Duration // in load: the state's reads
-	err      error         // the first error of a Put or Delete, returned by commit
-	mb       *state.MiniBatch
-	values   map[string]*state.ValueState
-	lists    map[string]*state.ListState
-}
-
-func newStateStore(b *state.Backend, q Query) (*stateStore, error) {
-	s := &stateStore{mb: b.NewMiniBatch(), values: map[string]*state.ValueState{}, lists: map[string]*state.ListState{}}
-	names := make([]string, 0, len(q.States))
-	for name := range q.States {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		var err error
-		if q.States[name] {
-			s.lists[name], err = b.List(q.Name+"/"+name, 0)
-		} else {
-			s.values[name], err = b.Value(q.Name+"/"+name, 0)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	var err error
-	if s.svc, err = b.Timers(q.Name + "/timers"); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// split is a state key as package state takes it: its first 8 bytes, the
-// partition key, are state's key (they place it in a key group) and the
-// rest its namespace.
-func split(key []byte) (k, ns []byte, err error) {
-	if len(key) < 8 {
-		return nil, nil, fmt.Errorf("%w: %x", errShortKey, key)
-	}
-	return key[:8], key[8:], nil
-}
-
-func (s *stateStore) load() error {
-	t := time.Now()
-	err := s.mb.Load()
-	s.loadTime += time.Since(t)
-	return err
-}
-
-// commit writes the batch, or returns the first error a write without
-// an error result of its own (Put, Delete) met.
-func (s *stateStore) commit() error {
-	if s.err != nil {
-		return s.err
-	}
-	return s.mb.Commit()
-}
-
-// keep keeps the first error of a write for commit to return.
-func (s *stateStore) keep(err error) {
-	if s.err == nil {
-		s.err = err
-	}
-}
-
-func (s *stateStore) due(wm int64) ([]timerKey, error) {
-	due, err := s.svc.Due(wm)
-	out := make([]timerKey, len(due))
-	for i, t := range due {
-		out[i] = timerKey{t.TS, string(t.Key) + string(t.NS)}
-	}
-	return out, err
-}
-
-func (s *stateStore) Timer(ts int64, key []byte) {
-	k, ns, err := split(key)
-	if err == nil {
-		err = s.svc.Set(ts, k, ns)
-	}
-	s.keep(err)
-}
-
-func (s *stateStore) DeleteTimer(ts int64, key []byte) {
-	k, ns, err := split(key)
-	if err == nil {
-		err = s.svc.Delete(ts, k, ns)
-	}
-	s.keep(err)
-}
-
-func (s *stateStore) Want(name string, key []byte) {
-	k, ns, err := split(key)
-	switch {
-	case err != nil:
-		s.keep(err)
-	case s.values[name] != nil:
-		s.values[name].Want(s.mb, k, ns)
-	default:
-		s.lists[name].Want(s.mb, k, ns)
-	}
-}
-
-func (s *stateStore) Get(name string, key []byte) ([]byte, bool, error) {
-	k, ns, err := split(key)
-	if err != nil {
-		return nil, false, err
-	}
-	return s.values[name].Get(s.mb, k, ns)
-}
-
-func (s *stateStore) Put(name string, key, value []byte) {
-	k, ns, err := split(key)
-	if err == nil {
-		err = s.values[name].Put(s.mb, k, ns, value)
-	}
-	s.keep(err)
-}
-
-func (s *stateStore) Delete(name string, key []byte) {
-	k, ns, err := split(key)
-	switch {
-	case err != nil:
-	case s.values[name] != nil:
-		err = s.values[name].Clear(s.mb, k, ns)
-	default:
-		err = s.lists[name].Clear(s.mb, k, ns)
-	}
-	s.keep(err)
-}
-
-func (s *stateStore) List(name string, key []byte) ([][]byte, error) {
-	k, ns, err := split(key)
-	if err != nil {
-		return nil, err
-	}
-	return s.lists[name].Get(s.mb, k, ns)
-}
-
-func (s *stateStore) Append(name string, key, item []byte) error {
-	k, ns, err := split(key)
-	if err != nil {
-		return err
-	}
-	return s.lists[name].Add(s.mb, k, ns, item)
-}
-
-// Reference runs query q over events [0, events) with a MapStore. The
-// watermark follows every event (its time less WatermarkLag) and reaches
-// the end of time after the last, as a bounded source's does.
-func Reference(q Query, gen GenConfig, events int64) (Sink, error) {
-	return reference(q, gen.Generate, events)
-}
-
-// reference is Reference over the events source makes.
-func reference(q Query, source func(id int64) Event, events int64) (Sink, error) {
-	var out Out
-	s := NewMapStore()
-	var fin *finalStage
-	if q.Final != nil {
-		fin = newFinalStage(q, 1)
-	}
-	advance := func(wm int64) error {
-		if q.OnTimer != nil {
-			if err := q.advance(s, wm, &out); err != nil {
-				return err
-			}
-		}
-		if fin != nil {
-			err := fin.add(0, out.fwd, wm)
-			out.fwd = out.fwd[:0]
-			return err
-		}
-		return nil
-	}
-	var keys []int64
-	for id := int64(0); id < events; id++ {
-		e := source(id)
-		keys = q.Keys(e, keys[:0])
-		for _, k := range keys {
-			if err := q.Process(e, k, s, &out); err != nil {
-				return out.Sink, err
-			}
-		}
-		if q.timed() {
-			if err := advance(e.Time() - WatermarkLag); err != nil {
-				return out.Sink, err
-			}
-		}
-	}
-	if err := advance(math.MaxInt64); err != nil {
-		return out.Sink, err
-	}
-	if fin != nil {
-		out.Add(fin.out.Sink)
-	}
-	return out.Sink, nil
-}
+func (m *memState) delete(name string, key []byte) { delete(m.values[name], string(key)) }
 
 // RunConfig is one run of a query.
 type RunConfig struct {
@@ -369,7 +142,10 @@ type worker struct {
 	rng       state.KeyGroupRange
 	eng       *ioengine.Engine // its own, inline: one hot caller
 	backend   *state.Backend
-	store     operatorStore
+	op        Operator
+	mb        *state.MiniBatch // nil for a stateless query
+	lookups   []Lookups        // one per event of a batch
+	loadTime  time.Duration    // in the batches' Loads: the state's reads
 	out       Out
 	// from is, per key group of rng, the first event id the worker
 	// processes (after a restore; 0 otherwise). Immutable once the run
@@ -405,25 +181,17 @@ type keyedEvent struct {
 // one commit, then the timers the watermark fires.
 func (w *worker) process(m batchMsg) error {
 	if len(m.events) > 0 {
-		for _, e := range m.events {
-			w.q.Wants(e.Event, e.key, w.store)
+		if len(w.lookups) < len(m.events) {
+			w.lookups = make([]Lookups, len(m.events))
 		}
-		if err := w.store.load(); err != nil {
-			return err
-		}
-		for _, e := range m.events {
-			if err := w.q.Process(e.Event, e.key, w.store, &w.out); err != nil {
-				return fmt.Errorf("nexmark: %s, event %d: %w", w.q.Name, e.ID, err)
-			}
-		}
-		if err := w.store.commit(); err != nil {
+		if err := runBatch(w.op, w.q.Name, w.mb, w.lookups, m.events, &w.out, &w.loadTime); err != nil {
 			return err
 		}
 	}
 	if m.wm > w.wm {
 		w.wm = m.wm
-		if w.q.OnTimer != nil {
-			return w.q.advance(w.store, m.wm, &w.out)
+		if to, ok := w.op.(TimerOperator); ok {
+			return fireTimers(to, w.q.Name, w.mb, &w.lookups, m.wm, &w.out, &w.loadTime)
 		}
 	}
 	return nil
@@ -434,8 +202,9 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	w := &worker{i: i, q: q, cfg: cfg, keyGroups: cfg.KeyGroups, rng: state.RangeForSubtask(i, cfg.Parallelism, cfg.KeyGroups), wm: math.MinInt64}
 	w.from = make([]int64, w.rng.Last-w.rng.First+1)
 	if !q.Stateful {
-		w.store = NewMapStore()
-		return w, nil
+		var err error
+		w.op, err = q.Open(nil)
+		return w, err
 	}
 	// Each worker has its own engine, inline on io_uring: a worker whose
 	// Load misses the cache submits its reads and waits for them on its
@@ -459,7 +228,8 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 		w.backend, err = state.Open(live, opts)
 	}
 	if err == nil {
-		w.store, err = newStateStore(w.backend, q)
+		w.op, err = q.Open(w.backend)
+		w.mb = w.backend.NewMiniBatch()
 	}
 	if err != nil {
 		w.close()
@@ -713,9 +483,7 @@ func Run(cfg RunConfig) (Result, error) {
 	}
 	for i, w := range workers {
 		res.Sink.Add(w.out.Sink)
-		if ss, ok := w.store.(*stateStore); ok {
-			res.LoadSeconds += ss.loadTime.Seconds()
-		}
+		res.LoadSeconds += w.loadTime.Seconds()
 		if w.backend != nil {
 			st := w.backend.Stats()
 			res.MultiGets += st.MultiGets

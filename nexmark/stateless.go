@@ -9,18 +9,6 @@ import (
 // The stateless queries: q0, q1, q2, q10, q13, q14, q21, q22. Each emits
 // at most one row per bid, made from the bid alone.
 
-// stateless is a query of bids with no state: emit writes the bid's row
-// into r and says whether the bid has one.
-func stateless(name string, emit func(b *Bid, r *row) bool) Query {
-	return Query{Name: name, Keys: oneKey(bidKey), Wants: noWants, Process: func(e Event, _ int64, _ Store, out *Out) error {
-		var r row
-		if emit(e.Bid, &r) {
-			out.emitRow(&r)
-		}
-		return nil
-	}}
-}
-
 // hourOf is the SQL's HOUR(dateTime) (UTC).
 func hourOf(ms int64) int { return time.UnixMilli(ms).UTC().Hour() }
 
@@ -73,7 +61,7 @@ var knownChannelIDs = map[string]string{"apple": "0", "google": "1", "facebook":
 
 // q0: SELECT auction, bidder, price, dateTime, extra FROM bid.
 func q0() Query {
-	return stateless("q0", func(b *Bid, r *row) bool {
+	return statelessQuery("q0", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).int(b.DateTime).str(b.Extra)
 		return true
 	})
@@ -81,7 +69,7 @@ func q0() Query {
 
 // q1: the price in euros, 0.908 * price, a DECIMAL(23, 3).
 func q1() Query {
-	return stateless("q1", func(b *Bid, r *row) bool {
+	return statelessQuery("q1", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).euros(b.Price).int(b.DateTime).str(b.Extra)
 		return true
 	})
@@ -89,7 +77,7 @@ func q1() Query {
 
 // q2: SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0.
 func q2() Query {
-	return stateless("q2", func(b *Bid, r *row) bool {
+	return statelessQuery("q2", func(b *Bid, r *row) bool {
 		if b.Auction%123 != 0 {
 			return false
 		}
@@ -102,7 +90,7 @@ func q2() Query {
 // logged to, DATE_FORMAT 'yyyy-MM-dd' and 'HH:mm'; the rows go to the
 // sink as every other query's.
 func q10() Query {
-	return stateless("q10", func(b *Bid, r *row) bool {
+	return statelessQuery("q10", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).int(b.DateTime).str(b.Extra).str(dayOf(b.DateTime)).str(hourMinuteOf(b.DateTime))
 		return true
 	})
@@ -113,7 +101,7 @@ func q10() Query {
 // key k to the value "k"; it is made here rather than read from a
 // file.
 func q13() Query {
-	return stateless("q13", func(b *Bid, r *row) bool {
+	return statelessQuery("q13", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).int(b.DateTime).str(strconv.FormatInt(b.Auction%10_000, 10))
 		return true
 	})
@@ -123,7 +111,7 @@ func q13() Query {
 // exactly, in thousandths), the time of day, and the count of 'c' in
 // extra.
 func q14() Query {
-	return stateless("q14", func(b *Bid, r *row) bool {
+	return statelessQuery("q14", func(b *Bid, r *row) bool {
 		if thousandths := b.Price * 908; thousandths <= 1_000_000_000 || thousandths >= 50_000_000_000 {
 			return false
 		}
@@ -142,7 +130,7 @@ func q14() Query {
 // q21: the channel id of the four known channels, or the URL's
 // channel_id; a bid with neither has no row.
 func q21() Query {
-	return stateless("q21", func(b *Bid, r *row) bool {
+	return statelessQuery("q21", func(b *Bid, r *row) bool {
 		id, ok := knownChannelIDs[strings.ToLower(b.Channel)]
 		if !ok {
 			if id, ok = channelID(b.URL); !ok {
@@ -156,7 +144,7 @@ func q21() Query {
 
 // q22: the URL's first three directories, SPLIT_INDEX(url, '/', 3..5).
 func q22() Query {
-	return stateless("q22", func(b *Bid, r *row) bool {
+	return statelessQuery("q22", func(b *Bid, r *row) bool {
 		r.int(b.Auction).int(b.Bidder).int(b.Price).str(b.Channel)
 		for i := 3; i <= 5; i++ {
 			d, _ := splitIndex(b.URL, '/', i)

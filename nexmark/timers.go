@@ -4,8 +4,7 @@ import (
 	"container/heap"
 )
 
-// Timers is the event-time timers of the in-memory stores (Reference's
-// MapStore and the final stage): a timer (ts, key) fires once the
+// Timers is the event-time timers of a final stage (memState): a timer (ts, key) fires once the
 // watermark reaches ts. The runner's workers keep theirs as state
 // (state.TimerService). Setting a timer that is set does nothing;
 // DeleteTimer drops one that has not fired. One goroutine at a time.
