@@ -46,6 +46,16 @@ func TestCrashChild(t *testing.T) {
 	time.Sleep(time.Hour)
 }
 
+// crashEventList is the events crashConfig's runs make.
+func crashEventList() []Event {
+	evs := make([]Event, crashEvents)
+	gen := crashConfig("", "").Gen
+	for id := range evs {
+		evs[id] = gen.Generate(int64(id))
+	}
+	return evs
+}
+
 type crashReport struct {
 	ready, done bool
 	failed      string
@@ -75,11 +85,7 @@ func TestKilledAtRandom(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes")
 	}
-	evs := make([]Event, crashEvents)
-	gen := crashConfig("", "").Gen
-	for id := range evs {
-		evs[id] = gen.Generate(int64(id))
-	}
+	evs := crashEventList()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	queries := []string{"q3", "q4", "q5", "q11", "q17", "q18", "q20", "q7", "q9"}
 	for cycle := range 2 * len(queries) {
@@ -113,11 +119,7 @@ func TestKilledWhileRescaling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes")
 	}
-	evs := make([]Event, crashEvents)
-	gen := crashConfig("", "").Gen
-	for id := range evs {
-		evs[id] = gen.Generate(int64(id))
-	}
+	evs := crashEventList()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for cycle, query := range []string{"q4", "q11", "q17", "q20", "q5", "q3", "q9", "q18"} {
 		dir := testdir.Direct(t)
