@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/ringstore/ringstore/internal/durable"
 )
 
 // finalStage runs a query's Final operator on one goroutine: it holds
@@ -243,11 +245,7 @@ func writeFileAtomic(path string, b []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return durable.SyncDir(filepath.Dir(path))
 }
 
 // writeSnapshot writes the stage's state to path, whole or not at all.

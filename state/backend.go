@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringstore/ringstore/internal/durable"
 	"github.com/ringstore/ringstore/kv"
 )
 
@@ -319,7 +320,7 @@ func (b *Backend) Checkpoint(dir string, meta []byte) error {
 	if err := os.Rename(partial, dir); err != nil {
 		return fmt.Errorf("state: checkpoint: %w", err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("state: checkpoint: %w", err)
 	}
 	return nil
@@ -335,15 +336,6 @@ func PartialCheckpoint(dir string) string {
 // IsCheckpoint says whether dir holds a whole checkpoint (its store's
 // manifest is written last).
 func IsCheckpoint(dir string) bool { return kv.IsCheckpoint(dir) }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
-}
 
 // Restore makes dir (which must not exist) a copy of the checkpoint in
 // checkpointDir — its files hard-linked — opens it, and returns it with the
