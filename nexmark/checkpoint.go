@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -195,6 +196,7 @@ func findCheckpoint(dir string) (*jobCheckpoint, error) {
 // key groups from the old workers' parts with another. It sets the
 // worker's backend, per-group positions, sink and watermark.
 func (w *worker) restoreWorker(j *jobCheckpoint, live string, opts state.Options) error {
+	w.wm = math.MaxInt64 // the lowest of the parts' watermarks (takeMeta)
 	if j.parallelism == w.cfg.Parallelism {
 		b, raw, err := state.Restore(j.worker(w.i), live, opts)
 		if err != nil {
@@ -247,11 +249,7 @@ func (w *worker) takeMeta(m checkpointMeta, own bool) {
 	if own {
 		w.out.Sink.Add(m.sink)
 	}
-	if w.restoredWM {
-		w.wm = min(w.wm, m.wm)
-	} else {
-		w.wm, w.restoredWM = m.wm, true
-	}
+	w.wm = min(w.wm, m.wm)
 }
 
 // checkpoint writes the worker's part of job checkpoint j: its state, with

@@ -91,8 +91,6 @@ func (r *row) bytes() []byte { return r.b }
 type Query struct {
 	Name     string
 	Stateful bool
-	// Timers says the first stage is a TimerOperator.
-	Timers bool
 	// Keys appends the partition keys an event is processed under to dst
 	// and returns it: none for an event the query does not take, one for
 	// most, two where an event belongs to two keys (q7: a bid at a window's
@@ -112,8 +110,12 @@ type FinalOperator struct {
 	OnTimer func(ts int64, key []byte, s *memState, out *Out) error
 }
 
-// timed says whether the query needs watermarks.
-func (q Query) timed() bool { return q.Timers || q.Final != nil }
+// timed says whether a query whose first stage is op needs watermarks:
+// op has timers, or the query a final stage.
+func (q Query) timed(op Operator) bool {
+	_, timers := op.(TimerOperator)
+	return timers || q.Final != nil
+}
 
 // oneKey makes a Keys of a function that gives at most one key.
 func oneKey(key func(e Event) (int64, bool)) func(Event, []int64) []int64 {

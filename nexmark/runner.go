@@ -150,9 +150,8 @@ type worker struct {
 	// from is, per key group of rng, the first event id the worker
 	// processes (after a restore; 0 otherwise). Immutable once the run
 	// starts: the source reads it.
-	from       []int64
-	wm         int64 // the watermark it has reached
-	restoredWM bool  // a restore has set wm
+	from []int64
+	wm   int64 // the watermark it has reached
 }
 
 // takes says whether the worker processes event id of key group g.
@@ -399,6 +398,7 @@ func Run(cfg RunConfig) (Result, error) {
 		sent[p] = math.MinInt64
 	}
 	every := int64(cfg.Batch * cfg.Parallelism)
+	timed := q.timed(workers[0].op)
 	source := cfg.Gen.Generate
 	if cfg.source != nil {
 		source = cfg.source
@@ -445,7 +445,7 @@ func Run(cfg RunConfig) (Result, error) {
 				chans[p] <- batchMsg{barrier: &bar, next: id + 1}
 			}
 		}
-		if q.timed() && (id+1)%every == 0 {
+		if timed && (id+1)%every == 0 {
 			for p := range pending {
 				w := wm
 				if len(pending[p]) > 0 {
@@ -462,7 +462,7 @@ func Run(cfg RunConfig) (Result, error) {
 		// The end of the stream is the end of time (no watermark after a
 		// stop, as after a crash).
 		wm := int64(math.MinInt64)
-		if end == cfg.Events && q.timed() {
+		if end == cfg.Events && timed {
 			wm = math.MaxInt64
 		}
 		if len(pending[p]) > 0 || wm > sent[p] {

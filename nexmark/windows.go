@@ -323,7 +323,7 @@ func ingestTime(e Event) int64 { return e.Time() }
 // closes; the final stage keeps each window's highest count and its
 // auctions and emits them once every worker has passed the window.
 func q5() Query {
-	return Query{Name: "q5", Stateful: true, Timers: true, Keys: oneKey(bidKey),
+	return Query{Name: "q5", Stateful: true, Keys: oneKey(bidKey),
 		Open: func(b *state.Backend) (Operator, error) {
 			w, err := openWindowCount(b, "q5")
 			return q5Op{w}, err
@@ -374,7 +374,7 @@ func q5() Query {
 // window's end goes to that window's worker too. Emitted when the
 // watermark reaches the window's end.
 func q7() Query {
-	return Query{Name: "q7", Stateful: true, Timers: true,
+	return Query{Name: "q7", Stateful: true,
 		Keys: func(e Event, dst []int64) []int64 {
 			if e.Kind != KindBid {
 				return dst
@@ -396,7 +396,7 @@ func q7() Query {
 // opened an auction in the tumbling window of 10 s in which they
 // registered, emitted when the window closes.
 func q8() Query {
-	return Query{Name: "q8", Stateful: true, Timers: true, Keys: oneKey(personOrSeller),
+	return Query{Name: "q8", Stateful: true, Keys: oneKey(personOrSeller),
 		Open: func(b *state.Backend) (Operator, error) {
 			o := &opState{b: b, query: "q8"}
 			op := q8Op{person: openValue(o, "person", state.BytesCodec), seller: openValue(o, "seller", state.BytesCodec), timers: o.timers()}
@@ -411,7 +411,7 @@ func q8() Query {
 // ends 10 s after its last bid and is emitted when the watermark passes
 // that, or when a later bid starts the next.
 func q11() Query {
-	return Query{Name: "q11", Stateful: true, Timers: true, Keys: oneKey(bidderKey),
+	return Query{Name: "q11", Stateful: true, Keys: oneKey(bidderKey),
 		Open: func(b *state.Backend) (Operator, error) {
 			o := &opState{b: b, query: "q11"}
 			op := q11Op{session: openValue(o, "session", state.BytesCodec), timers: o.timers()}
@@ -425,7 +425,7 @@ func q11() Query {
 // the event id at the generator's rate, so the output can be checked: on
 // this generator it equals event time.
 func q12() Query {
-	return Query{Name: "q12", Stateful: true, Timers: true, Keys: oneKey(bidderKey),
+	return Query{Name: "q12", Stateful: true, Keys: oneKey(bidderKey),
 		Open: func(b *state.Backend) (Operator, error) {
 			w, err := openWindowCount(b, "q12")
 			return q12Op{w}, err
