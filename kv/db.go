@@ -161,7 +161,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if !opts.NoBlockCache && !opts.BufferedIO {
 		workers := cacheIOWorkers
 		if db.eng.Backend() == ioengine.BackendSyscall {
-			workers = 1 // the syscall mode is serial pread
+			workers = max(1, opts.ReadWorkers) // each one pread at a time
 		}
 		if db.pool, err = bufpool.New(bufpool.Options{FrameSize: directio.BlockSize, Budget: opts.CacheSize,
 			Engine: db.eng, IOWorkers: workers, MaxBatch: 256, Logf: opts.Logf}); err != nil {

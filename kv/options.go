@@ -49,6 +49,13 @@ type Options struct {
 	// RINGSTORE_IO_URING; ioengine.Syscall reads the blocks of a batch
 	// with one pread after another.
 	IOMode ioengine.IOMode
+	// ReadWorkers is, on the syscall backend, the number of goroutines that
+	// read the block cache's misses, each one pread at a time: the read
+	// parallelism of a MultiGet there, as a pool of read threads gives it
+	// (RocksDB's and ForSt's MultiGet on a thread pool). Default 1: a
+	// MultiGet's reads one after another. On io_uring a MultiGet's reads are
+	// one submission and this is ignored.
+	ReadWorkers int
 	// Engine, when set, runs all of the store's I/O (block reads and the log's
 	// writes) and is not closed by Close.
 	Engine *ioengine.Engine
@@ -146,6 +153,8 @@ func (o Options) validate() error {
 		return bad("BloomBitsPerKey", o.BloomBitsPerKey, fmt.Sprintf("must be 1 to %d", sstable.MaxBloomBitsPerKey))
 	case !o.NoBlockCache && o.CacheSize < 32<<10:
 		return bad("CacheSize", o.CacheSize, "must be at least 32 KiB (or set NoBlockCache)")
+	case o.ReadWorkers < 0 || o.ReadWorkers > 256:
+		return bad("ReadWorkers", o.ReadWorkers, "must be 0 (one) to 256")
 	case o.L0CompactionTrigger < 1:
 		return bad("L0CompactionTrigger", o.L0CompactionTrigger, "must be at least 1")
 	case o.L0StopWritesTrigger <= o.L0CompactionTrigger:

@@ -15,6 +15,7 @@ type statCounters struct {
 	writes, commits, writeStalls          atomic.Uint64
 	gets, multiGets, multiGetKeys, rounds atomic.Uint64
 	blockReads, directCalls               atomic.Uint64
+	readAheadBlocks                       atomic.Uint64
 	flushes, flushedBytes, flushNanos     atomic.Uint64
 	compactions, trivialMoves             atomic.Uint64
 	compactedIn, compactedOut             atomic.Uint64
@@ -35,16 +36,18 @@ type Stats struct {
 	LogFlushes  uint64 // the log's group commits (one write + fdatasync each, many requests)
 	WriteStalls uint64 // commits that waited for a flush or compaction
 
-	Gets          uint64
-	MultiGets     uint64
-	MultiGetKeys  uint64
-	ReadRounds    uint64         // block-read rounds of Get and MultiGet (one submission each)
-	BlockReads    uint64         // 4 KiB blocks read from the device (cache misses and uncached reads)
-	DirectReads   uint64         // engine calls for uncached reads
-	Cache         *bufpool.Stats // nil without a block cache
-	Engine        ioengine.Stats
-	Backend       ioengine.Backend
-	FallbackCause string
+	Gets         uint64
+	MultiGets    uint64
+	MultiGetKeys uint64
+	ReadRounds   uint64 // block-read rounds of Get and MultiGet (one submission each)
+	BlockReads   uint64 // 4 KiB blocks read from the device (cache misses and uncached reads)
+	DirectReads  uint64 // engine calls for uncached reads
+	// ReadAheadBlocks counts the blocks ReadAhead started loading.
+	ReadAheadBlocks uint64
+	Cache           *bufpool.Stats // nil without a block cache
+	Engine          ioengine.Stats
+	Backend         ioengine.Backend
+	FallbackCause   string
 
 	Flushes, FlushedBytes     uint64
 	FlushTime                 time.Duration
@@ -64,7 +67,7 @@ func (db *DB) Stats() Stats {
 	s := Stats{
 		Writes: c.writes.Load(), Commits: c.commits.Load(), WriteStalls: c.writeStalls.Load(),
 		Gets: c.gets.Load(), MultiGets: c.multiGets.Load(), MultiGetKeys: c.multiGetKeys.Load(),
-		ReadRounds: c.rounds.Load(), BlockReads: c.blockReads.Load(), DirectReads: c.directCalls.Load(),
+		ReadRounds: c.rounds.Load(), BlockReads: c.blockReads.Load(), DirectReads: c.directCalls.Load(), ReadAheadBlocks: c.readAheadBlocks.Load(),
 		Flushes: c.flushes.Load(), FlushedBytes: c.flushedBytes.Load(), FlushTime: time.Duration(c.flushNanos.Load()),
 		Compactions: c.compactions.Load(), TrivialMoves: c.trivialMoves.Load(),
 		CompactedIn: c.compactedIn.Load(), CompactedOut: c.compactedOut.Load(),
