@@ -50,12 +50,27 @@ func sqlWant(t *testing.T, gen GenConfig, events int64) map[string]Sink {
 // equal the independent evaluation of the reference SQL on the same events
 // (sql_eval_test.go).
 func TestQueriesMatchSQL(t *testing.T) {
+	readAhead := map[string]uint64{}
+	defer func() {
+		if ok, _ := ioengine.ProbeKernel().Usable(); t.Failed() || !ok {
+			return
+		}
+		for _, name := range []string{"q4", "q9", "q18", "q20"} {
+			if readAhead[name] == 0 {
+				t.Errorf("%s on io_uring: no block was read ahead", name)
+			}
+		}
+	}()
 	for _, rg := range sqlRegimes {
 		want := sqlWant(t, rg.gen, rg.events)
 		for _, name := range QueryNames() {
 			t.Run(rg.name+"/"+name, func(t *testing.T) {
 				for _, mode := range []ioengine.IOMode{ioengine.URing, ioengine.Syscall} {
-					res, err := Run(RunConfig{Query: name, Events: rg.events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, IOMode: mode, Gen: rg.gen})
+					// Small memtables put the state in tables, so that reads
+					// run ahead on io_uring and, on syscalls, three
+					// goroutines read each Load's misses.
+					res, err := Run(RunConfig{Query: name, Events: rg.events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, Memtable: 64 << 10,
+						IOMode: mode, ReadWorkers: 3, Gen: rg.gen})
 					if err != nil {
 						t.Fatalf("%s: %v", mode, err)
 					}
@@ -64,6 +79,9 @@ func TestQueriesMatchSQL(t *testing.T) {
 					}
 					if mustQuery(name).Stateful && res.MultiGets == 0 {
 						t.Errorf("runner on %s: no MultiGet", mode)
+					}
+					if res.Backend == ioengine.BackendURing {
+						readAhead[name] += res.ReadAheadBlocks
 					}
 				}
 			})
@@ -197,7 +215,8 @@ func TestQueriesMatchSQLOnEdges(t *testing.T) {
 		var want Sink
 		evalSQL(name, evs, &want)
 		for _, c := range []struct{ parallelism, batch int }{{4, 300}, {1, 1}} {
-			res, err := Run(RunConfig{Query: name, Events: int64(len(evs)), Parallelism: c.parallelism, Batch: c.batch, Dir: testdir.Direct(t), Cache: 256 << 10, source: source})
+			res, err := Run(RunConfig{Query: name, Events: int64(len(evs)), Parallelism: c.parallelism, Batch: c.batch, Dir: testdir.Direct(t), Cache: 256 << 10,
+				NoReadAhead: c.batch == 1, source: source})
 			if err != nil {
 				t.Fatal(err)
 			}

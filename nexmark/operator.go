@@ -90,12 +90,17 @@ func statelessQuery(name string, emit func(b *Bid, r *row) bool) Query {
 	return Query{Name: name, Keys: oneKey(bidKey), Open: func(*state.Backend) (Operator, error) { return stateless(emit), nil }}
 }
 
-// runBatch runs one mini-batch of events through op: their Wants, one
-// Load, their Processes, one Commit. load times the Load.
-func runBatch(op Operator, name string, mb *state.MiniBatch, ls []Lookups, events []keyedEvent, out *Out, load *time.Duration) error {
+// wantBatch declares the reads of a mini-batch of events: each event's
+// Want, in order, its Lookups in ls.
+func wantBatch(op Operator, mb *state.MiniBatch, ls []Lookups, events []keyedEvent) {
 	for i, e := range events {
 		op.Want(e.Event, e.key, mb, &ls[i])
 	}
+}
+
+// runWanted runs a mini-batch whose reads wantBatch declared: one Load,
+// the events' Processes, one Commit. load times the Load.
+func runWanted(op Operator, name string, mb *state.MiniBatch, ls []Lookups, events []keyedEvent, out *Out, load *time.Duration) error {
 	if mb != nil {
 		t := time.Now()
 		err := mb.Load()

@@ -66,6 +66,20 @@ type RunConfig struct {
 	// range of them (state.RangeForSubtask), so Parallelism can be at
 	// most KeyGroups.
 	KeyGroups int
+	// NoReadAhead turns off the read-ahead: by default, while a worker
+	// processes a mini-batch, the state reads of its next one are already
+	// in flight (state.MiniBatch.ReadAhead; on io_uring only, the syscall
+	// backend reads at the Load).
+	NoReadAhead bool
+	// ReadWorkers is, on the syscall backend, the goroutines that read
+	// each worker's block-cache misses, each one pread at a time
+	// (kv.Options.ReadWorkers): a MultiGet split over a pool of readers.
+	// 0: one, the reads of a Load one after another.
+	ReadWorkers int
+	// CheckpointEvery takes a job checkpoint each time this much wall time
+	// has passed since the last (as a stream processor's periodic
+	// checkpoints do), besides Checkpoint's; 0: none.
+	CheckpointEvery time.Duration
 
 	source func(id int64) Event // tests: the events instead of Gen's
 }
@@ -84,7 +98,10 @@ type Result struct {
 	// and that loaded it (CacheMisses); BlockReads counts every 4 KiB block
 	// read from the device, cached or not.
 	CacheHits, CacheMisses, BlockReads uint64
-	Backend                            ioengine.Backend
+	// ReadAheadBlocks counts the blocks whose reads ran ahead of their
+	// batch's Load (kv.Stats.ReadAheadBlocks).
+	ReadAheadBlocks uint64
+	Backend         ioengine.Backend
 }
 
 // A run's defaults: the workers (a stream processor's subtasks) and the
@@ -114,8 +131,9 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	switch {
 	case !ok:
 		return c, fmt.Errorf("nexmark: unknown query %q (known: %v)", c.Query, QueryNames())
-	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0:
-		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d: each must be positive", c.Events, c.Parallelism, c.Batch, c.Checkpoint)
+	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0 || c.CheckpointEvery < 0 || c.ReadWorkers < 0:
+		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d, checkpoint every %v, read workers %d: events, parallelism and batch must be positive, the others not negative",
+			c.Events, c.Parallelism, c.Batch, c.Checkpoint, c.CheckpointEvery, c.ReadWorkers)
 	case c.KeyGroups > 0xFFFF || c.Parallelism > c.KeyGroups:
 		return c, fmt.Errorf("nexmark: parallelism %d over %d key groups: a worker needs at least one, and there are at most 65535", c.Parallelism, c.KeyGroups)
 	case q.Stateful && c.Dir == "":
@@ -143,10 +161,19 @@ type worker struct {
 	eng       *ioengine.Engine // its own, inline: one hot caller
 	backend   *state.Backend
 	op        Operator
-	mb        *state.MiniBatch // nil for a stateless query
-	lookups   []Lookups        // one per event of a batch
-	loadTime  time.Duration    // in the batches' Loads: the state's reads
-	out       Out
+	// Two mini-batches: slots[cur] runs the batch being processed while
+	// the other holds the wants of the next batch, its reads started
+	// (read-ahead).
+	slots     [2]batchSlot
+	cur       int
+	readAhead bool
+	queue     []batchMsg // received from the source, not yet processed
+	inClosed  bool       // the source closed the channel
+	// aheadReady: the first message with events in queue has its wants in
+	// slots[1-cur] and its reads in flight.
+	aheadReady bool
+	loadTime   time.Duration // in the batches' Loads: the state's reads
+	out        Out
 	// from is, per key group of rng, the first event id the worker
 	// processes (after a restore; 0 otherwise). Immutable once the run
 	// starts: the source reads it.
@@ -176,21 +203,101 @@ type keyedEvent struct {
 	key int64
 }
 
-// process runs a message: the events' reads in one load, their writes in
-// one commit, then the timers the watermark fires.
-func (w *worker) process(m batchMsg) error {
-	if len(m.events) > 0 {
-		if len(w.lookups) < len(m.events) {
-			w.lookups = make([]Lookups, len(m.events))
+// batchSlot is a mini-batch and the lookups of its events.
+type batchSlot struct {
+	mb      *state.MiniBatch // nil for a stateless query
+	lookups []Lookups        // one per event of a batch
+}
+
+// want declares the reads of events in the slot.
+func (s *batchSlot) want(op Operator, events []keyedEvent) {
+	if len(s.lookups) < len(events) {
+		s.lookups = make([]Lookups, len(events))
+	}
+	wantBatch(op, s.mb, s.lookups, events)
+}
+
+// lookAheadLimit bounds the messages a worker takes from its channel
+// ahead of the one it processes, looking for the next one with events.
+const lookAheadLimit = 8
+
+// next returns the next message to process, in the source's order, and
+// false once the source is done.
+func (w *worker) next(in <-chan batchMsg) (batchMsg, bool) {
+	if len(w.queue) == 0 {
+		if w.inClosed {
+			return batchMsg{}, false
 		}
-		if err := runBatch(w.op, w.q.Name, w.mb, w.lookups, m.events, &w.out, &w.loadTime); err != nil {
+		m, ok := <-in
+		if !ok {
+			w.inClosed = true
+			return batchMsg{}, false
+		}
+		w.queue = append(w.queue, m)
+	}
+	m := w.queue[0]
+	w.queue = w.queue[1:]
+	return m, true
+}
+
+// lookAhead takes, without waiting, the messages the source has already
+// sent, up to the first with events, and starts that one's reads in the
+// other slot: while this batch is processed they load (kv.DB.ReadAhead).
+// Its Load later reads the state as of then, so this batch's writes are
+// seen and records of one key keep their order.
+func (w *worker) lookAhead(in <-chan batchMsg) {
+	if w.aheadReady {
+		return
+	}
+	for i := 0; ; i++ {
+		if i == len(w.queue) {
+			if w.inClosed || len(w.queue) >= lookAheadLimit {
+				return
+			}
+			select {
+			case m, ok := <-in:
+				if !ok {
+					w.inClosed = true
+					return
+				}
+				w.queue = append(w.queue, m)
+			default:
+				return
+			}
+		}
+		if len(w.queue[i].events) > 0 {
+			s := &w.slots[1-w.cur]
+			s.want(w.op, w.queue[i].events)
+			s.mb.ReadAhead()
+			w.aheadReady = true
+			return
+		}
+	}
+}
+
+// process runs a message: the events' reads in one load, their writes in
+// one commit, then the timers the watermark fires. With read-ahead the
+// next batch's reads are started before this one's load.
+func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
+	if len(m.events) > 0 {
+		if w.aheadReady {
+			w.cur, w.aheadReady = 1-w.cur, false
+		} else {
+			w.slots[w.cur].want(w.op, m.events)
+		}
+		if w.readAhead {
+			w.lookAhead(in)
+		}
+		s := &w.slots[w.cur]
+		if err := runWanted(w.op, w.q.Name, s.mb, s.lookups, m.events, &w.out, &w.loadTime); err != nil {
 			return err
 		}
 	}
 	if m.wm > w.wm {
 		w.wm = m.wm
 		if to, ok := w.op.(TimerOperator); ok {
-			return fireTimers(to, w.q.Name, w.mb, &w.lookups, m.wm, &w.out, &w.loadTime)
+			s := &w.slots[w.cur]
+			return fireTimers(to, w.q.Name, s.mb, &s.lookups, m.wm, &w.out, &w.loadTime)
 		}
 	}
 	return nil
@@ -214,7 +321,8 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	}
 	// StrictReads: every read of an operator is declared (Wants, TimerWants)
 	// and made in the batch's one MultiGet; one that is not is an error.
-	opts := state.Options{MaxKeyGroups: cfg.KeyGroups, StrictReads: true, KV: kv.Options{Engine: w.eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable, Logf: func(string, ...any) {}}}
+	opts := state.Options{MaxKeyGroups: cfg.KeyGroups, StrictReads: true, KV: kv.Options{Engine: w.eng, CacheSize: cfg.Cache, MemtableSize: cfg.Memtable,
+		ReadWorkers: cfg.ReadWorkers, Logf: func(string, ...any) {}}}
 	live := filepath.Join(cfg.Dir, fmt.Sprintf("worker-%d", i))
 	if cfg.Restore {
 		// What the crash left in the live directory is not used: the state
@@ -228,7 +336,8 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	}
 	if err == nil {
 		w.op, err = q.Open(w.backend)
-		w.mb = w.backend.NewMiniBatch()
+		w.slots[0].mb, w.slots[1].mb = w.backend.NewMiniBatch(), w.backend.NewMiniBatch()
+		w.readAhead = !cfg.NoReadAhead
 	}
 	if err != nil {
 		w.close()
@@ -326,7 +435,7 @@ func Run(cfg RunConfig) (Result, error) {
 			return Result{}, err
 		}
 	}
-	checkpoints := q.Stateful && cfg.Checkpoint > 0
+	checkpoints := q.Stateful && (cfg.Checkpoint > 0 || cfg.CheckpointEvery > 0)
 	need := cfg.Parallelism // the parts of a job checkpoint
 	if fin != nil {
 		need++
@@ -367,7 +476,11 @@ func Run(cfg RunConfig) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for m := range chans[i] {
+			for {
+				m, ok := w.next(chans[i])
+				if !ok {
+					return
+				}
 				if errs[i] != nil {
 					continue
 				}
@@ -379,7 +492,7 @@ func Run(cfg RunConfig) (Result, error) {
 					acks <- ack{m.barrier.n, errs[i]}
 					continue
 				}
-				errs[i] = w.process(m)
+				errs[i] = w.process(m, chans[i])
 				if finCh != nil {
 					finCh <- finalMsg{worker: i, recs: w.out.fwd, wm: w.wm}
 					w.out.fwd = nil
@@ -411,6 +524,7 @@ func Run(cfg RunConfig) (Result, error) {
 	}
 	var keys []int64
 	var to []int
+	lastCheckpoint := time.Now()
 	for id := first; id < end; id++ {
 		e := source(id)
 		wm := e.Time() - WatermarkLag
@@ -432,7 +546,7 @@ func Run(cfg RunConfig) (Result, error) {
 				pending[p], sent[p] = nil, wm
 			}
 		}
-		if checkpoints && (id+1)%cfg.Checkpoint == 0 {
+		if checkpoints && checkpointDue(cfg, id, &lastCheckpoint) {
 			// Job checkpoint: each worker's events before id+1, then the
 			// barrier.
 			cur.n++
@@ -489,6 +603,7 @@ func Run(cfg RunConfig) (Result, error) {
 			res.MultiGets += st.MultiGets
 			res.KeysRead += st.KeysRead
 			res.BlockReads += st.KV.BlockReads
+			res.ReadAheadBlocks += st.KV.ReadAheadBlocks
 			if c := st.KV.Cache; c != nil {
 				res.CacheHits += c.Hits
 				res.CacheMisses += c.Misses
@@ -510,6 +625,24 @@ func Run(cfg RunConfig) (Result, error) {
 		})
 	}
 	return res, errors.Join(append(errs, finErr)...)
+}
+
+// checkpointDue says whether a job checkpoint follows event id: every
+// cfg.Checkpoint events, and once cfg.CheckpointEvery has passed since the
+// last (*last, the time of the last, is then moved on). The clock is read
+// once per 1,024 events.
+func checkpointDue(cfg RunConfig, id int64, last *time.Time) bool {
+	if cfg.Checkpoint > 0 && (id+1)%cfg.Checkpoint == 0 {
+		*last = time.Now()
+		return true
+	}
+	if cfg.CheckpointEvery > 0 && (id+1)%1024 == 0 {
+		if now := time.Now(); now.Sub(*last) >= cfg.CheckpointEvery {
+			*last = now
+			return true
+		}
+	}
+	return false
 }
 
 func isCheckpoint(path, dir string) bool {

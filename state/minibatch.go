@@ -23,6 +23,7 @@ type MiniBatch struct {
 	// order is the written keys in the order of their first write.
 	order []string
 	now   int64
+	ahead *kv.ReadAhead // the reads ReadAhead started, released by Load or Reset
 }
 
 type entry struct {
@@ -39,6 +40,8 @@ func (b *Backend) NewMiniBatch() *MiniBatch {
 
 // Reset empties the batch, dropping what it has not committed.
 func (mb *MiniBatch) Reset() {
+	mb.ahead.Done()
+	mb.ahead = nil
 	mb.want, mb.wantKeys, mb.seen, mb.order = map[string]bool{}, mb.wantKeys[:0], map[string]*entry{}, mb.order[:0]
 	mb.now = mb.b.opts.Clock().UnixNano()
 }
@@ -55,6 +58,19 @@ func (mb *MiniBatch) wantKey(k []byte) {
 	mb.wantKeys = append(mb.wantKeys, k)
 }
 
+// ReadAhead starts the reads of the keys wanted since the last Load and
+// returns without waiting (kv.DB.ReadAhead): while the caller processes
+// another batch, their blocks load into the block cache; Load then reads
+// them as usual, as of its own call, so writes committed in between are
+// seen. On the syscall backend it does nothing.
+func (mb *MiniBatch) ReadAhead() {
+	if mb.b.closed.Load() || len(mb.wantKeys) == 0 {
+		return
+	}
+	mb.ahead.Done()
+	mb.ahead = mb.b.db.ReadAhead(mb.wantKeys)
+}
+
 // Load reads every key wanted since the last Load that the batch does not
 // know yet, in one kv.MultiGet.
 func (mb *MiniBatch) Load() error {
@@ -65,6 +81,8 @@ func (mb *MiniBatch) Load() error {
 		return nil
 	}
 	vals, found, err := mb.b.db.MultiGet(mb.wantKeys)
+	mb.ahead.Done()
+	mb.ahead = nil
 	if err != nil {
 		return fmt.Errorf("state: load: %w", mb.b.wrapClosed(err))
 	}
