@@ -23,21 +23,20 @@ import (
 type ReadAhead struct {
 	pool  *bufpool.Pool
 	spans []bufpool.Span
+	done  chan struct{} // closed when the loads have finished
 }
 
 // ReadAhead starts loading the blocks a MultiGet of keys would read in its
 // first round (for each key not in a memtable, the block of the newest table
-// that may hold it, past its bloom filter) and returns without waiting:
-// the cache's I/O goroutines hand the loads to the engine in batches of up
-// to 256, on io_uring each one submission. The blocks are announced to the
-// cache (bufpool.Pool.Announce) so that eviction keeps them until the
-// MultiGet pins them or Done retracts them; at most half of the cache is
-// announced at once, and the keys past that are left to the MultiGet.
+// that may hold it, past its bloom filter) and returns without waiting. A
+// goroutine pins them through the block cache, whose misses go to the
+// engine in one call (on io_uring, one submission, during which it waits
+// parked, holding no thread), and unpins them. The blocks are announced to
+// the cache (bufpool.Pool.Announce), once for that pin and once for the
+// MultiGet's, so that eviction keeps them until the MultiGet pins them or
+// Done retracts them; at most half of the cache is announced at once, and
+// the keys past that are left to the MultiGet.
 //
-// On the syscall backend, and without a block cache, it does nothing:
-// reads that run ahead there would each need a thread of their own
-// (Options.ReadWorkers is that way), and the MultiGet reads the blocks as
-// it would have. Stats.ReadAheadBlocks counts the blocks it started.
 func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	ra := &ReadAhead{}
 	if db.pool == nil || db.eng.Backend() == ioengine.BackendSyscall || len(keys) == 0 {
@@ -77,20 +76,37 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	if len(ra.spans) == 0 {
 		return ra
 	}
-	ra.pool = db.pool
-	db.pool.Announce(ra.spans)
-	db.pool.Prefetch(ra.spans)
+	ra.pool, ra.done = db.pool, make(chan struct{})
+	db.pool.Announce(ra.spans) // the MultiGet's
+	db.pool.Announce(ra.spans) // the load's, met by its Pin
 	db.stats.readAheadBlocks.Add(uint64(len(ra.spans)))
+	go ra.load()
 	return ra
 }
 
-// Done retracts what the read ahead announced and no read pinned since, so
-// the cache may evict it again. It is safe to call on a nil ReadAhead and
+// load pins the spans (loading the missing blocks) and unpins them. A
+// failed load is not cached and the MultiGet meets it again and reports
+// it; its announcement is retracted here.
+func (ra *ReadAhead) load() {
+	defer close(ra.done)
+	frames, err := ra.pool.Pin(ra.spans, nil)
+	if err != nil {
+		ra.pool.Retract(ra.spans)
+		return
+	}
+	for _, f := range frames {
+		f.Unpin()
+	}
+}
+
+// Done waits for the loads, then retracts what the read ahead announced
+// and no read pinned since, so the cache may evict it again. It is safe to call on a nil ReadAhead and
 // more than once.
 func (ra *ReadAhead) Done() {
 	if ra == nil || ra.pool == nil {
 		return
 	}
+	<-ra.done
 	ra.pool.Retract(ra.spans)
 	ra.pool, ra.spans = nil, nil
 }

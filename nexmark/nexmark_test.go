@@ -70,7 +70,7 @@ func TestQueriesMatchSQL(t *testing.T) {
 					// run ahead on io_uring and, on syscalls, three
 					// goroutines read each Load's misses.
 					res, err := Run(RunConfig{Query: name, Events: rg.events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, Memtable: 64 << 10,
-						IOMode: mode, ReadWorkers: 3, Gen: rg.gen})
+						IOMode: mode, ReadAhead: true, ReadWorkers: 3, Gen: rg.gen})
 					if err != nil {
 						t.Fatalf("%s: %v", mode, err)
 					}
@@ -216,7 +216,7 @@ func TestQueriesMatchSQLOnEdges(t *testing.T) {
 		evalSQL(name, evs, &want)
 		for _, c := range []struct{ parallelism, batch int }{{4, 300}, {1, 1}} {
 			res, err := Run(RunConfig{Query: name, Events: int64(len(evs)), Parallelism: c.parallelism, Batch: c.batch, Dir: testdir.Direct(t), Cache: 256 << 10,
-				NoReadAhead: c.batch == 1, source: source})
+				ReadAhead: c.batch > 1, source: source})
 			if err != nil {
 				t.Fatal(err)
 			}

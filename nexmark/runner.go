@@ -66,11 +66,12 @@ type RunConfig struct {
 	// range of them (state.RangeForSubtask), so Parallelism can be at
 	// most KeyGroups.
 	KeyGroups int
-	// NoReadAhead turns off the read-ahead: by default, while a worker
-	// processes a mini-batch, the state reads of its next one are already
-	// in flight (state.MiniBatch.ReadAhead; on io_uring only, the syscall
-	// backend reads at the Load).
-	NoReadAhead bool
+	// ReadAhead starts the state reads of each worker's next mini-batch
+	// while it processes the current one (state.MiniBatch.ReadAhead; on
+	// io_uring only: on the syscall backend the reads wait for the Load).
+	// The workers' engines then have a ring goroutine, so the goroutine
+	// waiting for those reads holds no thread.
+	ReadAhead bool
 	// ReadWorkers is, on the syscall backend, the goroutines that read
 	// each worker's block-cache misses, each one pread at a time
 	// (kv.Options.ReadWorkers): a MultiGet split over a pool of readers.
@@ -314,9 +315,11 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	}
 	// Each worker has its own engine, inline on io_uring: a worker whose
 	// Load misses the cache submits its reads and waits for them on its
-	// own thread, with no hand-off to a ring goroutine and back.
+	// own thread, with no hand-off to a ring goroutine and back. With
+	// ReadAhead it has a ring goroutine instead, which gathers the
+	// read-ahead's and the Load's reads.
 	var err error
-	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, Logf: func(string, ...any) {}}); err != nil {
+	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: !cfg.ReadAhead, Logf: func(string, ...any) {}}); err != nil {
 		return nil, fmt.Errorf("nexmark: %w", err)
 	}
 	// StrictReads: every read of an operator is declared (Wants, TimerWants)
@@ -337,7 +340,7 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	if err == nil {
 		w.op, err = q.Open(w.backend)
 		w.slots[0].mb, w.slots[1].mb = w.backend.NewMiniBatch(), w.backend.NewMiniBatch()
-		w.readAhead = !cfg.NoReadAhead
+		w.readAhead = cfg.ReadAhead
 	}
 	if err != nil {
 		w.close()
