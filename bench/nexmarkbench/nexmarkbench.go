@@ -7,6 +7,7 @@ package nexmarkbench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/ioengine"
@@ -35,10 +37,32 @@ type Options struct {
 	Trials      int      // default 3
 	Cache       int64    // each worker's block cache; default 256 KiB
 	Memtable    int64    // each worker's memtable; default 256 KiB
-	Modes       bench.Selection
-	JSON        string
-	Out         io.Writer
-	Progress    io.Writer
+	// Regime: "default" (the reference's configuration), "large" (the
+	// large-state regime) or "both" (the default).
+	Regime string
+	// The large-state regime: events per trial (default 500,000), the
+	// generator's in-flight auctions and active people (default 100,000
+	// each), each worker's block cache (default 0: sized per query, a
+	// tenth of its working set over all workers), memtable (default 256
+	// KiB) and mini-batch (default 100 events).
+	LargeEvents      int64
+	LargeQueries     []string // default: Queries
+	InFlightAuctions int
+	ActivePeople     int
+	LargeCache       int64
+	LargeMemtable    int64
+	LargeBatch       int
+	// CheckpointEvery: a job checkpoint each this much of a run's time, in
+	// every mode of both regimes (default 1 s; negative: none).
+	CheckpointEvery time.Duration
+	// The device's measurement: each trial's time (default 2 s) and the
+	// size of the file it reads (default 256 MiB).
+	DeviceTime     time.Duration
+	DeviceFileSize int64
+	Modes          bench.Selection
+	JSON           string
+	Out            io.Writer
+	Progress       io.Writer
 }
 
 // The bars: over the stateful queries the geometric mean of best-of-trials
@@ -57,6 +81,17 @@ type childConfig struct {
 	Memtable    int64  `json:"memtable"`
 	Dir         string `json:"dir"`
 	WantURing   bool   `json:"want_uring"`
+	// The large-state regime's.
+	InFlightAuctions int           `json:"in_flight_auctions,omitempty"`
+	ActivePeople     int           `json:"active_people,omitempty"`
+	ReadAhead        bool          `json:"read_ahead,omitempty"`
+	ReadWorkers      int           `json:"read_workers,omitempty"`
+	CheckpointEvery  time.Duration `json:"checkpoint_every,omitempty"`
+	// A device measurement instead of a query: batches of DeviceBatch
+	// reads of DeviceFile by Parallelism callers.
+	DeviceFile  string        `json:"device_file,omitempty"`
+	DeviceBatch int           `json:"device_batch,omitempty"`
+	DeviceTime  time.Duration `json:"device_time,omitempty"`
 }
 
 // Keys of bench.Trial.Extra.
@@ -67,6 +102,8 @@ const (
 	xCacheHits   = "cache_hits"
 	xCacheMisses = "cache_misses"
 	xBlockReads  = "block_reads"
+	xMultiGets   = "multi_gets"
+	xReadAhead   = "read_ahead_blocks"
 	xRows        = "rows"
 	xSumHi       = "sum_hi"
 	xSumLo       = "sum_lo"
@@ -79,6 +116,9 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return bench.Trial{}, err
 	}
+	if c.DeviceFile != "" {
+		return deviceChild(c)
+	}
 	dir, err := os.MkdirTemp(c.Dir, "ringstore-nexmark-")
 	if err != nil {
 		return bench.Trial{}, err
@@ -86,7 +126,8 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	defer os.RemoveAll(dir)
 	cpu0 := bench.CPUTime()
 	res, err := nexmark.Run(nexmark.RunConfig{Query: c.Query, Events: c.Events, Parallelism: c.Parallelism, Batch: c.Batch,
-		Dir: dir, Cache: c.Cache, Memtable: c.Memtable, IOMode: ioengine.Auto})
+		Dir: dir, Cache: c.Cache, Memtable: c.Memtable, IOMode: ioengine.Auto, ReadAhead: c.ReadAhead, ReadWorkers: c.ReadWorkers,
+		CheckpointEvery: c.CheckpointEvery, Gen: nexmark.GenConfig{InFlightAuctions: c.InFlightAuctions, ActivePeople: c.ActivePeople}})
 	if err != nil {
 		return bench.Trial{}, err
 	}
@@ -99,6 +140,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: bench.CPUTime() - cpu0, Extra: map[string]float64{
 		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
 		xCacheHits: float64(res.CacheHits), xCacheMisses: float64(res.CacheMisses), xBlockReads: float64(res.BlockReads),
+		xMultiGets: float64(res.MultiGets), xReadAhead: float64(res.ReadAheadBlocks),
 		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
 	}}, nil
 }
@@ -124,6 +166,10 @@ type QueryResult struct {
 	StateBytes   float64   `json:"state_bytes"`
 	CacheBytes   float64   `json:"cache_bytes"`
 	StateVsCache float64   `json:"state_vs_cache"`
+	// Tested: the run was big enough for its ratios to mean something
+	// (Why says why not); untested queries are left out of the geomeans.
+	Tested bool   `json:"tested"`
+	Why    string `json:"why,omitempty"`
 	// OFF's block caches: the share of block lookups that hit, and the 4
 	// KiB blocks read from the device per event.
 	CacheHitShare      float64 `json:"off_cache_hit_share"`
@@ -146,6 +192,7 @@ type report struct {
 	AllOnFaster   []string      `json:"all_on_faster"`
 	Queries       []QueryResult `json:"queries"`
 	Bars          []bench.Bar   `json:"bars"`
+	Large         *LargeReport  `json:"large_state,omitempty"`
 }
 
 // Run runs the benchmark and writes its report.
@@ -171,7 +218,44 @@ func Run(o Options) error {
 	if len(o.Queries) == 0 {
 		o.Queries = nexmark.QueryNames()
 	}
-	for _, q := range o.Queries {
+	if o.Regime == "" {
+		o.Regime = "both"
+	}
+	if o.LargeEvents == 0 {
+		o.LargeEvents = 500_000
+	}
+	if o.InFlightAuctions == 0 {
+		o.InFlightAuctions = 100_000
+	}
+	if o.ActivePeople == 0 {
+		o.ActivePeople = 100_000
+	}
+	if o.LargeMemtable == 0 {
+		o.LargeMemtable = 256 << 10
+	}
+	if o.LargeBatch == 0 {
+		o.LargeBatch = 100
+	}
+	switch {
+	case o.CheckpointEvery == 0:
+		o.CheckpointEvery = time.Second
+	case o.CheckpointEvery < 0:
+		o.CheckpointEvery = 0
+	}
+	if o.DeviceTime <= 0 {
+		o.DeviceTime = defaultDeviceTime
+	}
+	if o.DeviceFileSize <= 0 {
+		o.DeviceFileSize = defaultDeviceFileSize
+	}
+	if o.Regime != "default" && o.Regime != "large" && o.Regime != "both" {
+		return fmt.Errorf("bench nexmark: regime %q: want default, large or both", o.Regime)
+	}
+	defaultRegime, largeRegime := o.Regime != "large", o.Regime != "default"
+	if len(o.LargeQueries) == 0 {
+		o.LargeQueries = o.Queries
+	}
+	for _, q := range append(slices.Clone(o.Queries), o.LargeQueries...) {
 		if _, ok := nexmark.Lookup(q); !ok {
 			return fmt.Errorf("bench nexmark: unknown query %q (known: %s)", q, strings.Join(nexmark.QueryNames(), ", "))
 		}
@@ -189,23 +273,53 @@ func Run(o Options) error {
 	}
 	var modes []bench.Mode
 	for _, q := range o.Queries {
+		if !defaultRegime {
+			break
+		}
 		for _, on := range sides {
 			name, env := q+"-off", "RINGSTORE_IO_URING=false"
 			if on {
 				name, env = q+"-on", "RINGSTORE_IO_URING=true"
 			}
-			cfg := childConfig{Query: q, Events: o.Events, Parallelism: o.Parallelism, Batch: o.Batch, Cache: o.Cache, Memtable: o.Memtable, Dir: o.Dir, WantURing: on}
+			cfg := childConfig{Query: q, Events: o.Events, Parallelism: o.Parallelism, Batch: o.Batch, Cache: o.Cache, Memtable: o.Memtable, Dir: o.Dir, WantURing: on,
+				CheckpointEvery: o.CheckpointEvery}
 			modes = append(modes, bench.Mode{Name: name, Label: name, Exec: bench.ChildExec(Workload, cfg, env)})
 		}
+	}
+	var deviceFile string
+	if largeRegime && uringOK {
+		caches, _, err := sizeCaches(o)
+		if err != nil {
+			return err
+		}
+		modes = append(modes, largeBenchModes(o, caches, &deviceFile)...)
+	} else if largeRegime {
+		notes = append(notes, "io_uring unavailable: the large-state regime, whose floors are measured on io_uring, did not run")
+		largeRegime = false
 	}
 	modes, err := o.Modes.Select("nexmark", modes)
 	if err != nil {
 		return err
 	}
+	for _, m := range modes {
+		if strings.HasPrefix(m.Name, largePrefix+"device-") {
+			// The device modes read a file of the run's own, made once.
+			if deviceFile, err = writeDeviceFile(o.Dir, o.DeviceFileSize); err != nil {
+				return err
+			}
+			defer os.Remove(deviceFile)
+			break
+		}
+	}
 	w := bench.Workload{Name: "nexmark", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
-		Plan: fmt.Sprintf(" (%d queries × ON/OFF), %d events, %d workers", len(o.Queries), o.Events, o.Parallelism)}
+		Plan: fmt.Sprintf(" (%d queries; regime %s), %d events (large state: %d), %d workers", len(o.Queries), o.Regime, o.Events, o.LargeEvents, o.Parallelism)}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		rep, err := summarize(o, results, machine, notes)
+		if largeRegime {
+			lr, lerr := summarizeLarge(o, results)
+			rep.Large, err = lr, errors.Join(err, lerr)
+			rep.Bars = append(rep.Bars, lr.Bars...)
+		}
 		return bench.Summary{Heading: "nexmark — io_uring ON vs OFF", Body: func(w io.Writer) { writeBody(w, rep) }, Bars: rep.Bars, Notes: rep.Notes, Report: rep}, err
 	}
 	return w.Run()
@@ -248,7 +362,11 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 				runErr = fmt.Errorf("bench nexmark: %s: output %s in one trial, %s in another", q, checksum(t), qr.Checksum)
 			}
 		}
+		qr.Tested, qr.Why = tested(om)
 		rep.Queries = append(rep.Queries, qr)
+		if !qr.Tested {
+			continue
+		}
 		ratiosBest, ratiosMedian = append(ratiosBest, qr.RatioBest), append(ratiosMedian, qr.RatioMedian)
 		if qr.Stateful {
 			ratiosBestSt = append(ratiosBestSt, qr.RatioBest)
@@ -287,20 +405,37 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 	for _, q := range rep.Queries {
 		allEqual = allEqual && q.ChecksumEqual
 	}
-	valid := len(rep.Queries) > 0
+	valid := len(ratiosBest) > 0
+	if !o.defaultRegime() {
+		return rep, runErr
+	}
 	rep.Bars = []bench.Bar{
 		bench.NewBar("geometric mean of best-of ON/OFF over the stateful queries", rep.GeomeanBestSt, BarStateful, false, len(ratiosBestSt) > 0, ""),
 		bench.NewBar("geometric mean of best-of ON/OFF over every query", rep.GeomeanBest, BarAll, false, valid, ""),
-		bench.NewBar("queries where every ON trial is slower than every OFF trial", float64(len(rep.AllOnSlower)), 0, true, valid && o.Trials >= 3, strings.Join(rep.AllOnSlower, ", ")),
-		bench.NewBar("queries whose output differs between trials or modes", float64(boolCount(!allEqual)), 0, true, valid, ""),
+		bench.NewBar("queries where every ON trial is slower than every OFF trial", float64(len(rep.AllOnSlower)), 0, true, len(rep.Queries) > 0 && o.Trials >= 3, strings.Join(rep.AllOnSlower, ", ")),
+		bench.NewBar("queries whose output differs between trials or modes", float64(boolCount(!allEqual)), 0, true, len(rep.Queries) > 0, ""),
 	}
 	rep.Notes = append(notes,
 		fmt.Sprintf("Events: package nexmark's generator (the reference's rules: the 1:3:46 mix, hot auctions, bidders and sellers in batches of 100, 100 auctions in flight, 1,000 active people), %d events; %d workers (events routed by the query's key), mini-batches of %d events whose state reads are one kv.MultiGet per worker; each worker's state in its own store without a log, with a %d KiB block cache and a %d KiB memtable, so the state of the stateful queries lies mostly in tables several times the caches (state_vs_cache).", o.Events, o.Parallelism, o.Batch, o.Cache>>10, o.Memtable>>10),
 		"ON: RINGSTORE_IO_URING=true, each worker's store on an inline io_uring engine of its own (each Load's reads submitted and waited for on the worker's thread); OFF: RINGSTORE_IO_URING=false, pread. Each trial in a fresh process and a fresh directory; events/s counts every generated event (the source's generation is in both modes alike).",
 		"The queries package nexmark implements: 22 of the suite (every one but q6): q0, q1, q2, q10, q13, q14, q21, q22 stateless; q3, q4, q5, q7, q8, q9, q11, q12, q15–q20 on state.",
+		fmt.Sprintf("Every run takes a job checkpoint each %v of its time (flush, hard links, manifest), inside the measurement. A query whose OFF run took under %.1f s, or built under %d KiB of state, is not tested: its ratio is not shown and it is left out of the geomeans.", o.CheckpointEvery, minSeconds, minStateBytes>>10),
 	)
+	if o.Regime != "default" {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Large state: the generator with %d in-flight auctions and %d active people, %d events, mini-batches of %d, a %d KiB memtable per worker, and caches %s. Modes: ON (io_uring, each worker's Load submits its reads and waits, on an engine inline on its thread), ON with read-ahead (while a worker processes a mini-batch the reads of its next one are in flight: kv.DB.ReadAhead, on an engine with a ring goroutine), OFF (pread, one read after another), OFF with 3 and 16 read goroutines per worker splitting each Load's reads (ForSt's read pool), and every block cached (io_uring, 1 GiB caches: the CPU's floor). The device's floor: its IOPS (random 4 KiB O_DIRECT reads on io_uring, %d callers, at %d depths) at the depth ON kept in flight (workers × block reads per Load), ÷ ON's block reads per event. A query's limit is the lesser of the all-cached rate and the device floor. Working set: the distinct blocks the all-cached mode loaded; a query whose working set is under %.0f× its caches is not tested. Ratios in the bars are of medians of trials.",
+			o.InFlightAuctions, o.ActivePeople, o.LargeEvents, o.LargeBatch, o.LargeMemtable>>10, cacheNote(o), o.Parallelism, len(deviceBatches), minWSVsCache))
+	}
 	return rep, runErr
 }
+
+func cacheNote(o Options) string {
+	if o.LargeCache > 0 {
+		return fmt.Sprintf("of %d KiB per worker", o.LargeCache>>10)
+	}
+	return fmt.Sprintf("sized per stateful query so that its working set is %.0f× the caches together (measured by a run in the all-cached mode before the trials; 32 KiB per worker at least); a stateless query runs %d× the events", sizingRatio, statelessEventsFactor)
+}
+
+func (o Options) defaultRegime() bool { return o.Regime != "large" }
 
 func boolCount(b bool) int {
 	if b {
@@ -321,6 +456,15 @@ func geomean(v []float64) float64 {
 }
 
 func writeBody(w io.Writer, rep *report) {
+	if len(rep.Queries) > 0 {
+		writeDefault(w, rep)
+	}
+	if rep.Large != nil {
+		writeLarge(w, rep.Large)
+	}
+}
+
+func writeDefault(w io.Writer, rep *report) {
 	fmt.Fprintln(w)
 	t := bench.Table{Header: []string{"query", "ON events/s (median)", "OFF events/s (median)", "ON/OFF best", "ON/OFF median", "ON trials", "OFF trials", "OFF time in state reads", "state MiB", "× cache", "OFF block cache hits", "OFF device reads / 1k events", "ON events/s per core", "output"}}
 	for _, q := range rep.Queries {
@@ -333,7 +477,11 @@ func writeBody(w io.Writer, rep *report) {
 			share, ratio = fmt.Sprintf("%.0f%%", 100*q.OffLoadShare), fmt.Sprintf("%.1f", q.StateVsCache)
 			hits, reads = fmt.Sprintf("%.1f%%", 100*q.CacheHitShare), fmt.Sprintf("%.1f", 1000*q.BlockReadsPerEvent)
 		}
-		t.Add(q.Query, fmt.Sprintf("%.0f", q.OnMedian), fmt.Sprintf("%.0f", q.OffMedian), fmt.Sprintf("%.2f×", q.RatioBest), fmt.Sprintf("%.2f×", q.RatioMedian),
+		best, median := fmt.Sprintf("%.2f×", q.RatioBest), fmt.Sprintf("%.2f×", q.RatioMedian)
+		if !q.Tested {
+			best, median = "not tested", q.Why
+		}
+		t.Add(q.Query, fmt.Sprintf("%.0f", q.OnMedian), fmt.Sprintf("%.0f", q.OffMedian), best, median,
 			bench.Whole(q.OnEPS), bench.Whole(q.OffEPS), share, fmt.Sprintf("%.1f", q.StateBytes/(1<<20)), ratio, hits, reads, fmt.Sprintf("%.0f", q.OnPerCore), out)
 	}
 	t.Write(w)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/internal/testdir"
@@ -28,7 +29,7 @@ func TestRunTiny(t *testing.T) {
 	dir := testdir.Direct(t)
 	out, progress := &bytes.Buffer{}, &bytes.Buffer{}
 	js := filepath.Join(t.TempDir(), "nexmark.json")
-	err := Run(Options{Queries: []string{"q1", "q11", "q4"}, Events: 30_000, Trials: 1, Dir: dir, Out: out, Progress: progress, JSON: js})
+	err := Run(Options{Queries: []string{"q1", "q11", "q4"}, Events: 30_000, Trials: 1, Regime: "default", Dir: dir, Out: out, Progress: progress, JSON: js})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s\n%s", err, progress, out)
 	}
@@ -48,7 +49,7 @@ func TestRunTiny(t *testing.T) {
 		t.Fatalf("%d queries in the report, want 3: %+v", len(rep.Queries), rep.Queries)
 	}
 	for _, q := range rep.Queries {
-		if !q.ChecksumEqual || len(q.OnEPS) != 1 || len(q.OffEPS) != 1 || q.RatioBest != q.OnBest/q.OffBest {
+		if !q.ChecksumEqual || len(q.OnEPS) != 1 || len(q.OffEPS) != 1 || q.RatioBest != q.OnBest/q.OffBest || q.Tested || q.Why == "" {
 			t.Errorf("%s: %+v", q.Query, q)
 		}
 		if q.Stateful != (q.Query != "q1") || q.Stateful && q.StateBytes <= 0 {
@@ -63,5 +64,60 @@ func TestRunTiny(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "1 trial, too few to say") || !strings.Contains(out.String(), "bars:") {
 		t.Errorf("text report:\n%s", out)
+	}
+}
+
+// TestRunLargeTiny: the large-state regime on a tiny scale: a stateless
+// and a stateful query in their modes, the device at its depths; the report
+// has every mode's rate, the working set, the device floor and the limit,
+// its seven bars, and says "not tested" for runs too small to mean
+// anything.
+func TestRunLargeTiny(t *testing.T) {
+	if ok, why := ioengine.ProbeKernel().Usable(); !ok {
+		t.Skip("io_uring is not usable here (" + why + "): the large regime does not run")
+	}
+	dir := testdir.Direct(t)
+	out, progress := &bytes.Buffer{}, &bytes.Buffer{}
+	js := filepath.Join(t.TempDir(), "nexmark.json")
+	err := Run(Options{Queries: []string{"q1", "q9"}, Regime: "large", LargeEvents: 20_000, InFlightAuctions: 5_000, ActivePeople: 5_000, Trials: 1,
+		DeviceTime: 200 * time.Millisecond, DeviceFileSize: 16 << 20, Dir: dir, Out: out, Progress: progress, JSON: js})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, progress, out)
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench.ValidateReport(data); err != nil {
+		t.Error(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	lr := rep.Large
+	if lr == nil || len(lr.Queries) != 2 || len(lr.DeviceIOPS) != len(deviceBatches) || len(lr.Bars) != 7 || len(rep.Bars) != 7 {
+		t.Fatalf("large report %+v, bars %d", lr, len(rep.Bars))
+	}
+	for _, q := range lr.Queries {
+		modes := 2
+		if q.Stateful {
+			modes = len(largeModes)
+		}
+		if len(q.EPS) != modes || !q.ChecksumEqual {
+			t.Errorf("%s: %d modes with rates, want %d; outputs equal %v", q.Query, len(q.EPS), modes, q.ChecksumEqual)
+		}
+		if q.Stateful && (q.WorkingSet <= 0 || q.DeviceFloor <= 0 || q.Limit <= 0 || q.OnVsLimit <= 0 || q.BestPool == "" || q.Depth < 1) {
+			t.Errorf("%s: %+v", q.Query, q)
+		}
+		if !q.Tested && q.Why == "" {
+			t.Errorf("%s: not tested, without a reason", q.Query)
+		}
+	}
+	if !strings.Contains(out.String(), "### large state") || !strings.Contains(out.String(), "device (random 4 KiB") {
+		t.Errorf("text report:\n%s", out)
+	}
+	if !strings.Contains(progress.String(), "working set") {
+		t.Errorf("the caches were not sized:\n%s", progress)
 	}
 }

@@ -25,7 +25,8 @@ import (
 const benchUsage = `usage: ringstore bench [read|wal|scan|kv|nexmark] [flags]
 
 Without a workload name every benchmark runs with its defaults, read, wal,
-scan, kv and then a quick nexmark (300,000 events), taking the flags of all
+scan, kv and then a quick nexmark (300,000 events, and 200,000 with large
+state for q1, q9, q18, q20), taking the flags of all
 but nexmark's; --json OUT then writes OUT-read.json, OUT-wal.json,
 OUT-scan.json, OUT-kv.json and OUT-nexmark.json (OUT without its .json).
 Workloads:
@@ -46,8 +47,11 @@ Workloads:
           block cached), and Pebble (built
           from bench/peers when go is on PATH) under a memory cgroup
   nexmark the Nexmark queries on keyed state (package state), io_uring ON vs
-          OFF in fresh processes, interleaved, the state several times the
-          block caches: events/s per query, their ratios, outputs compared
+          OFF in fresh processes, interleaved, checkpointing each second, in
+          two regimes: the reference's configuration, and large state (the
+          reads far larger than the caches) with read-ahead, read pools of 3
+          and 16 goroutines, every block cached and the device's floor;
+          events/s per query, their ratios, outputs compared
 `
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -131,11 +135,22 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		compression = fs.String("compression", scanbench.DefaultCompression, "scan: compression of the data set: none, lz4 or zstd")
 		keep = fs.Bool("keep", false, "scan: keep a data set this run generated in --dir, for the next run to reuse")
 	}
-	nxOpts := nexmarkbench.Options{Events: 300_000, Cache: 64 << 10} // the main job's quick run: state several times the caches
-	var nxQueries, nxCache, nxMemtable *string
-	var nxEvents *int64
-	var nxParallelism, nxBatch *int
+	// The main job's quick run: state several times the caches, and a
+	// short large-state pass over the queries that read the most state.
+	nxOpts := nexmarkbench.Options{Events: 300_000, Cache: 64 << 10, LargeEvents: 200_000, LargeQueries: []string{"q1", "q9", "q18", "q20"}}
+	var nxQueries, nxCache, nxMemtable, nxRegime, nxLargeQueries, nxLargeCache *string
+	var nxEvents, nxLargeEvents *int64
+	var nxParallelism, nxBatch, nxAuctions, nxPeople, nxLargeBatch *int
+	var nxCheckpointEvery *time.Duration
 	if workload == "nexmark" {
+		nxRegime = fs.String("regime", "both", "default (the reference's configuration), large (in-flight auctions and active people raised: state reads far larger than the caches) or both")
+		nxLargeQueries = fs.String("large-queries", "", "large state: the queries, comma-separated (default: --queries)")
+		nxLargeEvents = fs.Int64("large-events", 500_000, "large state: events generated per trial")
+		nxAuctions = fs.Int("in-flight-auctions", 100_000, "large state: the generator's in-flight auctions (the reference's numInFlightAuctions)")
+		nxPeople = fs.Int("active-people", 100_000, "large state: the generator's active people (numActivePeople)")
+		nxLargeCache = fs.String("large-cache", "auto", "large state: each worker's block cache; auto: sized per query, the working set 10× the caches (a sizing run in the all-cached mode measures it)")
+		nxLargeBatch = fs.Int("large-batch", 100, "large state: events per mini-batch")
+		nxCheckpointEvery = fs.Duration("checkpoint-every", time.Second, "a job checkpoint each this much of every run's time (0: none)")
 		nxQueries = fs.String("queries", strings.Join(nexmark.QueryNames(), ","), "the queries, comma-separated")
 		nxEvents = fs.Int64("events", 2_000_000, "events generated per trial")
 		nxParallelism = fs.Int("parallelism", nexmark.DefaultParallelism, "workers, each with its own state")
@@ -164,6 +179,34 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		nxOpts.Events, nxOpts.Parallelism, nxOpts.Batch = *nxEvents, *nxParallelism, *nxBatch
+		switch *nxRegime {
+		case "default", "large", "both":
+			nxOpts.Regime = *nxRegime
+		default:
+			return usagef("%s: --regime %q: want default, large or both", name, *nxRegime)
+		}
+		nxOpts.LargeQueries = nil
+		if *nxLargeQueries != "" {
+			nxOpts.LargeQueries = strings.Split(*nxLargeQueries, ",")
+			for _, q := range nxOpts.LargeQueries {
+				if _, ok := nexmark.Lookup(q); !ok {
+					return usagef("%s: --large-queries: unknown query %q (known: %s)", name, q, strings.Join(nexmark.QueryNames(), ", "))
+				}
+			}
+		}
+		if *nxLargeEvents < 1 || *nxAuctions < 1 || *nxPeople < 1 || *nxLargeBatch < 1 || *nxCheckpointEvery < 0 {
+			return usagef("%s: --large-events, --in-flight-auctions, --active-people and --large-batch must be positive, --checkpoint-every not negative", name)
+		}
+		if *nxLargeCache != "auto" {
+			if nxOpts.LargeCache, err = sizeArg(name, "large-cache", *nxLargeCache, 32<<10, 1<<40); err != nil {
+				return err
+			}
+		}
+		nxOpts.LargeEvents, nxOpts.InFlightAuctions, nxOpts.ActivePeople, nxOpts.LargeBatch = *nxLargeEvents, *nxAuctions, *nxPeople, *nxLargeBatch
+		nxOpts.CheckpointEvery = *nxCheckpointEvery
+		if nxOpts.CheckpointEvery == 0 {
+			nxOpts.CheckpointEvery = -1 // none
+		}
 	}
 	if (read || wal || kvb) && *dur <= 0 {
 		return usagef("%s: --duration must be positive, got %s", name, *dur)

@@ -1,0 +1,384 @@
+package nexmarkbench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/ringstore/ringstore/bench"
+)
+
+// The large-state regime: Nexmark's own knobs (in-flight auctions, active
+// people) raised so that the state a query reads, not only the state it
+// holds, is many times its caches; each stateful query in six modes.
+const (
+	modeOn      = "on"        // io_uring: each worker's Load submits its reads and waits (inline engine)
+	modeOnAhead = "on-ahead"  // io_uring, the reads of the next mini-batch run ahead (RunConfig.ReadAhead)
+	modeOff     = "off"       // pread, one after another
+	modePool3   = "off-pool3" // pread by 3 goroutines per worker (ForSt's read threads)
+	modePool16  = "off-pool16"
+	modeCached  = "cached" // io_uring, caches bigger than the state: the CPU's floor
+	largePrefix = "large-"
+)
+
+// The large-state regime's bars.
+const (
+	BarVsLimit     = 0.9  // ON ÷ min(all-cached, device floor), every stateful query
+	BarVsPool      = 1.0  // ON ÷ the better read pool, events/s (geomean)
+	BarCPUVsPool   = 0.7  // ON ÷ the better read pool, CPU per event (geomean)
+	BarStatelessLo = 0.97 // stateless ON/OFF geomean, within [lo, hi]
+	BarStatelessHi = 1.03
+	readBoundShare = 0.40 // the queries the pool bars are over: OFF's time in state reads at least this
+	minWSVsCache   = 8.0  // a query whose working set is less than this many caches is not tested
+)
+
+// largeModes are the modes of one stateful query; stateless ones run ON
+// and OFF.
+var largeModes = []struct {
+	name, label string
+	stateful    bool
+}{
+	{modeOn, "io_uring", false},
+	{modeOnAhead, "io_uring, read-ahead", true},
+	{modeOff, "pread", false},
+	{modePool3, "pread, 3 read goroutines", true},
+	{modePool16, "pread, 16 read goroutines", true},
+	{modeCached, "io_uring, every block cached", true},
+}
+
+// statelessEventsFactor: a stateless query runs this many times the large
+// regime's events, so that its run lasts long enough to time (it has no
+// state, and the regime changes nothing but its events).
+const statelessEventsFactor = 10
+
+// largeConfig is the child configuration of a large-state mode; cache is
+// each worker's block cache.
+func largeConfig(o Options, q, mode string, cache int64) (childConfig, string) {
+	c := childConfig{Query: q, Events: o.LargeEvents, Parallelism: o.Parallelism, Batch: o.LargeBatch, Cache: cache, Memtable: o.LargeMemtable,
+		Dir: o.Dir, InFlightAuctions: o.InFlightAuctions, ActivePeople: o.ActivePeople, CheckpointEvery: o.CheckpointEvery}
+	if !isStateful(q) {
+		c.Events *= statelessEventsFactor
+	}
+	env := "RINGSTORE_IO_URING=true"
+	switch mode {
+	case modeOn:
+		c.WantURing = true
+	case modeOnAhead:
+		c.WantURing, c.ReadAhead = true, true
+	case modeCached:
+		c.WantURing, c.Cache = true, cachedCache
+	case modePool3, modePool16:
+		c.ReadWorkers = map[string]int{modePool3: 3, modePool16: 16}[mode]
+		env = "RINGSTORE_IO_URING=false"
+	default:
+		env = "RINGSTORE_IO_URING=false"
+	}
+	return c, env
+}
+
+// cachedCache is each worker's cache in the all-cached mode: more than any
+// state the large regime builds (its arena is touched only as blocks load).
+const cachedCache = 1 << 30
+
+// LargeQuery is one query's figures in the large-state regime. Rates are
+// medians of trials unless named best; a missing mode is 0 in JSON and "–"
+// in text.
+type LargeQuery struct {
+	Query    string               `json:"query"`
+	Stateful bool                 `json:"stateful"`
+	Tested   bool                 `json:"tested"`
+	Why      string               `json:"why,omitempty"` // why not tested
+	EPS      map[string]float64   `json:"eps_median"`    // by mode
+	EPSBest  map[string]float64   `json:"eps_best"`
+	Trials   map[string][]float64 `json:"trial_eps"`
+	// CPU per event, µs, by mode (medians of trials).
+	CPUus map[string]float64 `json:"cpu_us_per_event"`
+	// OFF's time in state reads ÷ its workers' time, and the most any
+	// change of the reads could gain: 1 ÷ (1 − share).
+	OffLoadShare float64 `json:"off_state_read_share"`
+	GainBound    float64 `json:"gain_bound"`
+	StateBytes   float64 `json:"state_bytes"`
+	// WorkingSet: distinct 4 KiB blocks the query's reads loaded, from the
+	// all-cached mode (whose caches never evict), × 4 KiB.
+	WorkingSet float64 `json:"working_set_bytes"`
+	CacheBytes float64 `json:"cache_bytes"` // the other modes' caches, all workers
+	WSVsCache  float64 `json:"working_set_vs_cache"`
+	// ON's block reads per event and per Load of all workers (the depth
+	// its reads kept); the device's IOPS there; the floor it sets.
+	BlockReadsPerEvent float64 `json:"on_block_reads_per_event"`
+	Depth              float64 `json:"on_reads_in_flight"`
+	DeviceIOPS         float64 `json:"device_iops_at_depth"`
+	DeviceFloor        float64 `json:"device_floor_eps"`
+	Limit              float64 `json:"limit_eps"` // min(all-cached, device floor)
+	OnVsLimit          float64 `json:"on_vs_limit"`
+	OnVsOff            float64 `json:"on_vs_off"`
+	OnVsOffBest        float64 `json:"on_vs_off_best"`
+	BestPool           string  `json:"best_pool"`
+	OnVsPool           float64 `json:"on_vs_best_pool"`
+	CPUVsPool          float64 `json:"on_cpu_vs_best_pool"`
+	AllOnSlower        bool    `json:"all_on_slower"`
+	ChecksumEqual      bool    `json:"checksum_equal"`
+}
+
+// LargeReport is the large-state regime's part of the report.
+type LargeReport struct {
+	Events        int64           `json:"events"`
+	Auctions      int             `json:"in_flight_auctions"`
+	People        int             `json:"active_people"`
+	Batch         int             `json:"batch"`
+	Parallelism   int             `json:"parallelism"`
+	DeviceIOPS    map[int]float64 `json:"device_iops_by_depth"`
+	Queries       []LargeQuery    `json:"queries"`
+	GeomeanBest   float64         `json:"geomean_on_off_best"`
+	GeomeanMedian float64         `json:"geomean_on_off_median"`
+	Bars          []bench.Bar     `json:"bars"`
+}
+
+// summarizeLarge computes the large-state regime's figures and bars.
+func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error) {
+	lr := &LargeReport{Events: o.LargeEvents, Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism, DeviceIOPS: map[int]float64{}}
+	for _, b := range deviceBatches {
+		if r := bench.Find(results, deviceMode(b)); r != nil && len(r.Trials) > 0 {
+			lr.DeviceIOPS[b*o.Parallelism] = r.Median().Rate()
+		}
+	}
+	var runErr error
+	var best, median, stateless, vsLimit, vsPool, cpuVsPool []float64
+	var slower []string
+	allEqual := true
+	for _, q := range o.LargeQueries {
+		qr := LargeQuery{Query: q, Stateful: isStateful(q), EPS: map[string]float64{}, EPSBest: map[string]float64{}, Trials: map[string][]float64{}, CPUus: map[string]float64{}, ChecksumEqual: true}
+		var sum string
+		for _, m := range largeModes {
+			r := bench.Find(results, largePrefix+q+"-"+m.name)
+			if r == nil || len(r.Trials) == 0 {
+				continue
+			}
+			med := r.Median()
+			qr.EPS[m.name], qr.EPSBest[m.name], qr.Trials[m.name] = med.Rate(), r.Best(), r.Rates()
+			if med.Ops > 0 {
+				qr.CPUus[m.name] = 1e6 * med.CPUSeconds / float64(med.Ops)
+			}
+			for _, t := range r.Trials {
+				if sum == "" {
+					sum = checksum(t)
+				} else if checksum(t) != sum {
+					qr.ChecksumEqual, allEqual = false, false
+					runErr = fmt.Errorf("bench nexmark: large-state %s: output %s in mode %s, %s in another", q, checksum(t), m.name, sum)
+				}
+			}
+		}
+		on, off := bench.Find(results, largePrefix+q+"-"+modeOn), bench.Find(results, largePrefix+q+"-"+modeOff)
+		if on == nil || off == nil || len(on.Trials) == 0 || len(off.Trials) == 0 {
+			continue
+		}
+		qr.OnVsOff, qr.OnVsOffBest = qr.EPS[modeOn]/qr.EPS[modeOff], qr.EPSBest[modeOn]/qr.EPSBest[modeOff]
+		if len(on.Trials) >= 3 && len(off.Trials) >= 3 {
+			qr.AllOnSlower = on.Max() < off.Min()
+		}
+		if qr.AllOnSlower {
+			slower = append(slower, q)
+		}
+		om, onm := off.Median(), on.Median()
+		qr.Tested, qr.Why = tested(om)
+		if qr.Stateful {
+			qr.OffLoadShare = om.Extra[xLoadSeconds] / (om.Seconds * float64(o.Parallelism))
+			if qr.OffLoadShare < 1 {
+				qr.GainBound = 1 / (1 - qr.OffLoadShare)
+			}
+			qr.StateBytes, qr.CacheBytes = om.Extra[xStateBytes], om.Extra[xCacheBytes]
+			if c := bench.Find(results, largePrefix+q+"-"+modeCached); c != nil && len(c.Trials) > 0 {
+				qr.WorkingSet = c.Median().Extra[xCacheMisses] * 4096
+			}
+			if qr.CacheBytes > 0 {
+				qr.WSVsCache = qr.WorkingSet / qr.CacheBytes
+			}
+			if qr.Tested && qr.WSVsCache < minWSVsCache {
+				qr.Tested, qr.Why = false, fmt.Sprintf("working set %.1f MiB is %.1f× the caches, under %.0f×", qr.WorkingSet/(1<<20), qr.WSVsCache, minWSVsCache)
+			}
+			if onm.Ops > 0 {
+				qr.BlockReadsPerEvent = onm.Extra[xBlockReads] / float64(onm.Ops)
+			}
+			if loads := onm.Extra[xMultiGets]; loads > 0 {
+				// Each worker's Load keeps its reads in flight together; the
+				// workers' Loads overlap.
+				qr.Depth = min(256, max(1, onm.Extra[xBlockReads]/loads*float64(o.Parallelism)))
+			}
+			qr.DeviceIOPS = deviceIOPS(lr.DeviceIOPS, qr.Depth)
+			if qr.BlockReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
+				qr.DeviceFloor = qr.DeviceIOPS / qr.BlockReadsPerEvent
+			}
+			qr.Limit = qr.EPS[modeCached]
+			if qr.DeviceFloor > 0 && (qr.Limit == 0 || qr.DeviceFloor < qr.Limit) {
+				qr.Limit = qr.DeviceFloor
+			}
+			if qr.Limit > 0 {
+				qr.OnVsLimit = qr.EPS[modeOn] / qr.Limit
+			}
+			for _, p := range []string{modePool3, modePool16} {
+				if qr.EPS[p] > 0 && (qr.BestPool == "" || qr.EPS[p] > qr.EPS[qr.BestPool]) {
+					qr.BestPool = p
+				}
+			}
+			if qr.BestPool != "" {
+				qr.OnVsPool = qr.EPS[modeOn] / qr.EPS[qr.BestPool]
+				if c := qr.CPUus[qr.BestPool]; c > 0 {
+					qr.CPUVsPool = qr.CPUus[modeOn] / c
+				}
+			}
+		}
+		lr.Queries = append(lr.Queries, qr)
+		if !qr.Tested {
+			continue
+		}
+		best, median = append(best, qr.OnVsOffBest), append(median, qr.OnVsOff)
+		switch {
+		case !qr.Stateful:
+			stateless = append(stateless, qr.OnVsOff)
+		default:
+			if qr.OnVsLimit > 0 {
+				vsLimit = append(vsLimit, qr.OnVsLimit)
+			}
+			if qr.OffLoadShare >= readBoundShare && qr.OnVsPool > 0 && qr.CPUVsPool > 0 {
+				vsPool, cpuVsPool = append(vsPool, qr.OnVsPool), append(cpuVsPool, qr.CPUVsPool)
+			}
+		}
+	}
+	lr.GeomeanBest, lr.GeomeanMedian = geomean(best), geomean(median)
+	least := 0.0
+	if len(vsLimit) > 0 {
+		least = slices.Min(vsLimit)
+	}
+	sg := geomean(stateless)
+	lr.Bars = []bench.Bar{
+		bench.NewBar("large state: the least ON ÷ its limit (the lesser of all-cached and the device floor) over the stateful queries", least, BarVsLimit, false, len(vsLimit) > 0, ""),
+		bench.NewBar(fmt.Sprintf("large state: ON ÷ the better read pool, events/s, geomean over the queries where OFF spends ≥ %.0f%% in state reads", 100*readBoundShare), geomean(vsPool), BarVsPool, false, len(vsPool) > 0, ""),
+		bench.NewBar("large state: ON ÷ the better read pool, CPU per event, geomean over the same queries", geomean(cpuVsPool), BarCPUVsPool, true, len(cpuVsPool) > 0, ""),
+		bench.NewBar("large state: stateless queries' ON/OFF geomean, at least", sg, BarStatelessLo, false, len(stateless) > 0, ""),
+		bench.NewBar("large state: stateless queries' ON/OFF geomean, at most", sg, BarStatelessHi, true, len(stateless) > 0, ""),
+		bench.NewBar("large state: queries where every ON trial is slower than every OFF trial", float64(len(slower)), 0, true, len(lr.Queries) > 0 && o.Trials >= 3, strings.Join(slower, ", ")),
+		bench.NewBar("large state: queries whose output differs between trials or modes", float64(boolCount(!allEqual)), 0, true, len(lr.Queries) > 0, ""),
+	}
+	return lr, runErr
+}
+
+// tested says whether a query's run is big enough for its ratios to mean
+// something: its OFF trial ran at least minSeconds, and a stateful one
+// built at least minStateBytes of state.
+func tested(off bench.Trial) (bool, string) {
+	switch {
+	case off.Seconds < minSeconds:
+		return false, fmt.Sprintf("its run took %.2f s, under %.1f s", off.Seconds, minSeconds)
+	case off.Extra[xStateBytes] > 0 && off.Extra[xStateBytes] < minStateBytes:
+		return false, fmt.Sprintf("its state is %.0f KiB, under %d KiB", off.Extra[xStateBytes]/1024, minStateBytes>>10)
+	}
+	return true, ""
+}
+
+const (
+	minSeconds    = 0.25
+	minStateBytes = 1 << 20
+)
+
+func dash(v float64, format string) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+func writeLarge(w io.Writer, lr *LargeReport) {
+	fmt.Fprintf(w, "\n### large state: %d in-flight auctions, %d active people, %d events, mini-batches of %d\n\n",
+		lr.Auctions, lr.People, lr.Events, lr.Batch)
+	var ds []int
+	for d := range lr.DeviceIOPS {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	var dv []string
+	for _, d := range ds {
+		dv = append(dv, fmt.Sprintf("%.0f at depth %d", lr.DeviceIOPS[d], d))
+	}
+	fmt.Fprintf(w, "device (random 4 KiB O_DIRECT reads, IOPS): %s\n\n", strings.Join(dv, ", "))
+	t := bench.Table{Header: []string{"query", "ON", "ON, read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "device floor",
+		"ON ÷ limit", "ON/OFF", "ON ÷ best pool", "CPU µs/event ON", "CPU µs/event pool", "OFF in state reads (bound)", "state MiB", "working set MiB", "cache KiB/worker", "× cache", "output"}}
+	for _, q := range lr.Queries {
+		out := "equal"
+		if !q.ChecksumEqual {
+			out = "DIFFERS"
+		}
+		ratio := fmt.Sprintf("%.2f×", q.OnVsOff)
+		if !q.Tested {
+			ratio = "not tested: " + q.Why
+		}
+		share := "–"
+		if q.Stateful {
+			share = fmt.Sprintf("%.0f%% (%.2f×)", 100*q.OffLoadShare, q.GainBound)
+		}
+		t.Add(q.Query, dash(q.EPS[modeOn], "%.0f"), dash(q.EPS[modeOnAhead], "%.0f"), dash(q.EPS[modeOff], "%.0f"), dash(q.EPS[modePool3], "%.0f"), dash(q.EPS[modePool16], "%.0f"),
+			dash(q.EPS[modeCached], "%.0f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
+			dash(q.CPUus[modeOn], "%.1f"), dash(q.CPUus[q.BestPool], "%.1f"), share, dash(q.StateBytes/(1<<20), "%.1f"), dash(q.WorkingSet/(1<<20), "%.1f"), dash(q.CacheBytes/float64(lr.Parallelism)/1024, "%.0f"), dash(q.WSVsCache, "%.1f"), out)
+	}
+	t.Write(w)
+	fmt.Fprintf(w, "\nlarge state, geometric mean ON/OFF over the tested queries: best-of %.3f×, median-of %.3f×\n", lr.GeomeanBest, lr.GeomeanMedian)
+}
+
+func deviceMode(batch int) string { return fmt.Sprintf("%sdevice-b%d", largePrefix, batch) }
+
+// largeBenchModes are the large regime's modes: each query's, then the
+// device's, which read the file *deviceFile names when they run.
+func largeBenchModes(o Options, caches map[string]int64, deviceFile *string) []bench.Mode {
+	var modes []bench.Mode
+	for _, q := range o.LargeQueries {
+		st := isStateful(q)
+		for _, m := range largeModes {
+			if m.stateful && !st {
+				continue
+			}
+			c, env := largeConfig(o, q, m.name, caches[q])
+			name := largePrefix + q + "-" + m.name
+			modes = append(modes, bench.Mode{Name: name, Label: "large state, " + q + ", " + m.label, Exec: bench.ChildExec(Workload, c, env)})
+		}
+	}
+	for _, b := range deviceBatches {
+		modes = append(modes, bench.Mode{Name: deviceMode(b), Label: fmt.Sprintf("device, %d × %d reads in flight", o.Parallelism, b), Batch: b,
+			Exec: func() (bench.Trial, error) {
+				return bench.ChildExec(Workload, childConfig{DeviceFile: *deviceFile, DeviceBatch: b, DeviceTime: o.DeviceTime, Parallelism: o.Parallelism})()
+			}})
+	}
+	return modes
+}
+
+// sizeCaches gives each stateful query of the large regime its caches:
+// with o.LargeCache set, that; otherwise a run in the all-cached mode
+// measures the working set (the distinct blocks its reads load) and each
+// worker's cache is sized so that the working set is sizingRatio times the
+// caches together (at least 32 KiB each).
+func sizeCaches(o Options) (map[string]int64, map[string]float64, error) {
+	caches, ws := map[string]int64{}, map[string]float64{}
+	for _, q := range o.LargeQueries {
+		if !isStateful(q) {
+			continue
+		}
+		if o.LargeCache > 0 {
+			caches[q] = o.LargeCache
+			continue
+		}
+		c, env := largeConfig(o, q, modeCached, 0)
+		t, err := bench.ChildExec(Workload, c, env)()
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench nexmark: sizing the caches of %s: %w", q, err)
+		}
+		ws[q] = t.Extra[xCacheMisses] * 4096
+		per := int64(ws[q]/sizingRatio/float64(o.Parallelism)) &^ 4095
+		caches[q] = max(per, 32<<10)
+		fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, ws[q]/(1<<20), caches[q]>>10)
+	}
+	return caches, ws, nil
+}
+
+// sizingRatio is the working set ÷ the caches that sizeCaches aims for,
+// above minWSVsCache so that a run's spread keeps it there.
+const sizingRatio = 10.0
