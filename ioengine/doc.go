@@ -42,6 +42,15 @@
 // length and wrapping the errno. A short write is finished before the
 // fdatasync linked after it runs.
 //
+// // # Starting without waiting
+//
+// Start begins a call and returns a Pending whose Wait waits for it, so a caller
+// can submit the reads it will need next, do other work, and then wait. On an
+// inline engine the requests are submitted from the caller's thread and Wait
+// drives the ring itself (another inline call may reap them first); no
+// goroutine or thread waits in between. On the syscall backend Start runs the
+// requests before it returns. Close finishes calls begun and not yet waited for.
+//
 // # Memory and lifetimes
 //
 // A request's Buf belongs to the engine until the call returns: the kernel

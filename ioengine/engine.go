@@ -176,6 +176,9 @@ type backend interface {
 	// do runs reqs (validated, results reset) and returns when all have
 	// finished.
 	do(reqs []Request) error
+	// start begins reqs (validated, results reset) and returns a function
+	// that waits until all have finished; it must be called exactly once.
+	start(reqs []Request) (wait func() error)
 	stats(*Stats)
 	close() error
 }
@@ -289,6 +292,56 @@ func (e *Engine) FellBack() bool { return e.fellBack }
 // request's error (in slice order), or nil; each request's own N and Err
 // tell the rest.
 func (e *Engine) Do(reqs []Request) error {
+	if err := e.prepare(reqs); err != nil || len(reqs) == 0 {
+		return err
+	}
+	err := e.backend.do(reqs)
+	return e.finishCall(reqs, err)
+}
+
+// Pending is a call Start began: its requests are in flight until Wait
+// returns.
+type Pending struct {
+	e    *Engine
+	reqs []Request
+	wait func() error
+	err  error
+}
+
+// Start begins the requests as Do would and returns without waiting for
+// them (on the syscall backend it runs them first: there is nothing to
+// start without a thread). The requests and their buffers belong to the
+// engine until Wait returns, which must be called exactly once. On an
+// inline engine the requests are submitted from the calling thread and
+// Wait drives the ring until they are done (another call's wait may reap
+// them meanwhile): a caller submits the reads it needs next, does other
+// work, and waits, with no goroutine or thread of its own in between.
+func (e *Engine) Start(reqs []Request) (*Pending, error) {
+	if err := e.prepare(reqs); err != nil {
+		return nil, err
+	}
+	p := &Pending{e: e, reqs: reqs}
+	if len(reqs) > 0 {
+		p.wait = e.backend.start(reqs)
+	}
+	return p, nil
+}
+
+// Wait waits for the requests Start began and returns as Do does: the first
+// request's error in slice order, or nil.
+func (p *Pending) Wait() error {
+	if p.wait == nil {
+		return p.err
+	}
+	err := p.wait()
+	p.wait = nil
+	p.err = p.e.finishCall(p.reqs, err)
+	return p.err
+}
+
+// prepare checks the requests, resets their results and takes their
+// files; on an error nothing is taken.
+func (e *Engine) prepare(reqs []Request) error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
@@ -328,9 +381,13 @@ func (e *Engine) Do(reqs []Request) error {
 		}
 		r.Fd = r.File.fd
 	}
-	defer releaseFiles(reqs)
 	e.calls.Add(1)
-	err := e.backend.do(reqs)
+	return nil
+}
+
+// finishCall releases the call's files, counts it and returns its error.
+func (e *Engine) finishCall(reqs []Request, err error) error {
+	releaseFiles(reqs)
 	var n uint64
 	for i := range reqs {
 		n += uint64(reqs[i].N)

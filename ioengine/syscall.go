@@ -26,6 +26,13 @@ func (s *syscallBackend) do(reqs []Request) error {
 	return nil
 }
 
+// start runs reqs now: the syscall backend has no way to start a read
+// without a thread that waits for it.
+func (s *syscallBackend) start(reqs []Request) func() error {
+	err := s.do(reqs)
+	return func() error { return err }
+}
+
 // runChain runs linked requests in order; the first that fails cancels the rest.
 func (s *syscallBackend) runChain(chain []Request) {
 	for j := range chain {

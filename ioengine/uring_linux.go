@@ -555,6 +555,106 @@ func (u *uringBackend) do(reqs []Request) error {
 	return nil
 }
 
+// start begins reqs. With a ring goroutine it queues them as do does and
+// the returned function waits for them; inline it places and submits them
+// on the calling thread without waiting, and the returned function drives
+// the ring until they are done.
+func (u *uringBackend) start(reqs []Request) func() error {
+	b := batchPool.Get().(*batch)
+	b.reqs = reqs
+	pinBuffers(&b.pin, reqs)
+	release := func() {
+		b.pin.Unpin()
+		b.reqs = nil
+		batchPool.Put(b)
+	}
+	if u.inline {
+		if err := u.submitInline(b); err != nil {
+			release()
+			return func() error { return err }
+		}
+		return func() error {
+			err := u.waitInline(b)
+			release()
+			return err
+		}
+	}
+	u.mu.Lock()
+	if u.closing {
+		u.mu.Unlock()
+		release()
+		return func() error { return ErrClosed }
+	}
+	u.queue = append(u.queue, b)
+	if u.sleeping {
+		u.sleeping = false
+		u.wake()
+	}
+	u.mu.Unlock()
+	return func() error {
+		awaitDone(b.done)
+		release()
+		return nil
+	}
+}
+
+// submitInline places b's chains and submits them from the calling thread,
+// without waiting for a completion. Chains that do not fit the rings now
+// stay ready and are placed by the next call that drives the ring.
+func (u *uringBackend) submitInline(b *batch) error {
+	u.issueMu.Lock()
+	defer u.issueMu.Unlock()
+	if u.broken != nil {
+		return u.broken
+	}
+	if u.closing {
+		return ErrClosed
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	u.addBatch(b)
+	u.place()
+	before := u.ring.Stats()
+	_, err := u.ring.Submit()
+	after := u.ring.Stats()
+	u.enters.Add(after.Enters - before.Enters)
+	u.sqes.Add(after.SQEs - before.SQEs)
+	if err != nil && !errors.Is(err, uring.ErrBusy) {
+		u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
+		u.failAll(err)
+	}
+	return nil
+}
+
+// waitInline drives the ring on the caller's thread until b, which
+// submitInline began, is done (another inline call may have reaped some
+// or all of it meanwhile).
+func (u *uringBackend) waitInline(b *batch) error {
+	u.issueMu.Lock()
+	defer u.issueMu.Unlock()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for {
+		u.reap()
+		u.place()
+		if b.chains == 0 {
+			<-b.done
+			return nil
+		}
+		if u.broken != nil {
+			// failAll ended every chain it found, b's among them (b was
+			// added before the ring broke), so this is not reached.
+			return u.broken
+		}
+		if err := u.enter(); err != nil {
+			u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
+			u.failAll(err)
+			<-b.done
+			return nil
+		}
+	}
+}
+
 // doInline drives the ring on the caller's thread until b is done: place
 // what fits, submit and wait for a completion in one io_uring_enter, reap,
 // and again. Chains restarted after a short transfer or -EAGAIN go back to
@@ -618,6 +718,18 @@ func (u *uringBackend) close() error {
 		if u.broken != nil {
 			return nil // failAll closed the ring
 		}
+		// Calls Start began and nobody waited for yet finish first, so
+		// that their Waits find them done.
+		runtime.LockOSThread()
+		for u.reap(); u.inflight > 0 || len(u.ready) > 0; u.reap() {
+			u.place()
+			if err := u.enter(); err != nil {
+				u.failAll(err)
+				runtime.UnlockOSThread()
+				return nil
+			}
+		}
+		runtime.UnlockOSThread()
 		return u.ring.Close()
 	}
 	u.mu.Lock()
