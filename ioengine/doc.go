@@ -42,7 +42,7 @@
 // length and wrapping the errno. A short write is finished before the
 // fdatasync linked after it runs.
 //
-// // # Starting without waiting
+// # Starting without waiting
 //
 // Start begins a call and returns a Pending whose Wait waits for it, so a caller
 // can submit the reads it will need next, do other work, and then wait. On an
