@@ -100,12 +100,13 @@ type Frame struct {
 	queue    queueID
 	home     queueID // queueProbation or queueMain: the policy queue it is on, or goes back to off Pool.announced
 	io       ioState
-	freq     uint8  // references seen (saturates at maxFreq); S3-FIFO's counter
-	want     uint32 // open announcements (Announce calls no Pin or Retract has met)
-	prefetch bool   // loaded by Prefetch and not pinned since
-	loader   uint64 // the Pin call that installed it (0: Prefetch)
-	mark     uint64 // the last Pin call that counted it (once per call)
-	loadErr  error  // why the last load failed (state detached)
+	freq     uint8     // references seen (saturates at maxFreq); S3-FIFO's counter
+	want     uint32    // open announcements (Announce calls no Pin or Retract has met)
+	prefetch bool      // loaded by Prefetch and not pinned since
+	loader   uint64    // the Pin call that installed it (0: Prefetch)
+	mark     uint64    // the last Pin call that counted it (once per call)
+	loadErr  error     // why the last load failed (state detached)
+	async    *LoadCall // while LoadStart's load of it is in flight: the call, which anyone waiting may finish
 	loaded   sync.Cond
 	links    [2]listLinks // [0]: free/probation/main/announced, [1]: demandQ/prefetchQ
 }

@@ -2,6 +2,7 @@ package bufpool
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -129,6 +130,10 @@ func (p *Pool) Pin(spans []Span, dst []*Frame) ([]*Frame, error) {
 			p.stats.Stalls++
 			continue
 		}
+		if p.finishAsyncLocked() {
+			// Its frames become evictable: look again.
+			continue
+		}
 		p.stalled.Wait()
 		if !p.closed {
 			_, err = p.checkSpansLocked(spans) // a file may have gone meanwhile
@@ -148,11 +153,17 @@ func (p *Pool) Pin(spans []Span, dst []*Frame) ([]*Frame, error) {
 	if own := p.accountLocked(pinned, call); len(own) > 0 {
 		p.loadLocked(own)
 	}
+	return p.awaitPinnedLocked(dst, start)
+}
+
+// awaitPinnedLocked waits until the frames of dst[start:], which the call
+// pinned, are loaded. If one failed it releases them all and returns its
+// error with dst cut back to start.
+func (p *Pool) awaitPinnedLocked(dst []*Frame, start int) ([]*Frame, error) {
+	pinned := dst[start:]
 	var failed *Frame
 	for _, f := range pinned {
-		for f.state == stateLoading {
-			f.loaded.Wait()
-		}
+		p.waitLoadedLocked(f)
 		if f.loadErr != nil && failed == nil {
 			failed = f
 		}
@@ -169,6 +180,137 @@ func (p *Pool) Pin(spans []Span, dst []*Frame) ([]*Frame, error) {
 		p.mustCheckInvariantsLocked()
 	}
 	return dst, nil
+}
+
+// waitLoadedLocked waits while f is loading. A load LoadStart began is
+// finished by whoever waits for it first, so no waiter depends on the
+// caller of LoadStart coming back.
+func (p *Pool) waitLoadedLocked(f *Frame) {
+	for f.state == stateLoading {
+		if c := f.async; c != nil {
+			p.mu.Unlock()
+			c.finish()
+			p.mu.Lock()
+			continue
+		}
+		f.loaded.Wait()
+	}
+}
+
+// LoadCall is a set of loads LoadStart began: its frames are loading, and
+// pinned by nobody, until someone finishes it.
+type LoadCall struct {
+	p    *Pool
+	own  []*Frame
+	reqs []ioengine.Request
+	pend *ioengine.Pending
+	once sync.Once
+}
+
+// LoadStart starts loads of the frames covering the spans that are not
+// resident or loading, as Prefetch does, but issues them itself with
+// ioengine.Engine.Start instead of through the I/O goroutines, and returns
+// without waiting: on an inline io_uring engine the reads are submitted
+// from the caller's thread and nothing waits for them until someone needs
+// them. The caller finishes the call with Wait once it needs the frames (a
+// reader submits the blocks of its next batch, works on the current one,
+// waits, and pins them); until then anyone that needs one of its frames —
+// a Pin of it, a Pin that finds no frame to evict, Unregister, Close —
+// finishes it instead, so no one depends on the caller coming back. Like
+// Prefetch it pins nothing, takes only frames that can be evicted without
+// waiting (the rest is dropped, Stats.PrefetchDropped), skips bad spans
+// (Stats.PrefetchRejected), counts Stats.PrefetchIssued, and a later Pin of
+// one of its frames is a prefetch hit. Where loads go to the I/O goroutines
+// (the syscall backend, Options.DemandViaWorkers) it is Prefetch.
+func (p *Pool) LoadStart(spans []Span) *LoadCall {
+	c := &LoadCall{p: p}
+	if !p.callerLoads {
+		p.Prefetch(spans)
+		return c
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return c
+	}
+	full := false
+	p.eachFrameLocked(spans, func(fl *file, key frameKey) {
+		if p.table[key] != nil {
+			return
+		}
+		var f *Frame
+		if !full {
+			f = p.takeFrameLocked(false)
+			full = f == nil
+		}
+		if full {
+			p.stats.PrefetchDropped++
+			return
+		}
+		p.installLocked(f, fl, key, 0, true)
+		f.io, f.async = ioIssued, c
+		c.own = append(c.own, f)
+		p.stats.PrefetchIssued++
+	})
+	if len(c.own) == 0 {
+		return c
+	}
+	c.reqs = make([]ioengine.Request, len(c.own))
+	for i, f := range c.own {
+		c.reqs[i] = ioengine.Request{Op: ioengine.OpRead, File: f.file.f, Off: f.off, Buf: f.buf[:readLen(f)]}
+	}
+	p.async[c] = struct{}{}
+	p.stats.EngineCalls++
+	p.mu.Unlock()
+	pend, err := p.eng.Start(c.reqs)
+	p.mu.Lock()
+	if err != nil {
+		// Nothing was started: the loads fail as those of a failed call do.
+		c.once.Do(func() { p.completeAsyncLocked(c, err) })
+		return c
+	}
+	c.pend = pend
+	return c
+}
+
+// Wait waits for the call's loads and completes them (resident, or failed
+// and out of the table); it is safe to call more than once and from any
+// goroutine.
+func (c *LoadCall) Wait() { c.finish() }
+
+// finish waits for the loads and completes them, once, whoever calls it;
+// mu is not held.
+func (c *LoadCall) finish() {
+	if len(c.own) == 0 {
+		return
+	}
+	c.once.Do(func() {
+		err := c.pend.Wait()
+		c.p.mapWindows(c.own, c.reqs, err, nil)
+		c.p.mu.Lock()
+		c.p.completeAsyncLocked(c, err)
+		c.p.mu.Unlock()
+	})
+}
+
+func (p *Pool) completeAsyncLocked(c *LoadCall, err error) {
+	for _, f := range c.own {
+		f.async = nil
+	}
+	delete(p.async, c)
+	p.completeLocked(c.own, c.reqs, err)
+}
+
+// finishAsyncLocked finishes one load call LoadStart began and nobody has
+// finished, and reports whether there was one; mu is released meanwhile.
+func (p *Pool) finishAsyncLocked() bool {
+	for c := range p.async {
+		p.mu.Unlock()
+		c.finish()
+		p.mu.Lock()
+		return true
+	}
+	return false
 }
 
 // tryPinLocked pins the frames of spans, taking frames for the misses. If

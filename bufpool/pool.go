@@ -28,27 +28,28 @@ type Pool struct {
 	stallWaiters atomic.Int32 // Pins waiting in stalled for a frame to become evictable
 
 	mu          sync.Mutex
-	stalled     sync.Cond           // on mu: a frame may have become evictable, or the pool closed
-	work        sync.Cond           // on mu: loads queued, or the pool closed
-	closed      bool                // guarded by mu
-	files       map[FileID]*file    // guarded by mu
-	lastID      FileID              // guarded by mu
-	table       map[frameKey]*Frame // guarded by mu: loading and resident frames
-	free        frameList           // guarded by mu
-	probation   frameList           // guarded by mu: S3-FIFO's small FIFO
-	main        frameList           // guarded by mu: the CLOCK queue
-	announced   frameList           // guarded by mu: frames in the table with want > 0, newest at the tail
-	announcedP  int                 // guarded by mu: frames on announced whose home is probation
-	ghost       ghostList           // guarded by mu
-	demandQ     frameList           // guarded by mu: loads a Pin waits for
-	prefetchQ   frameList           // guarded by mu: loads of Prefetch
-	loading     int                 // guarded by mu: frames in state loading
-	calls       uint64              // guarded by mu: numbers Pin calls (Frame.loader, Frame.mark)
-	stats       Stats               // guarded by mu: the counters
-	logged      bool                // guarded by mu: the first prefetch failure was logged
-	scratchKeys []frameKey          // guarded by mu: Announce and Retract
-	busyWorkers int                 // guarded by mu: I/O goroutines inside an engine call
-	workers     sync.WaitGroup      // the I/O goroutines
+	stalled     sync.Cond              // on mu: a frame may have become evictable, or the pool closed
+	work        sync.Cond              // on mu: loads queued, or the pool closed
+	closed      bool                   // guarded by mu
+	files       map[FileID]*file       // guarded by mu
+	lastID      FileID                 // guarded by mu
+	table       map[frameKey]*Frame    // guarded by mu: loading and resident frames
+	free        frameList              // guarded by mu
+	probation   frameList              // guarded by mu: S3-FIFO's small FIFO
+	main        frameList              // guarded by mu: the CLOCK queue
+	announced   frameList              // guarded by mu: frames in the table with want > 0, newest at the tail
+	announcedP  int                    // guarded by mu: frames on announced whose home is probation
+	ghost       ghostList              // guarded by mu
+	demandQ     frameList              // guarded by mu: loads a Pin waits for
+	prefetchQ   frameList              // guarded by mu: loads of Prefetch
+	async       map[*LoadCall]struct{} // guarded by mu: LoadStart's calls nobody has finished
+	loading     int                    // guarded by mu: frames in state loading
+	calls       uint64                 // guarded by mu: numbers Pin calls (Frame.loader, Frame.mark)
+	stats       Stats                  // guarded by mu: the counters
+	logged      bool                   // guarded by mu: the first prefetch failure was logged
+	scratchKeys []frameKey             // guarded by mu: Announce and Retract
+	busyWorkers int                    // guarded by mu: I/O goroutines inside an engine call
+	workers     sync.WaitGroup         // the I/O goroutines
 
 	// callerLoads: a Pin issues its own misses (immutable after New).
 	callerLoads bool
@@ -121,6 +122,7 @@ func New(opts Options) (*Pool, error) {
 		announced: frameList{slot: 0},
 		demandQ:   frameList{slot: 1},
 		prefetchQ: frameList{slot: 1},
+		async:     map[*LoadCall]struct{}{},
 	}
 	p.ghost.init(nframes)
 	p.stalled.L = &p.mu
@@ -242,8 +244,8 @@ func (p *Pool) Unregister(id FileID) error {
 		if waitFor == nil {
 			break
 		}
-		for waitFor.file == fl && waitFor.state == stateLoading {
-			waitFor.loaded.Wait()
+		if waitFor.file == fl {
+			p.waitLoadedLocked(waitFor)
 		}
 	}
 	pinned := 0
@@ -293,6 +295,8 @@ func (p *Pool) Close() error {
 			name = first.file.name
 		}
 		return fmt.Errorf("%w: close with %d frames pinned (first: %s offset %d)", ErrPinned, pinned, name, first.off)
+	}
+	for p.finishAsyncLocked() {
 	}
 	p.closed = true
 	p.work.Broadcast()

@@ -7,12 +7,14 @@ import (
 )
 
 // ReadAhead is a read started before it is needed: the data blocks a
-// MultiGet of some keys will read first, loading into the block cache while
-// the caller does other work. Done releases it.
+// MultiGet of some keys will read first, in flight while the caller does
+// other work. Wait waits for them; Done releases what the read ahead
+// announced.
 //
-//	ra := db.ReadAhead(nextKeys)   // returns at once; the loads are in flight
+//	ra := db.ReadAhead(nextKeys)   // submitted; returns at once
 //	... process the current batch, commit its writes ...
-//	vals, found, err := db.MultiGet(nextKeys)   // finds its blocks cached or loading
+//	ra.Wait()                      // the loads are done (often already)
+//	vals, found, err := db.MultiGet(nextKeys)   // finds its blocks cached
 //	ra.Done()
 //
 // It changes what is cached, never what a read returns: the MultiGet reads
@@ -23,20 +25,19 @@ import (
 type ReadAhead struct {
 	pool  *bufpool.Pool
 	spans []bufpool.Span
-	done  chan struct{} // closed when the loads have finished
+	call  *bufpool.LoadCall
 }
 
-// ReadAhead starts loading the blocks a MultiGet of keys would read in its
+// ReadAhead starts reading the blocks a MultiGet of keys would read in its
 // first round (for each key not in a memtable, the block of the newest table
-// that may hold it, past its bloom filter) and returns without waiting. A
-// goroutine pins them through the block cache, whose misses go to the
-// engine in one call (on io_uring, one submission, during which it waits
-// parked, holding no thread), and unpins them. The blocks are announced to
-// the cache (bufpool.Pool.Announce), once for that pin and once for the
-// MultiGet's, so that eviction keeps them until the MultiGet pins them or
-// Done retracts them; at most half of the cache is announced at once, and
-// the keys past that are left to the MultiGet.
-//
+// that may hold it, past its bloom filter) and returns without waiting: it
+// loads them into the block cache with bufpool.Pool.LoadStart, whose reads
+// go to the engine with ioengine.Engine.Start — on an inline io_uring
+// engine, submitted from the caller's thread, with no goroutine or thread
+// waiting for them. The blocks are announced to the cache
+// (bufpool.Pool.Announce) so that eviction keeps them until the MultiGet
+// pins them or Done retracts them. At most half of the cache is read ahead
+// at once; the keys past that are left to the MultiGet.
 func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	ra := &ReadAhead{}
 	if db.pool == nil || db.eng.Backend() == ioengine.BackendSyscall || len(keys) == 0 {
@@ -76,37 +77,29 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	if len(ra.spans) == 0 {
 		return ra
 	}
-	ra.pool, ra.done = db.pool, make(chan struct{})
-	db.pool.Announce(ra.spans) // the MultiGet's
-	db.pool.Announce(ra.spans) // the load's, met by its Pin
+	db.pool.Announce(ra.spans)
+	ra.pool, ra.call = db.pool, db.pool.LoadStart(ra.spans)
 	db.stats.readAheadBlocks.Add(uint64(len(ra.spans)))
-	go ra.load()
 	return ra
 }
 
-// load pins the spans (loading the missing blocks) and unpins them. A
-// failed load is not cached and the MultiGet meets it again and reports
-// it; its announcement is retracted here.
-func (ra *ReadAhead) load() {
-	defer close(ra.done)
-	frames, err := ra.pool.Pin(ra.spans, nil)
-	if err != nil {
-		ra.pool.Retract(ra.spans)
-		return
-	}
-	for _, f := range frames {
-		f.Unpin()
+// Wait waits for the loads (often done by then). A failed load is not
+// cached: the MultiGet meets it again and reports it. Without Wait the
+// loads are finished by whatever needs their blocks first (the MultiGet's
+// pin, an eviction). Safe on a nil ReadAhead and more than once.
+func (ra *ReadAhead) Wait() {
+	if ra != nil && ra.call != nil {
+		ra.call.Wait()
 	}
 }
 
-// Done waits for the loads, then retracts what the read ahead announced
-// and no read pinned since, so the cache may evict it again. It is safe to call on a nil ReadAhead and
-// more than once.
+// Done retracts what the read ahead announced and no read pinned since,
+// so the cache may evict it again. Safe on a nil ReadAhead and more than
+// once.
 func (ra *ReadAhead) Done() {
 	if ra == nil || ra.pool == nil {
 		return
 	}
-	<-ra.done
 	ra.pool.Retract(ra.spans)
-	ra.pool, ra.spans = nil, nil
+	ra.pool, ra.spans, ra.call = nil, nil, nil
 }

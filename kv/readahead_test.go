@@ -93,7 +93,7 @@ func TestReadAhead(t *testing.T) {
 			// done, a MultiGet of a few cold keys misses nothing.
 			few := [][]byte{key(1), key(5003), key(11007), key(17011)}
 			ra := db.ReadAhead(few)
-			<-ra.done
+			ra.Wait()
 			before := db.Stats().Cache.Misses
 			if _, _, err := db.MultiGet(few); err != nil {
 				t.Fatal(err)

@@ -98,17 +98,21 @@ func wantBatch(op Operator, mb *state.MiniBatch, ls []Lookups, events []keyedEve
 	}
 }
 
-// runWanted runs a mini-batch whose reads wantBatch declared: one Load,
-// the events' Processes, one Commit. load times the Load.
-func runWanted(op Operator, name string, mb *state.MiniBatch, ls []Lookups, events []keyedEvent, out *Out, load *time.Duration) error {
-	if mb != nil {
-		t := time.Now()
-		err := mb.Load()
-		*load += time.Since(t)
-		if err != nil {
-			return err
-		}
+// loadWanted makes the one Load of a mini-batch whose reads wantBatch
+// declared; load times it.
+func loadWanted(mb *state.MiniBatch, load *time.Duration) error {
+	if mb == nil {
+		return nil
 	}
+	t := time.Now()
+	err := mb.Load()
+	*load += time.Since(t)
+	return err
+}
+
+// processLoaded runs the events of a loaded mini-batch, then its one
+// Commit.
+func processLoaded(op Operator, name string, mb *state.MiniBatch, ls []Lookups, events []keyedEvent, out *Out) error {
 	for i, e := range events {
 		if err := op.Process(e.Event, e.key, mb, &ls[i], out); err != nil {
 			return fmt.Errorf("nexmark: %s, event %d: %w", name, e.ID, err)

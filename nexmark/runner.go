@@ -67,10 +67,10 @@ type RunConfig struct {
 	// most KeyGroups.
 	KeyGroups int
 	// ReadAhead starts the state reads of each worker's next mini-batch
-	// while it processes the current one (state.MiniBatch.ReadAhead; on
-	// io_uring only: on the syscall backend the reads wait for the Load).
-	// The workers' engines then have a ring goroutine, so the goroutine
-	// waiting for those reads holds no thread.
+	// while it processes the current one (state.MiniBatch.ReadAhead): the
+	// worker submits them from its own thread and waits for them at the
+	// next Load, with no goroutine or thread in between. On io_uring only:
+	// on the syscall backend the reads wait for the Load.
 	ReadAhead bool
 	// ReadWorkers is, on the syscall backend, the goroutines that read
 	// each worker's block-cache misses, each one pread at a time
@@ -278,7 +278,8 @@ func (w *worker) lookAhead(in <-chan batchMsg) {
 
 // process runs a message: the events' reads in one load, their writes in
 // one commit, then the timers the watermark fires. With read-ahead the
-// next batch's reads are started before this one's load.
+// next batch's reads are started once this one's are done, and load while
+// it is processed.
 func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 	if len(m.events) > 0 {
 		if w.aheadReady {
@@ -286,11 +287,14 @@ func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 		} else {
 			w.slots[w.cur].want(w.op, m.events)
 		}
+		s := &w.slots[w.cur]
+		if err := loadWanted(s.mb, &w.loadTime); err != nil {
+			return err
+		}
 		if w.readAhead {
 			w.lookAhead(in)
 		}
-		s := &w.slots[w.cur]
-		if err := runWanted(w.op, w.q.Name, s.mb, s.lookups, m.events, &w.out, &w.loadTime); err != nil {
+		if err := processLoaded(w.op, w.q.Name, s.mb, s.lookups, m.events, &w.out); err != nil {
 			return err
 		}
 	}
@@ -315,11 +319,10 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	}
 	// Each worker has its own engine, inline on io_uring: a worker whose
 	// Load misses the cache submits its reads and waits for them on its
-	// own thread, with no hand-off to a ring goroutine and back. With
-	// ReadAhead it has a ring goroutine instead, which gathers the
-	// read-ahead's and the Load's reads.
+	// own thread, with no hand-off to a ring goroutine and back; the reads
+	// it starts ahead are submitted on that thread too.
 	var err error
-	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: !cfg.ReadAhead, Logf: func(string, ...any) {}}); err != nil {
+	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, Logf: func(string, ...any) {}}); err != nil {
 		return nil, fmt.Errorf("nexmark: %w", err)
 	}
 	// StrictReads: every read of an operator is declared (Wants, TimerWants)

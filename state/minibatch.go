@@ -60,9 +60,9 @@ func (mb *MiniBatch) wantKey(k []byte) {
 
 // ReadAhead starts the reads of the keys wanted since the last Load and
 // returns without waiting (kv.DB.ReadAhead): while the caller processes
-// another batch, their blocks load into the block cache; Load then reads
-// them as usual, as of its own call, so writes committed in between are
-// seen. On the syscall backend it does nothing.
+// another batch, their blocks load into the block cache; Load waits for
+// them and then reads as usual, as of its own call, so writes committed in
+// between are seen. On the syscall backend it does nothing.
 func (mb *MiniBatch) ReadAhead() {
 	if mb.b.closed.Load() || len(mb.wantKeys) == 0 {
 		return
@@ -80,6 +80,7 @@ func (mb *MiniBatch) Load() error {
 	if len(mb.wantKeys) == 0 {
 		return nil
 	}
+	mb.ahead.Wait()
 	vals, found, err := mb.b.db.MultiGet(mb.wantKeys)
 	mb.ahead.Done()
 	mb.ahead = nil

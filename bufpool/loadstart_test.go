@@ -1,0 +1,77 @@
+package bufpool
+
+import (
+	"testing"
+
+	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// TestLoadStart: frames LoadStart began are found by a later Pin — after
+// Wait, as prefetch hits without misses; without Wait, a Pin of them
+// finishes the loads itself; a Pin that needs every frame of the pool
+// while calls nobody waited for hold some finishes them rather than stall;
+// Close finishes what is left. On an inline engine, on one with a ring
+// goroutine, and on the syscall backend (where it is Prefetch).
+func TestLoadStart(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mode   ioengine.IOMode
+		inline bool
+	}{{"uring-inline", ioengine.URing, true}, {"uring", ioengine.URing, false}, {"syscall", ioengine.Syscall, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			eng := testengineWith(t, c.mode, c.inline)
+			const frames = 16
+			p := newPool(t, eng, Options{FrameSize: 4096, Budget: frames * 4096})
+			tf := register(t, p, testdir.Direct(t), "a", 64*4096, 1)
+			span := func(first, n int) Span { return Span{File: tf.id, Off: int64(first) * 4096, Len: int64(n) * 4096} }
+			pin := func(what string, s Span) {
+				t.Helper()
+				within(t, 10e9, what, func() {
+					fs, err := p.Pin([]Span{s}, nil)
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					checkFrames(t, p, tf, s, fs)
+					unpinAll(fs)
+				})
+			}
+			// Waited for: the Pin misses nothing.
+			call := p.LoadStart([]Span{span(0, 4)})
+			call.Wait()
+			call.Wait() // more than once is fine
+			before := p.Stats()
+			pin("a Pin after Wait", span(0, 4))
+			if st := p.Stats(); st.Misses != before.Misses || (c.mode != ioengine.Syscall && st.PrefetchHits < before.PrefetchHits+4) {
+				t.Errorf("Pin after a finished LoadStart: misses %d → %d, prefetch hits %d → %d", before.Misses, st.Misses, before.PrefetchHits, st.PrefetchHits)
+			}
+			// Not waited for: the Pin finishes it.
+			p.LoadStart([]Span{span(8, 4)})
+			pin("a Pin of frames being loaded", span(8, 4))
+			// Calls nobody waits for hold frames; a Pin of the whole pool
+			// finishes them instead of stalling.
+			p.LoadStart([]Span{span(20, 6)})
+			p.LoadStart([]Span{span(30, 6)})
+			pin("a Pin of every frame", span(40, frames))
+			// Left for Close (the cleanup) to finish.
+			p.LoadStart([]Span{span(50, 4)})
+			if st := p.Stats(); st.PrefetchRejected != 0 {
+				t.Errorf("prefetch rejected %d", st.PrefetchRejected)
+			}
+		})
+	}
+}
+
+func testengineWith(t *testing.T, mode ioengine.IOMode, inline bool) *ioengine.Engine {
+	t.Helper()
+	e := newEngine(t, mode, nil)
+	if !inline {
+		return e
+	}
+	in, err := e.NewInline()
+	if in == nil {
+		t.Skipf("no inline engine: %v", err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in
+}
