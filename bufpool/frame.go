@@ -90,6 +90,7 @@ type Frame struct {
 
 	pins     atomic.Int32 // pin count; incremented under mu only, decremented anywhere (Unpin)
 	detached atomic.Bool  // mirrors state == stateDetached for the lock-free Unpin
+	checked  atomic.Bool  // MarkChecked since the frame's last load (cleared by installLocked)
 
 	// Guarded by mu.
 	key      frameKey
@@ -127,6 +128,15 @@ func (f *Frame) Len() int { return f.n }
 // Close it is unmapped. Do not write to it; every pinner sees the same
 // bytes.
 func (f *Frame) Bytes() []byte { return f.buf[:f.n:f.n] }
+
+// Checked reports whether a pinner called MarkChecked since the frame's
+// bytes were loaded: the caller's own verification of them (a checksum)
+// need not run again. A frame loaded again starts unchecked.
+func (f *Frame) Checked() bool { return f.checked.Load() }
+
+// MarkChecked records that the caller verified the frame's bytes (call it
+// while the frame is pinned, after the check passed).
+func (f *Frame) MarkChecked() { f.checked.Store(true) }
 
 // Unpin releases one pin returned by Pin. Each frame Pin returned must be
 // unpinned once per time it was returned. Unpinning a frame that has no

@@ -75,3 +75,36 @@ func testengineWith(t *testing.T, mode ioengine.IOMode, inline bool) *ioengine.E
 	t.Cleanup(func() { in.Close() })
 	return in
 }
+
+// TestCheckedMark: a frame marked checked stays so while it is resident,
+// and a frame loaded again (after its eviction) starts unchecked.
+func TestCheckedMark(t *testing.T) {
+	eng := newEngine(t, ioengine.URing, nil)
+	p := newPool(t, eng, Options{FrameSize: 4096, Budget: 8 * 4096})
+	tf := register(t, p, testdir.Direct(t), "a", 64*4096, 1)
+	first := []Span{{File: tf.id, Off: 0, Len: 4096}}
+	fs, err := p.Pin(first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs[0].Checked() {
+		t.Fatal("a frame just loaded is checked")
+	}
+	fs[0].MarkChecked()
+	unpinAll(fs)
+	if fs, err = p.Pin(first, nil); err != nil || !fs[0].Checked() {
+		t.Fatalf("resident frame: checked %v, %v", fs[0].Checked(), err)
+	}
+	unpinAll(fs)
+	for i := 1; i < 64; i++ { // every frame of the pool taken many times over
+		more, err := p.Pin([]Span{{File: tf.id, Off: int64(i) * 4096, Len: 4096}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unpinAll(more)
+	}
+	if fs, err = p.Pin(first, nil); err != nil || fs[0].Checked() {
+		t.Fatalf("frame loaded again: checked %v, %v", fs[0].Checked(), err)
+	}
+	unpinAll(fs)
+}

@@ -246,6 +246,7 @@ func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, pr
 	f.loader = loader
 	f.mark = 0
 	f.loadErr = nil
+	f.checked.Store(false)
 	p.table[key] = f
 	fl.frames++
 	p.loading++

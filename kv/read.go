@@ -133,9 +133,13 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			reads = append(reads, blockRead{t: t, bi: bi, h: t.r.Block(bi)})
 		}
 		db.stats.rounds.Add(1)
-		err := db.readBlocks(reads, noFill, func(i int, buf []byte) error {
+		err := db.readBlocks(reads, noFill, func(i int, buf []byte, verified bool) error {
 			lk, r := pending[i], &reads[i]
-			got, err := r.t.r.GetInBlock(r.bi, buf, lk.key, rs.seq)
+			get := r.t.r.GetInBlock
+			if verified {
+				get = r.t.r.GetInVerifiedBlock
+			}
+			got, err := get(r.bi, buf, lk.key, rs.seq)
 			switch {
 			case err != nil:
 				return fmt.Errorf("kv: %w", err)
@@ -229,20 +233,23 @@ type blockRead struct {
 	skip bool // the key sorts after the table: nothing to read
 }
 
-// readBlocks fetches the blocks of reads and calls fn(i, buf) with each
-// block's bytes (not for skipped ones), all in one go: through the block
-// cache in one Pin (its misses go to the engine together), or, without a
-// cache, in one engine call of reads into buffers of this call's own,
-// adjacent blocks of a file read as one. buf is valid only during fn, which
-// checks and decodes it; its error ends the call.
-func (db *DB) readBlocks(reads []blockRead, noFill bool, fn func(i int, buf []byte) error) error {
+// readBlocks fetches the blocks of reads and calls fn(i, buf, verified)
+// with each block's bytes (not for skipped ones), all in one go: through
+// the block cache in one Pin (its misses go to the engine together), or,
+// without a cache, in one engine call of reads into buffers of this call's
+// own, adjacent blocks of a file read as one. buf is valid only during fn,
+// which checks and decodes it; its error ends the call. verified says a
+// cached block's checksum passed in an earlier fn since it was loaded (the
+// frame is marked once fn returns nil): a block is verified once per load,
+// not once per lookup.
+func (db *DB) readBlocks(reads []blockRead, noFill bool, fn func(i int, buf []byte, verified bool) error) error {
 	if db.pool != nil {
 		return db.readBlocksCached(reads, noFill, fn)
 	}
 	return db.readBlocksDirect(reads, fn)
 }
 
-func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, buf []byte) error) error {
+func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, buf []byte, verified bool) error) error {
 	var spans []bufpool.Span
 	var which []int
 	var direct []int
@@ -295,8 +302,12 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 					return fmt.Errorf("kv: block of %s at offset %d: %w", r.t.path, r.h.Offset, err)
 				}
 			}
-			if err := fn(i, buf); err != nil {
+			verified := n == 1 && fs[0].Checked()
+			if err := fn(i, buf, verified); err != nil {
 				return err
+			}
+			if n == 1 && !verified {
+				fs[0].MarkChecked()
 			}
 		}
 		return nil
@@ -385,7 +396,7 @@ type run struct {
 // maxRunBytes bounds a coalesced read.
 const maxRunBytes = 256 << 10
 
-func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte) error) error {
+func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, verified bool) error) error {
 	order := make([]int, 0, len(reads))
 	for i, r := range reads {
 		if !r.skip {
@@ -446,7 +457,7 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte) err
 		for _, i := range r.members {
 			br := reads[i]
 			start := br.h.Offset - r.off
-			if err := fn(i, bufs[k][start:start+br.h.Len]); err != nil {
+			if err := fn(i, bufs[k][start:start+br.h.Len], false); err != nil {
 				return err
 			}
 		}

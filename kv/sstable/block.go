@@ -111,7 +111,7 @@ type Block struct {
 // entry and restart point) and returns it. s names the block's file and
 // offset for errors.
 func decodeBlock(buf []byte, s site) (Block, error) {
-	used, nr, dataEnd, err := checkBlockFrame(buf, s)
+	used, nr, dataEnd, err := checkBlockFrame(buf, s, false)
 	if err != nil {
 		return Block{}, err
 	}
@@ -166,8 +166,9 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 
 // checkBlockFrame checks what surrounds a padded data block's entries: its
 // length, trailer, checksum, zero padding and restart count. It returns the
-// used length, the number of restarts and where the entries end.
-func checkBlockFrame(buf []byte, s site) (used, nr, dataEnd int, err error) {
+// used length, the number of restarts and where the entries end. With
+// verified the checksum, checked before, is not computed again.
+func checkBlockFrame(buf []byte, s site, verified bool) (used, nr, dataEnd int, err error) {
 	if len(buf) < Alignment || len(buf)%Alignment != 0 {
 		return 0, 0, 0, s.corrupt(0, "data block length %d is not a positive multiple of %d", len(buf), Alignment)
 	}
@@ -177,7 +178,7 @@ func checkBlockFrame(buf []byte, s site) (used, nr, dataEnd int, err error) {
 	if used < 4 || used > t || alignUp(used+blockTrailerLen) != len(buf) {
 		return 0, 0, 0, s.corrupt(t, "data block used length %d does not fit its %d-byte block", used, len(buf))
 	}
-	if got := blockCRC(buf[:used]); got != sum {
+	if got := blockCRC(buf[:used]); !verified && got != sum {
 		return 0, 0, 0, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
 	}
 	if pad := buf[used:t]; !bytes.Equal(pad, zeros[:len(pad)]) {

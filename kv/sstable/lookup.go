@@ -43,6 +43,18 @@ func (r *Reader) BlockIndexFor(userKey []byte) (i int, ok bool) {
 // is a defence against a block its writer got wrong, and entries this
 // lookup does not read are left to the lookups that do.
 func (r *Reader) GetInBlock(i int, buf, userKey []byte, snap uint64) (Lookup, error) {
+	return r.getInBlock(i, buf, userKey, snap, false)
+}
+
+// GetInVerifiedBlock is GetInBlock on a block whose checksum the caller
+// verified when it was read (a block cache that checks each block once, at
+// its first lookup after a load, and keeps it marked): everything but the
+// checksum is checked as GetInBlock checks it.
+func (r *Reader) GetInVerifiedBlock(i int, buf, userKey []byte, snap uint64) (Lookup, error) {
+	return r.getInBlock(i, buf, userKey, snap, true)
+}
+
+func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bool) (Lookup, error) {
 	if i < 0 || i >= len(r.index) {
 		return Lookup{}, fmt.Errorf("%w: %s has no data block %d (it has %d)", ErrBadHandle, r.path, i, len(r.index))
 	}
@@ -52,7 +64,7 @@ func (r *Reader) GetInBlock(i int, buf, userKey []byte, snap uint64) (Lookup, er
 		return Lookup{}, fmt.Errorf("%w: buffer of %d bytes for the %d-byte block at offset %d of %s", ErrBadHandle, len(buf), h.Len, h.Offset, r.path)
 	}
 	s := site{r.path, int64(h.Offset)}
-	res, shape, err := lookupInBlock(buf, s, userKey, snap)
+	res, shape, err := lookupInBlock(buf, s, userKey, snap, verified)
 	if err != nil {
 		return Lookup{}, err
 	}
@@ -82,8 +94,8 @@ type blockShape struct {
 
 // lookupInBlock is GetInBlock on the block alone: the frame and the entries
 // it reads are checked, the block's place in its file is not.
-func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64) (Lookup, blockShape, error) {
-	used, nr, dataEnd, err := checkBlockFrame(buf, s)
+func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verified bool) (Lookup, blockShape, error) {
+	used, nr, dataEnd, err := checkBlockFrame(buf, s, verified)
 	if err != nil {
 		return Lookup{}, blockShape{}, err
 	}
