@@ -96,12 +96,23 @@ func TestCheckedMark(t *testing.T) {
 		t.Fatalf("resident frame: checked %v, %v", fs[0].Checked(), err)
 	}
 	unpinAll(fs)
-	for i := 1; i < 64; i++ { // every frame of the pool taken many times over
-		more, err := p.Pin([]Span{{File: tf.id, Off: int64(i) * 4096, Len: 4096}}, nil)
-		if err != nil {
-			t.Fatal(err)
+	// Other frames, each referenced twice (so they go to main, where the
+	// first frame is), until the first frame is evicted.
+	for i := 1; i < 64*4; i++ {
+		s := []Span{{File: tf.id, Off: int64(1+i%63) * 4096, Len: 4096}}
+		for range 2 {
+			more, err := p.Pin(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unpinAll(more)
 		}
-		unpinAll(more)
+	}
+	p.mu.Lock()
+	_, resident := p.table[makeKey(tf.id, 0)]
+	p.mu.Unlock()
+	if resident {
+		t.Fatal("the first frame was not evicted")
 	}
 	if fs, err = p.Pin(first, nil); err != nil || fs[0].Checked() {
 		t.Fatalf("frame loaded again: checked %v, %v", fs[0].Checked(), err)
