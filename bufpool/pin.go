@@ -233,24 +233,9 @@ func (p *Pool) LoadStart(spans []Span) *LoadCall {
 	if p.closed {
 		return c
 	}
-	full := false
-	p.eachFrameLocked(spans, func(fl *file, key frameKey) {
-		if p.table[key] != nil {
-			return
-		}
-		var f *Frame
-		if !full {
-			f = p.takeFrameLocked(false)
-			full = f == nil
-		}
-		if full {
-			p.stats.PrefetchDropped++
-			return
-		}
-		p.installLocked(f, fl, key, 0, true)
+	p.installPrefetchesLocked(spans, func(f *Frame) {
 		f.io, f.async = ioIssued, c
 		c.own = append(c.own, f)
-		p.stats.PrefetchIssued++
 	})
 	if len(c.own) == 0 {
 		return c
@@ -447,7 +432,22 @@ func (p *Pool) Prefetch(spans []Span) {
 	if p.closed {
 		return
 	}
-	queued, full := 0, false
+	queued := 0
+	p.installPrefetchesLocked(spans, func(f *Frame) {
+		f.io = ioQueuedPrefetch
+		p.prefetchQ.pushBack(f)
+		queued++
+	})
+	p.wakeWorkersLocked(queued)
+}
+
+// installPrefetchesLocked installs, in state loading, a frame for each
+// frame of the spans that is neither resident nor loading, taking only
+// frames it can evict without waiting (once none is left the rest are
+// dropped: Stats.PrefetchDropped), and hands each to start, which issues
+// or queues its load.
+func (p *Pool) installPrefetchesLocked(spans []Span, start func(f *Frame)) {
+	full := false
 	p.eachFrameLocked(spans, func(fl *file, key frameKey) {
 		if p.table[key] != nil {
 			return
@@ -462,12 +462,9 @@ func (p *Pool) Prefetch(spans []Span) {
 			return
 		}
 		p.installLocked(f, fl, key, 0, true)
-		f.io = ioQueuedPrefetch
-		p.prefetchQ.pushBack(f)
 		p.stats.PrefetchIssued++
-		queued++
+		start(f)
 	})
-	p.wakeWorkersLocked(queued)
 }
 
 // eachFrameLocked calls fn for each frame the valid spans cover, in span
