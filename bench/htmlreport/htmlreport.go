@@ -342,22 +342,73 @@ func renderNexmark(b *strings.Builder, rep map[string]any) {
 	var trs [][]string
 	for _, q := range rows(rep, "queries") {
 		name := str(q["query"])
-		c := colorOurs
-		if num(q["ratio_median"]) < 1 {
-			c = colorOff
-		}
-		ratio = append(ratio, bar{name, num(q["ratio_median"]), c})
-		on = append(on, bar{name + " ON", num(q["on_median_eps"]), colorOurs}, bar{name + " OFF", num(q["off_median_eps"]), colorOff})
+		tested := q["tested"] == true
 		eq := "equal"
 		if q["checksum_equal"] != true {
 			eq = "DIFFERS"
 		}
-		trs = append(trs, []string{name, fmtNum(num(q["on_median_eps"])), fmtNum(num(q["off_median_eps"])), fmtNum(num(q["ratio_best"])), fmtNum(num(q["ratio_median"])), fmtNum(num(q["state_vs_cache"])), eq})
+		best, median := fmtNum(num(q["ratio_best"])), fmtNum(num(q["ratio_median"]))
+		if !tested {
+			best, median = "not tested", str(q["why"])
+		} else {
+			c := colorOurs
+			if num(q["ratio_median"]) < 1 {
+				c = colorOff
+			}
+			ratio = append(ratio, bar{name, num(q["ratio_median"]), c})
+			on = append(on, bar{name + " ON", num(q["on_median_eps"]), colorOurs}, bar{name + " OFF", num(q["off_median_eps"]), colorOff})
+		}
+		trs = append(trs, []string{name, fmtNum(num(q["on_median_eps"])), fmtNum(num(q["off_median_eps"])), best, median, fmtNum(num(q["state_vs_cache"])), eq})
 	}
 	hbars(b, "ON/OFF throughput ratio per query (median of trials; 1.0 drawn)", "× OFF", ratio,
 		[]limit{{"equal", 1, "limit2"}, {"geometric mean, best-of", num(rep["geomean_best"]), "limit"}})
 	hbars(b, "events/s per query, ON and OFF", "events/s", on, nil)
-	table(b, []string{"query", "ON events/s", "OFF events/s", "ON/OFF best", "ON/OFF median", "state ÷ cache", "output"}, trs)
+	if len(trs) > 0 {
+		table(b, []string{"query", "ON events/s", "OFF events/s", "ON/OFF best", "ON/OFF median", "state ÷ cache", "output"}, trs)
+	}
+	if l, ok := rep["large_state"].(map[string]any); ok {
+		renderNexmarkLarge(b, l)
+	}
+}
+
+// renderNexmarkLarge draws the large-state regime: ON ÷ its limit and
+// ON/OFF per query, and its table. A mode that did not run is "–".
+func renderNexmarkLarge(b *strings.Builder, l map[string]any) {
+	fmt.Fprintf(b, "<h3>large state: %s in-flight auctions, %s active people, %s events</h3>\n", fmtNum(num(l["in_flight_auctions"])), fmtNum(num(l["active_people"])), fmtNum(num(l["events"])))
+	var vsLimit, vsOff []bar
+	var trs [][]string
+	dash := func(v float64) string {
+		if v == 0 {
+			return "–"
+		}
+		return fmtNum(v)
+	}
+	for _, q := range rows(l, "queries") {
+		name := str(q["query"])
+		eps, _ := q["eps_median"].(map[string]any)
+		if q["tested"] == true {
+			if v := num(q["on_vs_limit"]); v > 0 {
+				vsLimit = append(vsLimit, bar{name, v, colorOurs})
+			}
+			c := colorOurs
+			if num(q["on_vs_off"]) < 1 {
+				c = colorOff
+			}
+			vsOff = append(vsOff, bar{name, num(q["on_vs_off"]), c})
+		}
+		ratio := fmtNum(num(q["on_vs_off"]))
+		if q["tested"] != true {
+			ratio = "not tested: " + str(q["why"])
+		}
+		trs = append(trs, []string{name, dash(num(eps["on"])), dash(num(eps["on-ahead"])), dash(num(eps["off"])), dash(num(eps["off-pool3"])), dash(num(eps["off-pool16"])),
+			dash(num(eps["cached"])), dash(num(q["device_floor_eps"])), dash(num(q["on_vs_limit"])), ratio, dash(100 * num(q["off_state_read_share"])), dash(num(q["working_set_bytes"]) / (1 << 20))})
+	}
+	hbars(b, "large state: ON ÷ its limit (the lesser of all-cached and the device floor), per stateful query", "× limit", vsLimit,
+		[]limit{{"bar 0.9", 0.9, "limit"}, {"the limit", 1, "limit2"}})
+	hbars(b, "large state: ON/OFF per query (median of trials; 1.0 drawn)", "× OFF", vsOff, []limit{{"equal", 1, "limit2"}})
+	if len(trs) > 0 {
+		table(b, []string{"query", "ON", "ON, read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "device floor", "ON ÷ limit", "ON/OFF", "OFF % in state reads", "working set MiB"}, trs)
+	}
 }
 
 func renderBars(b *strings.Builder, rep map[string]any) {

@@ -47,7 +47,7 @@ func TestRender(t *testing.T) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
-	if n := strings.Count(page, `<svg class="chart"`); n != 9 {
+	if n := strings.Count(page, `<svg class="chart"`); n != 11 {
 		t.Errorf("%d charts", n)
 	}
 	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*"(https?:)?//`).FindString(page); m != "" {
@@ -132,7 +132,7 @@ func TestRenderInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Chromium: %v", err)
 	}
-	if len(charts) != 9 {
+	if len(charts) != 11 {
 		t.Fatalf("%d charts drawn", len(charts))
 	}
 	for i, c := range charts {
