@@ -52,7 +52,30 @@ Workloads:
           reads far larger than the caches) with read-ahead, read pools of 3
           and 16 goroutines, every block cached and the device's floor;
           events/s per query, their ratios, outputs compared
+A workload's --modes picks its modes; --modes list prints them and runs nothing.
 `
+
+// workloadHelp is the paragraph of benchUsage about workload w.
+func workloadHelp(w string) string {
+	lines := strings.Split(benchUsage, "\n")
+	var out []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  "+w+" ") {
+			out = append(out, strings.TrimSpace(l[len(w)+2:]))
+			for _, m := range lines[i+1:] {
+				if !strings.HasPrefix(m, "          ") {
+					break
+				}
+				out = append(out, strings.TrimSpace(m))
+			}
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// benchWorkloads are the workloads of ringstore bench, in the order the
+// main job runs them.
+var benchWorkloads = []string{"read", "wal", "scan", "kv", "nexmark"}
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	workload := "all"
@@ -66,8 +89,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, benchUsage)
 		return nil
 	}
-	fmt.Fprint(stderr, benchUsage)
-	return usagef("bench: unknown workload %q", workload)
+	return usagef("bench: unknown workload %q (%s)", workload, strings.Join(benchWorkloads, ", "))
 }
 
 // benchRun parses the flags of workload ("all" takes those of every
@@ -81,6 +103,15 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	kvb := workload == "all" || workload == "kv"
 	nx := workload == "all" || workload == "nexmark"
 	fs := newFlags(name, stderr)
+	fs.Usage = func() {
+		if workload == "all" {
+			fmt.Fprint(fs.Output(), benchUsage)
+		} else {
+			fmt.Fprintf(fs.Output(), "usage: ringstore %s [flags]\n\n%s", name, workloadHelp(workload))
+		}
+		fmt.Fprintf(fs.Output(), "\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	dir := fs.String("dir", os.TempDir(), "directory for the benchmark's files (read, scan, kv: must support O_DIRECT; wal: put it on a disk, not tmpfs)")
 	dur := new(time.Duration)
 	if read || wal || kvb {
@@ -91,7 +122,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	htmlOut := fs.String("html", "", "also write the results as one HTML page of charts to this file (its JSON reports too, beside it, unless --json names them)")
 	var modes *string
 	if workload != "all" {
-		modes = fs.String("modes", "", "run only these modes: names or patterns, comma-separated (uring-*,serial-pread); the report's first lines list them")
+		modes = fs.String("modes", "", "run only these modes: names or patterns, comma-separated (uring-*,serial-pread); 'list' prints the modes and runs nothing")
 	} else {
 		modes = new(string)
 	}

@@ -23,7 +23,6 @@ Data sets:
 
 func cmdGen(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, genUsage)
 		return usagef("gen: no data set given (events)")
 	}
 	switch args[0] {
@@ -33,7 +32,6 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, genUsage)
 		return nil
 	}
-	fmt.Fprint(stderr, genUsage)
 	return usagef("gen: unknown data set %q (events)", args[0])
 }
 

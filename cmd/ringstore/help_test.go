@@ -1,0 +1,118 @@
+package main
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// helpListing returns the commands the top-level help lists, as
+// "command" and "command sub", from its lines "  ringstore CMD SUB|SUB ...".
+func helpListing(help string) map[string]bool {
+	got := map[string]bool{}
+	for _, line := range strings.Split(help, "\n") {
+		cmd, ok := strings.CutPrefix(line, "  ringstore ")
+		if !ok {
+			continue
+		}
+		cmd, _, _ = strings.Cut(cmd, "  ") // the description follows two spaces
+		f := strings.Fields(cmd)
+		got[f[0]] = true
+		if len(f) > 1 && strings.Trim(f[1], "abcdefghijklmnopqrstuvwxyz|") == "" {
+			for _, sub := range strings.Split(f[1], "|") {
+				got[f[0]+" "+sub] = true
+			}
+		}
+	}
+	return got
+}
+
+// TestHelpListsEveryCommand: the top-level help lists exactly the commands
+// and subcommands that dispatch knows (cliCommands), so the two cannot
+// drift; it says what the main job runs and names report --svg.
+func TestHelpListsEveryCommand(t *testing.T) {
+	code, help, _ := runCLI("help")
+	if code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	listed := helpListing(help)
+	want := map[string]bool{"help": true}
+	for _, c := range cliCommands {
+		want[c.name] = true
+		for _, sub := range c.subs {
+			want[c.name+" "+sub] = true
+		}
+	}
+	var missing, extra []string
+	for k := range want {
+		if !listed[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range listed {
+		if !want[k] {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Errorf("the help and the command table disagree: not in the help %q; in the help but not dispatched %q\n%s", missing, extra, help)
+	}
+	for _, sub := range []string{"bench nexmark", "wal append", "kv verify", "state stat"} {
+		if !listed[sub] {
+			t.Errorf("help does not list %q", sub)
+		}
+	}
+	for _, want := range []string{"--svg DIR", "the main job", "read, wal, scan, kv, then a quick nexmark"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help does not say %q", want)
+		}
+	}
+	// Every command the table has dispatches (no "unknown command").
+	for _, c := range cliCommands {
+		for _, sub := range append([]string{""}, c.subs...) {
+			args := []string{c.name}
+			if sub != "" {
+				args = append(args, sub)
+			}
+			if _, _, stderr := runCLI(append(args, "--help")...); strings.Contains(stderr, "unknown") {
+				t.Errorf("%v is in the table but does not dispatch: %s", args, stderr)
+			}
+		}
+	}
+}
+
+// TestSubcommandHelp: bench --help lists its workloads and what the main
+// job runs; kv --help says which commands take the store's lock; every
+// usage text names each subcommand its dispatch knows.
+func TestSubcommandHelp(t *testing.T) {
+	_, out, _ := runCLI("bench", "--help")
+	for _, w := range benchWorkloads {
+		if !strings.Contains(out, "\n  "+w+" ") {
+			t.Errorf("bench --help does not list the workload %q:\n%s", w, out)
+		}
+	}
+	if !strings.Contains(out, "-modes") && !strings.Contains(out, "--modes list") {
+		t.Errorf("bench --help does not mention --modes list:\n%s", out)
+	}
+	if !strings.Contains(out, "Without a workload name every benchmark runs") || !strings.Contains(out, "-trials") {
+		t.Errorf("bench --help lacks the main job or its flags:\n%s", out)
+	}
+	_, out, _ = runCLI("kv", "--help")
+	if !strings.Contains(out, "put and delete take the store's lock") || !strings.Contains(out, "read-only: no lock") {
+		t.Errorf("kv --help does not say which commands take the lock:\n%s", out)
+	}
+	for cmd, subs := range map[string][]string{"kv": kvCommandNames(), "wal": walCommandNames(), "state": stateCommandNames()} {
+		_, out, _ := runCLI(cmd, "--help")
+		for _, s := range subs {
+			if !strings.Contains(out, "\n  "+s+" ") {
+				t.Errorf("%s --help does not list %q:\n%s", cmd, s, out)
+			}
+		}
+	}
+	if !slices.Equal(cliCommands[1].subs, benchWorkloads) {
+		t.Errorf("bench's subcommands %v are not its workloads %v", cliCommands[1].subs, benchWorkloads)
+	}
+}
