@@ -116,3 +116,19 @@ func TestSubcommandHelp(t *testing.T) {
 		t.Errorf("bench's subcommands %v are not its workloads %v", cliCommands[1].subs, benchWorkloads)
 	}
 }
+
+// TestDedupPrefixes: a package's or command's prefix is said once, however
+// many layers wrapped the error.
+func TestDedupPrefixes(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"ringstore: kv get: kv: wal: db/wal/1.seg at offset 40: wal: truncated", "ringstore: kv get: wal: db/wal/1.seg at offset 40: truncated"},
+		{"ringstore: wal stat db/wal: wal: db/wal/1.seg at offset 0: corrupt", "ringstore: wal stat db/wal: db/wal/1.seg at offset 0: corrupt"},
+		{"ringstore: ringstore: scan: arrowscan: f.arrow: arrowscan: short read (arrowscan: x)", "ringstore: scan: arrowscan: f.arrow: short read (x)"},
+		{"ringstore: kv put: key walrus: wal is full", "ringstore: kv put: key walrus: wal is full"},
+		{"ringstore: state get: no state \"kv\" in db", "ringstore: state get: no state \"kv\" in db"},
+	} {
+		if got := dedupPrefixes(c.in); got != c.want {
+			t.Errorf("dedupPrefixes(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}

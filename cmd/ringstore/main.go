@@ -72,6 +72,43 @@ func trimPrefixes(msg, label string) string {
 	}
 }
 
+// prefixWords are the words errors start their parts with: the packages'
+// prefixes ("wal: ") and the commands' labels ("kv get: ").
+var prefixWords = []string{"ringstore", "kv", "wal", "state", "sstable", "manifest", "arrowscan", "events",
+	"bufpool", "ioengine", "directio", "uring", "bench", "scan", "gen", "report", "nexmark"}
+
+// dedupPrefixes drops from msg each "word: " prefix of a part (the start,
+// or after ": " or "(") whose word an earlier part already started with:
+// "kv get: kv: wal: f: wal: truncated" becomes "kv get: wal: f: truncated".
+// Layers that each wrap with their package's name say it once.
+func dedupPrefixes(msg string) string {
+	seen := map[string]bool{}
+	var b strings.Builder
+	atStart := true
+outer:
+	for i := 0; i < len(msg); {
+		if atStart {
+			for _, w := range prefixWords {
+				rest := msg[i:]
+				if !strings.HasPrefix(rest, w) || len(rest) == len(w) || rest[len(w)] != ':' && rest[len(w)] != ' ' {
+					continue
+				}
+				if seen[w] && strings.HasPrefix(rest, w+": ") {
+					i += len(w) + 2
+					continue outer
+				}
+				seen[w] = true
+				break
+			}
+		}
+		c := msg[i]
+		b.WriteByte(c)
+		i++
+		atStart = c == '(' || c == ' ' && i >= 2 && msg[i-2] == ':'
+	}
+	return b.String()
+}
+
 // cliCommand is one top-level command: its name, the subcommands (or
 // workloads, or data sets) it dispatches on, and what runs it.
 type cliCommand struct {
@@ -150,7 +187,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, help.text)
 		return 0
 	}
-	msg := strings.ReplaceAll(trimPrefixes(err.Error(), ""), "\n", "; ")
+	msg := dedupPrefixes("ringstore: " + strings.ReplaceAll(err.Error(), "\n", "; "))
+	msg = strings.TrimPrefix(msg, "ringstore: ")
 	var ue *usageError
 	if errors.As(err, &ue) {
 		where := "ringstore help"

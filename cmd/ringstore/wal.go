@@ -155,7 +155,7 @@ func damageOf(err error) *damageJSON {
 	if !errors.As(err, &ce) {
 		return nil
 	}
-	return &damageJSON{File: ce.Path, Offset: ce.Offset, LastSeq: ce.LastSeq, What: ce.Err.Error(), LostFirst: ce.FirstLost, LostLast: ce.LastLost, Lost: ce.Lost}
+	return &damageJSON{File: ce.Path, Offset: ce.Offset, LastSeq: ce.LastSeq, What: strings.ReplaceAll(ce.Err.Error(), "wal: ", ""), LostFirst: ce.FirstLost, LostLast: ce.LastLost, Lost: ce.Lost}
 }
 
 // lostText says which entries a cut at the damage loses.
