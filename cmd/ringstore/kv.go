@@ -39,7 +39,9 @@ Keys and values print as they are when they are printable text, otherwise
 (and a key holding '=', or anything starting with '"') as a Go quoted string.
 --hex or --base64 (get, put, delete, scan): KEY, VALUE, --from and --to are
 given in that encoding and keys and values print in it, so binary keys
-round-trip (kv scan --hex DIR | ... | kv get --hex DIR KEY).
+round-trip: what 'kv scan --hex DIR' prints, 'kv get --hex DIR KEY' takes.
+--base64 prints standard base64 without the '=' padding (a scan line has one
+'='); padded input is accepted.
 stat, get, scan and verify take --json: stat, get and verify print one JSON
 object (get of a missing key: {"key": ..., "found": false}, exit 1), scan one
 object per line; a key or value that is not UTF-8 text comes as key_base64
@@ -115,7 +117,7 @@ func cmdKV(args []string, stdout, stderr io.Writer) error {
 	}
 	if name != "stat" && name != "verify" {
 		fs.BoolVar(&f.hex, "hex", false, "keys and values, in the arguments and the output, in hex")
-		fs.BoolVar(&f.b64, "base64", false, "keys and values, in the arguments and the output, in standard base64")
+		fs.BoolVar(&f.b64, "base64", false, "keys and values, in the arguments and the output, in standard base64 (printed without '=' padding)")
 	}
 	if name == "scan" {
 		fs.StringVar(&f.from, "from", "", "first key (inclusive; default: the first key)")
@@ -253,7 +255,7 @@ func (f *kvFlags) decode(s string) ([]byte, error) {
 		}
 		return b, nil
 	case f.b64:
-		b, err := base64.StdEncoding.DecodeString(s)
+		b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
 		if err != nil {
 			return nil, fmt.Errorf("not standard base64 (--base64): %v", err)
 		}
@@ -269,7 +271,7 @@ func (f *kvFlags) text(b []byte, key bool) string {
 	case f.hex:
 		return hex.EncodeToString(b)
 	case f.b64:
-		return base64.StdEncoding.EncodeToString(b)
+		return base64.RawStdEncoding.EncodeToString(b) // no '=': key=value lines split at the one '='
 	}
 	return quoteKV(string(b), key)
 }

@@ -86,7 +86,7 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.verbose, "v", false, "say on stderr which backend the store ran on (and why, after a fallback)")
 	if name != "stat" {
 		fs.BoolVar(&f.hex, "hex", false, "keys and values, in the arguments and the output, in hex")
-		fs.BoolVar(&f.b64, "base64", false, "keys and values, in the arguments and the output, in standard base64")
+		fs.BoolVar(&f.b64, "base64", false, "keys and values, in the arguments and the output, in standard base64 (printed without '=' padding)")
 	}
 	if name == "ls" {
 		fs.IntVar(&f.limit, "limit", 0, "with STATE: print at most N entries (0: all)")
