@@ -238,11 +238,21 @@ func TestReport(t *testing.T) {
 	if svg, err := os.ReadFile(filepath.Join(svgs, "kv-1.svg")); code != 0 || err != nil || !strings.Contains(string(svg), "keys/s by mode") {
 		t.Errorf("report --svg: exit %d, %v\n%s%s", code, err, stdout, stderr)
 	}
+	notReport, otherJSON := filepath.Join(t.TempDir(), "notes.txt"), filepath.Join(t.TempDir(), "other.json")
+	os.WriteFile(notReport, []byte("hello\n"), 0o644)
+	os.WriteFile(otherJSON, []byte(`{"results": []}`), 0o644)
+	os.Remove(out)
 	runCLICases(t, []cliCase{
 		{"no output", []string{"report", filepath.Join(in, "kv.json")}, 2, "--html OUT or --svg DIR is required"},
 		{"no input", []string{"report", "--html", out}, 2, "no JSON report given"},
 		{"missing input", []string{"report", "/nonexistent.json", "--html", out}, 1, "/nonexistent.json"},
+		{"text", []string{"report", notReport, "--html", out}, 1, notReport + " is not a bench report: not a JSON object"},
+		{"other JSON", []string{"report", filepath.Join(in, "kv.json"), otherJSON, "--html", out}, 1, otherJSON + ` is not a bench report: it has no "benchmark" field`},
+		{"other JSON, svg", []string{"report", otherJSON, "--svg", svgs}, 1, otherJSON + " is not a bench report"},
 	})
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a failed report wrote %s", out)
+	}
 }
 
 // TestBenchTrialsAndTmpfs: with one trial the report makes no claim about
