@@ -434,6 +434,9 @@ func Run(opts Options) (err error) {
 	for _, m := range modes {
 		names = append(names, m.Name)
 	}
+	if err := bench.CheckListed("kv", names, ModeNames(o)); err != nil {
+		return err
+	}
 	if err := o.Modes.Check("kv", names); err != nil {
 		return err
 	}

@@ -297,6 +297,13 @@ func Run(o Options) error {
 		notes = append(notes, "io_uring unavailable: the large-state regime, whose floors are measured on io_uring, did not run")
 		largeRegime = false
 	}
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.Name
+	}
+	if err := bench.CheckListed("nexmark", names, ModeNames(o)); err != nil {
+		return err
+	}
 	modes, err := o.Modes.Select("nexmark", modes)
 	if err != nil {
 		return err

@@ -153,6 +153,13 @@ func Run(o Options) error {
 		}
 	}
 
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.Name
+	}
+	if err := bench.CheckListed("read", names, ModeNames(o)); err != nil {
+		return err
+	}
 	modes, err := o.Modes.Select("read", modes)
 	if err != nil {
 		return err

@@ -373,6 +373,13 @@ func Run(opts Options) (err error) {
 		}
 	}
 
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.Name
+	}
+	if err = bench.CheckListed("scan", names, ModeNames(o)); err != nil {
+		return err
+	}
 	if modes, err = o.Modes.Select("scan", modes); err != nil {
 		return err
 	}

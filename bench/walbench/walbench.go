@@ -235,6 +235,9 @@ func Run(o Options) error {
 	for _, m := range modes {
 		names = append(names, m.Name)
 	}
+	if err := bench.CheckListed("wal", names, ModeNames(o)); err != nil {
+		return err
+	}
 	if err := o.Modes.Check("wal", names); err != nil {
 		return err
 	}

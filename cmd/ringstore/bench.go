@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
@@ -239,6 +240,9 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			nxOpts.CheckpointEvery = -1 // none
 		}
 	}
+	if strings.TrimSpace(*modes) == "list" {
+		return listModes(workload, nxOpts, stdout)
+	}
 	if (read || wal || kvb) && *dur <= 0 {
 		return usagef("%s: --duration must be positive, got %s", name, *dur)
 	}
@@ -363,6 +367,34 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, writeHTML(*htmlOut, inputs, stdout))
 	}
 	return errors.Join(errs...)
+}
+
+// listModes prints the modes of workload and what each needs, running
+// nothing and writing no file.
+func listModes(workload string, nx nexmarkbench.Options, stdout io.Writer) error {
+	var ms []bench.ModeInfo
+	switch workload {
+	case "read":
+		ms = readbench.ModeNames(readbench.Options{})
+	case "wal":
+		ms = walbench.ModeNames(walbench.Options{})
+	case "scan":
+		ms = scanbench.ModeNames(scanbench.Options{})
+	case "kv":
+		ms = kvbench.ModeNames(kvbench.Options{})
+	case "nexmark":
+		ms = nexmarkbench.ModeNames(nx)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "mode\tneeds")
+	for _, m := range ms {
+		needs := m.Needs
+		if needs == "" {
+			needs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", m.Name, needs)
+	}
+	return tw.Flush()
 }
 
 // sizeArg parses the value of flag --flag of command name as a size

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // helpListing returns the commands the top-level help lists, as
@@ -130,5 +132,41 @@ func TestDedupPrefixes(t *testing.T) {
 		if got := dedupPrefixes(c.in); got != c.want {
 			t.Errorf("dedupPrefixes(%q)\n = %q\nwant %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestBenchModesList: --modes list prints every workload's modes and what
+// they need, running nothing: no file is made in --dir, even one that does
+// not take O_DIRECT; the modes Run builds are checked against the same
+// lists (bench.CheckListed), so the listing cannot drift from the runs.
+func TestBenchModesList(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string][]string{
+		"read":    {"serial-pread", "uring-b64", "fio-qd64"},
+		"wal":     {"fsync-per-write", "ringstore-uring-w64", "etcd-wal-w64", "kv-uring-w64"},
+		"scan":    {"mmap", "pool", "memory", "device"},
+		"kv":      {"ringstore-multiget-uring", "pebble-get-serial", "device-qd64"},
+		"nexmark": {"q1-on", "q1-off", "large-q1-on", "large-device-b64"},
+	}
+	for _, w := range benchWorkloads {
+		start := time.Now()
+		code, out, stderr := runCLI("bench", w, "--modes", "list", "--dir", dir, "--queries", "q1")
+		if w != "nexmark" {
+			code, out, stderr = runCLI("bench", w, "--modes", "list", "--dir", dir)
+		}
+		if code != 0 || stderr != "" || !strings.HasPrefix(out, "mode ") {
+			t.Errorf("bench %s --modes list: exit %d, stderr %q\n%s", w, code, stderr, out)
+		}
+		for _, m := range want[w] {
+			if !strings.Contains(out, "\n"+m+" ") {
+				t.Errorf("bench %s --modes list does not list %s:\n%s", w, m, out)
+			}
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("bench %s --modes list took %s: it does work", w, d)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("--modes list made files in --dir: %v", ents)
 	}
 }
