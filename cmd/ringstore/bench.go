@@ -143,12 +143,14 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	var kvCache *string
 	var kvBatch, kvCallers *int
 	var kvDist, kvMem *string
+	var kvDrop *bool
 	if kvb {
 		kvKeys = fs.Uint64("keys", kvbench.DefaultKeys, "kv: keys loaded into every store")
 		kvCache = fs.String("cache", "64MiB", "kv: block cache of every store (K, M, G, KiB, MiB, GiB suffixes)")
 		kvBatch = fs.Int("batch", kvbench.DefaultBatch, "kv: keys per batch (one MultiGet, or as many Gets)")
 		kvCallers = fs.Int("callers", kvbench.DefaultCallers, "kv: concurrent callers, each with its own batches")
 		kvDist = fs.String("dist", kvbench.Uniform, "kv: key distribution: uniform or zipfian")
+		kvDrop = fs.Bool("drop-caches", false, "kv: before every trial also sync and write 3 to /proc/sys/vm/drop_caches (root only): empties the page cache, dentries and inodes of the whole machine, every process's, not only this benchmark's files; default: only the benchmark's own files are dropped (fadvise DONTNEED, checked with mincore)")
 		kvMem = fs.String("kv-mem-limit", "", "kv: memory cgroup limit of every read child, page cache included (default: the cache + 96MiB); none for no limit")
 	}
 	var dataSize, memSize, poolSize, frameSize *string
@@ -351,7 +353,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if kvb {
 		errs = append(errs, kvbench.Run(kvbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
 			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: kvMemBytes, NoMemLimit: *kvMem == "none",
-			Peers: !*noPeers, JSON: kvJSON, Out: stdout, Progress: stderr}))
+			Peers: !*noPeers, DropCaches: *kvDrop, JSON: kvJSON, Out: stdout, Progress: stderr}))
 	}
 	if nx {
 		nxOpts.Dir, nxOpts.Trials, nxOpts.Modes, nxOpts.JSON, nxOpts.Out, nxOpts.Progress = *dir, *trials, bench.Selection(*modes), nxJSON, stdout, stderr
