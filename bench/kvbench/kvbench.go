@@ -51,6 +51,8 @@ type Options struct {
 	// (fadvise DONTNEED, checked with mincore), as bench scan does.
 	DropCaches bool
 	JSON       string
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo io.Writer
 	Out        io.Writer // report
 	Progress   io.Writer
 
@@ -463,7 +465,7 @@ func Run(opts Options) (err error) {
 	for i, m := range modes {
 		bm[i] = m.Mode
 	}
-	w := bench.Workload{Name: "kv", Dir: o.Dir, Trials: o.Trials, Modes: bm, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+	w := bench.Workload{Name: "kv", Dir: o.Dir, Trials: o.Trials, Modes: bm, Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo,
 		Plan: fmt.Sprintf(" × %s (each after a page cache drop), %d callers × batches of %d keys, %s keys", o.Duration, o.Callers, o.Batch, o.Dist)}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		cold.ResidentMax = residentMax

@@ -61,6 +61,8 @@ type Options struct {
 	DeviceFileSize int64
 	Modes          bench.Selection
 	JSON           string
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo io.Writer
 	Out            io.Writer
 	Progress       io.Writer
 }
@@ -318,7 +320,7 @@ func Run(o Options) error {
 			break
 		}
 	}
-	w := bench.Workload{Name: "nexmark", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+	w := bench.Workload{Name: "nexmark", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo,
 		Plan: fmt.Sprintf(" (%d queries; regime %s), %d events (large state: %d), %d workers", len(o.Queries), o.Regime, o.Events, o.LargeEvents, o.Parallelism)}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		rep, err := summarize(o, results, machine, notes)

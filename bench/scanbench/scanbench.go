@@ -61,6 +61,8 @@ type Options struct {
 	// there already is always kept.
 	Keep     bool
 	JSON     string    // also write the JSON report here
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo io.Writer
 	Out      io.Writer // the report
 	Progress io.Writer
 
@@ -383,7 +385,7 @@ func Run(opts Options) (err error) {
 	if modes, err = o.Modes.Select("scan", modes); err != nil {
 		return err
 	}
-	w := bench.Workload{Name: "scan", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+	w := bench.Workload{Name: "scan", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo,
 		Plan: fmt.Sprintf(" (each with the data's page cache dropped), %d queries at once × %d rounds per trial", o.Queries, o.Rounds)}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		rep := buildReport(o, results, data, ml, ioMode, residentMax)

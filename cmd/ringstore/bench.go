@@ -119,7 +119,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		dur = fs.Duration("duration", 2*time.Second, "read, wal, kv: measured time per mode and trial")
 	}
 	trials := fs.Int("trials", 3, "trials per mode (at least 3 for ratios you can trust)")
-	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	jsonOut := fs.String("json", "", "also write the results as JSON to this file; - for stdout (the Markdown report then goes to stderr)")
 	htmlOut := fs.String("html", "", "also write the results as one HTML page of charts to this file (its JSON reports too, beside it, unless --json names them)")
 	var modes *string
 	if workload != "all" {
@@ -328,35 +328,43 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --dir: %s is not a directory", name, *dir)
 		}
 	}
+	var jsonTo io.Writer
+	if *jsonOut == "-" {
+		if *htmlOut != "" {
+			return usagef("%s: --html needs the JSON reports in files: give --json a file name, not -", name)
+		}
+		jsonTo, stdout = stdout, stderr // stdout holds the JSON alone
+	}
 	if *htmlOut != "" && *jsonOut == "" {
 		*jsonOut = strings.TrimSuffix(*htmlOut, ".html") + ".json"
 	}
 	readJSON, walJSON, scanJSON, kvJSON, nxJSON := *jsonOut, *jsonOut, *jsonOut, *jsonOut, *jsonOut
-	if workload == "all" && *jsonOut != "" {
+	if workload == "all" && *jsonOut != "" && jsonTo == nil {
 		base := strings.TrimSuffix(*jsonOut, ".json")
 		readJSON, walJSON, scanJSON, kvJSON, nxJSON = base+"-read.json", base+"-wal.json", base+"-scan.json", base+"-kv.json", base+"-nexmark.json"
 	}
 	var errs []error
 	if read {
 		errs = append(errs, readbench.Run(readbench.Options{Modes: bench.Selection(*modes), File: *file, Dir: *dir, Size: n, Duration: *dur, Trials: *trials,
-			Fio: !*noFio, JSON: readJSON, Out: stdout, Progress: stderr}))
+			Fio: !*noFio, JSON: readJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if wal {
 		errs = append(errs, walbench.Run(walbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Duration: *dur, Trials: *trials,
-			Peers: !*noPeers, JSON: walJSON, Out: stdout, Progress: stderr}))
+			Peers: !*noPeers, JSON: walJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if scan {
 		errs = append(errs, scanbench.Run(scanbench.Options{Modes: bench.Selection(*modes), Dir: *dir, DataBytes: dataBytes, MemLimit: memBytes, NoMemLimit: memBytes == 0,
 			PoolBytes: poolBytes, FrameSize: int(frameBytes), Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
-			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, Out: stdout, Progress: stderr}))
+			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if kvb {
 		errs = append(errs, kvbench.Run(kvbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
 			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: kvMemBytes, NoMemLimit: *kvMem == "none",
-			Peers: !*noPeers, DropCaches: *kvDrop, JSON: kvJSON, Out: stdout, Progress: stderr}))
+			Peers: !*noPeers, DropCaches: *kvDrop, JSON: kvJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if nx {
 		nxOpts.Dir, nxOpts.Trials, nxOpts.Modes, nxOpts.JSON, nxOpts.Out, nxOpts.Progress = *dir, *trials, bench.Selection(*modes), nxJSON, stdout, stderr
+		nxOpts.JSONTo = jsonTo
 		errs = append(errs, nexmarkbench.Run(nxOpts))
 	}
 	if *htmlOut != "" {

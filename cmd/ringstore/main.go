@@ -253,10 +253,44 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// jsonDash rewrites "--json -" and "--json=-" to "--json" where --json is
+// a switch (JSON on stdout): "-" means stdout wherever --json is taken,
+// also where it names no file.
+func jsonDash(fs *flag.FlagSet, args []string) []string {
+	f := fs.Lookup("json")
+	if f == nil {
+		return args
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+		return args
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		switch a {
+		case "-json=-", "--json=-":
+			out = append(out, "--json")
+			continue
+		case "-json", "--json":
+			out = append(out, a)
+			if i+1 < len(args) && args[i+1] == "-" {
+				i++
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // parse parses flags: --help returns the command's usage (printed on
 // stdout by run), a bad flag a one-line usage error; stray positional
 // arguments are an error unless allowArgs.
 func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
+	args = jsonDash(fs, args)
 	out := fs.Output()
 	var buf bytes.Buffer
 	fs.SetOutput(&buf)
