@@ -52,9 +52,9 @@ type Options struct {
 	DropCaches bool
 	JSON       string
 	// JSONTo, when set, receives the JSON report instead of the file JSON.
-	JSONTo io.Writer
-	Out        io.Writer // report
-	Progress   io.Writer
+	JSONTo   io.Writer
+	Out      io.Writer // report
+	Progress io.Writer
 
 	// detectCgroups replaces bench.DetectMemCgroups in tests.
 	detectCgroups func() (*bench.MemCgroups, error)

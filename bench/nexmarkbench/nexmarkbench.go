@@ -62,9 +62,9 @@ type Options struct {
 	Modes          bench.Selection
 	JSON           string
 	// JSONTo, when set, receives the JSON report instead of the file JSON.
-	JSONTo io.Writer
-	Out            io.Writer
-	Progress       io.Writer
+	JSONTo   io.Writer
+	Out      io.Writer
+	Progress io.Writer
 }
 
 // The bars: over the stateful queries the geometric mean of best-of-trials

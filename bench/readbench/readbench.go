@@ -44,7 +44,7 @@ type Options struct {
 	Fio      bool // run fio as a mode when it is installed
 	JSON     string
 	// JSONTo, when set, receives the JSON report instead of the file JSON.
-	JSONTo io.Writer
+	JSONTo   io.Writer
 	Out      io.Writer // report
 	Progress io.Writer
 	// Modes selects the modes to run (all when empty).

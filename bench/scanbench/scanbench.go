@@ -59,10 +59,10 @@ type Options struct {
 	// Keep keeps a data set this run generated, for the next run to reuse;
 	// without it the data set is removed at the end. A data set that was
 	// there already is always kept.
-	Keep     bool
-	JSON     string    // also write the JSON report here
+	Keep bool
+	JSON string // also write the JSON report here
 	// JSONTo, when set, receives the JSON report instead of the file JSON.
-	JSONTo io.Writer
+	JSONTo   io.Writer
 	Out      io.Writer // the report
 	Progress io.Writer
 

@@ -43,7 +43,7 @@ type Options struct {
 	PeersSrc string // bench/peers; empty: FindPeersSource
 	JSON     string
 	// JSONTo, when set, receives the JSON report instead of the file JSON.
-	JSONTo io.Writer
+	JSONTo   io.Writer
 	Out      io.Writer // report
 	Progress io.Writer
 	// Modes selects the modes to run (all when empty).
