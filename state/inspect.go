@@ -93,6 +93,13 @@ func OpenInspector(dir string, opts kv.Options) (*Inspector, error) {
 	return in, nil
 }
 
+// Backend returns the store's I/O backend and, when it fell back from
+// io_uring, why.
+func (in *Inspector) Backend() (backend, fallbackReason string) {
+	st := in.db.Stats()
+	return st.Backend.String(), st.FallbackCause
+}
+
 // Close closes the store.
 func (in *Inspector) Close() error { return in.db.Close() }
 

@@ -103,6 +103,9 @@ func TestInspect(t *testing.T) {
 		if err := in.Entries("nope", nil, collect); !errors.Is(err, ErrNoState) {
 			t.Errorf("an unregistered name: %v", err)
 		}
+		if b, _ := in.Backend(); b != "syscall" {
+			t.Errorf("backend %q, opened with the syscall backend", b)
+		}
 		if err := in.Close(); err != nil {
 			t.Error(err)
 		}

@@ -45,7 +45,8 @@ round-trip: what 'kv scan --hex DIR' prints, 'kv get --hex DIR KEY' takes.
 stat, get, scan and verify take --json: stat, get and verify print one JSON
 object (get of a missing key: {"key": ..., "found": false}, exit 1), scan one
 object per line; a key or value that is not UTF-8 text comes as key_base64
-or value_base64 instead of key or value. --json output names the backend.
+or value_base64 instead of key or value. The JSON of stat, get and verify
+names the backend; scan's lines are the data alone (-v names it).
 Flags of every command:
   --io-mode auto|uring|sqpoll|syscall   the engine's backend (auto: RINGSTORE_IO_URING)
   --no-cache                            no block cache: every block read goes to the device
@@ -341,7 +342,7 @@ func kvGet(db *kv.DB, args []string, f *kvFlags, w io.Writer) error {
 		return err
 	}
 	if f.json {
-		out := kvPairJSON(key, v, f)
+		out := kvPairJSON(key, v)
 		if !found {
 			delete(out, "value")
 		}
@@ -363,7 +364,7 @@ func kvGet(db *kv.DB, args []string, f *kvFlags, w io.Writer) error {
 // kvPairJSON returns a key and its value as a JSON object: as strings when
 // they are UTF-8 text, in base64 under key_base64 / value_base64 otherwise,
 // so that no byte is lost or replaced.
-func kvPairJSON(key, value []byte, _ *kvFlags) map[string]any {
+func kvPairJSON(key, value []byte) map[string]any {
 	m := make(map[string]any, 4)
 	for _, f := range []struct {
 		name string
@@ -399,7 +400,7 @@ func kvScan(db *kv.DB, _ []string, f *kvFlags, w io.Writer) error {
 	for n := 0; (f.limit == 0 || n < f.limit) && it.Next(); n++ {
 		var err error
 		if f.json {
-			err = enc.Encode(kvPairJSON(it.Key(), it.Value(), f))
+			err = enc.Encode(kvPairJSON(it.Key(), it.Value()))
 		} else {
 			_, err = fmt.Fprintf(w, "%s=%s\n", f.text(it.Key(), true), f.text(it.Value(), false))
 		}

@@ -32,44 +32,14 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// cmdError is err from the command label ("kv get"): its message is the
-// label, then err's message without the package prefix the label already
-// says ("kv get: wal: ..." rather than "kv get: kv: wal: ..."). errors.Is
-// and errors.As see err.
-type cmdError struct {
-	label string
-	err   error
-}
-
-func (e *cmdError) Error() string {
-	return e.label + ": " + trimPrefixes(e.err.Error(), e.label)
-}
-
-func (e *cmdError) Unwrap() error { return e.err }
-
-// wrapCmd returns err from the command label, or nil.
+// wrapCmd returns err from the command label ("kv get"), or nil. The
+// prefixes its layers repeat ("kv get: kv: wal: ...") are dropped when run
+// prints it (dedupPrefixes).
 func wrapCmd(label string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &cmdError{label, err}
-}
-
-// trimPrefixes removes from the start of msg every "word: " prefix that
-// the label (or "ringstore") already says: "kv: " under "kv get".
-func trimPrefixes(msg, label string) string {
-	words := append(strings.Fields(label), "ringstore")
-	for {
-		trimmed := false
-		for _, w := range words {
-			if rest, ok := strings.CutPrefix(msg, w+": "); ok {
-				msg, trimmed = rest, true
-			}
-		}
-		if !trimmed {
-			return msg
-		}
-	}
+	return fmt.Errorf("%s: %w", label, err)
 }
 
 // prefixWords are the words errors start their parts with: the packages'

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -160,7 +161,7 @@ func checkStateDir(label, dir string) error {
 	if !st.IsDir() {
 		return usagef("%s: %s is not a directory", label, dir)
 	}
-	if _, err := os.Stat(dir + "/" + manifest.FileName); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, manifest.FileName)); err != nil {
 		return fmt.Errorf("%s: %s holds no state (no %s: the state writes one at its first flush or checkpoint)", label, dir, manifest.FileName)
 	}
 	return nil
@@ -246,8 +247,7 @@ func stateEntries(in *state.Inspector, name string, key []byte, f *kvFlags, w, s
 		return fmt.Errorf("no state %q in this directory ('ringstore state ls DIR' lists them)", name)
 	}
 	if f.verbose {
-		sum, _ := in.Summary()
-		fmt.Fprintf(stderr, "ringstore: %s: %s\n", label, backendText(sum.Backend, sum.FallbackReason))
+		fmt.Fprintf(stderr, "ringstore: %s: %s\n", label, backendText(in.Backend()))
 	}
 	n := 0
 	var werr error

@@ -109,6 +109,12 @@ func TestStateCommands(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || e["value"] != "7" || e["key"] != "k1" {
 		t.Errorf("state get --json: exit %d, %s", code, out)
 	}
+	for _, args := range [][]string{{"stat", dir}, {"ls", dir, "counts"}, {"get", dir, "counts", "k1"}} {
+		code, _, stderr := runCLI(append(append([]string{"state"}, args...), "-v", "--io-mode", "syscall")...)
+		if code != 0 || !strings.Contains(stderr, "state "+args[0]+": backend syscall") {
+			t.Errorf("state %v -v: exit %d, %q", args, code, stderr)
+		}
+	}
 	empty := t.TempDir()
 	runCLICases(t, []cliCase{
 		{"no command", []string{"state"}, 2, "state: no command given"},
