@@ -45,17 +45,38 @@ func (r *Report) WriteJSON(path string) error { return WriteJSON(path, r) }
 // WriteJSON stamps a report (schema version, time, version, commit) and
 // writes it to path, indented.
 func WriteJSON(path string, r Stamped) error {
+	data, err := stampedJSON(r)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("bench: write report: %w", err)
+	}
+	return nil
+}
+
+// WriteJSONTo is WriteJSON to w (ringstore bench --json -: stdout).
+func WriteJSONTo(w io.Writer, r Stamped) error {
+	data, err := stampedJSON(r)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("bench: write report: %w", err)
+	}
+	return nil
+}
+
+// stampedJSON stamps r and returns it indented, ending in a newline.
+func stampedJSON(r Stamped) ([]byte, error) {
 	c := r.common()
 	bi := buildinfo.Read()
 	c.SchemaVersion, c.Timestamp, c.Version, c.Commit = SchemaVersion, time.Now().UTC().Format(time.RFC3339), bi.Version, bi.Commit
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("bench: write report: %w", err)
-	}
-	return nil
+	return append(data, '\n'), nil
 }
 
 // WriteMachine prints the machine block of a report.

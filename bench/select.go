@@ -73,3 +73,26 @@ func (s Selection) Select(workload string, modes []Mode) ([]Mode, error) {
 	}
 	return kept, nil
 }
+
+// ModeInfo is a mode a workload's run can have, for --modes list: its
+// name and what it needs beyond the workload itself ("" when nothing).
+type ModeInfo struct {
+	Name  string
+	Needs string
+}
+
+// CheckListed fails when a mode a run built is not among listed (the
+// workload's ModeNames): the list that --modes list prints and Run's
+// modes must not drift apart.
+func CheckListed(workload string, names []string, listed []ModeInfo) error {
+	known := make(map[string]bool, len(listed))
+	for _, m := range listed {
+		known[m.Name] = true
+	}
+	for _, n := range names {
+		if !known[n] {
+			return fmt.Errorf("bench %s: mode %q is missing from the workload's ModeNames (--modes list)", workload, n)
+		}
+	}
+	return nil
+}

@@ -33,3 +33,14 @@ func TestSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckListed: a mode the listing lacks is an error naming it.
+func TestCheckListed(t *testing.T) {
+	listed := []ModeInfo{{Name: "a"}, {Name: "b", Needs: "io_uring"}}
+	if err := CheckListed("w", []string{"b", "a"}, listed); err != nil {
+		t.Error(err)
+	}
+	if err := CheckListed("w", []string{"a", "c"}, listed); err == nil || !strings.Contains(err.Error(), `bench w: mode "c" is missing`) {
+		t.Errorf("an unlisted mode: %v", err)
+	}
+}

@@ -27,6 +27,7 @@ type Workload struct {
 	Before func(machine Machine)
 	Out    io.Writer // the report
 	JSON   string    // also save the report here ("" for not)
+	JSONTo io.Writer // when set, the JSON report goes here instead of to the file JSON
 	// Summarize makes the report of the results of a run on machine. An
 	// error it returns is reported after the report is printed.
 	Summarize func(results []ModeResult, machine Machine) (Summary, error)
@@ -74,7 +75,11 @@ func (w Workload) Run() error {
 		fmt.Fprintf(w.Out, "note: %s\n", n)
 	}
 	var jsonErr error
-	if w.JSON != "" && s.Report != nil {
+	if w.JSONTo != nil && s.Report != nil {
+		if jsonErr = WriteJSONTo(w.JSONTo, s.Report); jsonErr != nil {
+			jsonErr = fmt.Errorf("bench %s: %w", w.Name, jsonErr)
+		}
+	} else if w.JSON != "" && s.Report != nil {
 		if jsonErr = WriteJSON(w.JSON, s.Report); jsonErr == nil {
 			fmt.Fprintf(w.Out, "JSON written to %s\n", w.JSON)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
@@ -196,7 +197,9 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	s := fmt.Sprintf("wal: %s at offset %d: %v", e.Path, e.Offset, e.Err)
+	// e.Err is often made of wal sentinels ("wal: corrupt: wal: gap"):
+	// their prefix is said once, here.
+	s := fmt.Sprintf("wal: %s at offset %d: %s", e.Path, e.Offset, strings.ReplaceAll(e.Err.Error(), "wal: ", ""))
 	switch {
 	case e.LastLost >= e.FirstLost && e.FirstLost > 0:
 		s += fmt.Sprintf("; a cut here would lose entries %d to %d (%d entries)", e.FirstLost, e.LastLost, e.Lost)

@@ -131,6 +131,10 @@ type RepairReport struct {
 	LostFrom     uint64   // first seq no longer in the log (0 when nothing was lost)
 	LastSeqAfter uint64
 	DryRun       bool // PlanRepair's: nothing was changed
+	// Backend and FallbackReason are the engine Repair wrote with (zero
+	// for PlanRepair, which only reads).
+	Backend        ioengine.Backend
+	FallbackReason string
 }
 
 // Repair cuts the log in dir at its first damage so that it opens again:
@@ -156,7 +160,9 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 	}
 	l.ownEngine = true
 	defer l.releaseAll()
-	return repair(dir, l, nil)
+	rep, err = repair(dir, l, nil)
+	rep.Backend, rep.FallbackReason = l.eng.Backend(), l.eng.FallbackReason()
+	return rep, err
 }
 
 // PlanRepair returns what Repair would do to the log in dir, changing

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -66,4 +67,31 @@ func unescape(s string) string {
 		return v
 	}
 	return s
+}
+
+// Check says whether in is a report this package draws: a JSON object
+// whose "benchmark" names a kind it knows. The error names in.Name.
+func Check(in Input) error {
+	var rep map[string]any
+	if err := json.Unmarshal(in.Data, &rep); err != nil {
+		return fmt.Errorf("%s is not a bench report: not a JSON object (%v)", in.Name, err)
+	}
+	kind, ok := rep["benchmark"].(string)
+	if !ok {
+		return fmt.Errorf("%s is not a bench report: it has no \"benchmark\" field (want one of %s)", in.Name, strings.Join(Kinds(), ", "))
+	}
+	if renderers[kind] == nil {
+		return fmt.Errorf("%s: a report of kind %q, which this package does not draw (it draws %s)", in.Name, kind, strings.Join(Kinds(), ", "))
+	}
+	return nil
+}
+
+// Kinds are the benchmarks whose reports this package draws, sorted.
+func Kinds() []string {
+	var ks []string
+	for k := range renderers {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }

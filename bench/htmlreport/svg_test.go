@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,28 @@ func TestCharts(t *testing.T) {
 	got, err := Charts(Input{Name: "x.json", Data: []byte(`{"benchmark":"other"}`)}, fixtures(t)[0])
 	if err == nil || !strings.Contains(err.Error(), "x.json") || len(got) == 0 {
 		t.Errorf("an unknown kind: %d charts, %v", len(got), err)
+	}
+}
+
+// TestCheck: a saved report of a known kind passes; text, JSON that is not
+// an object, an object without "benchmark" and an unknown kind fail,
+// naming the input.
+func TestCheck(t *testing.T) {
+	data, err := os.ReadFile("testdata/kv.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(Input{Name: "kv.json", Data: data}); err != nil {
+		t.Errorf("a kv report: %v", err)
+	}
+	for _, c := range []struct{ data, want string }{
+		{"hello", "in.txt is not a bench report: not a JSON object"},
+		{"[1,2]", "in.txt is not a bench report: not a JSON object"},
+		{`{"a":1}`, `in.txt is not a bench report: it has no "benchmark" field (want one of kv, nexmark, read, scan, wal)`},
+		{`{"benchmark":"disk"}`, `in.txt: a report of kind "disk", which this package does not draw`},
+	} {
+		if err := Check(Input{Name: "in.txt", Data: []byte(c.data)}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.data, err, c.want)
+		}
 	}
 }

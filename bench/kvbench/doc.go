@@ -19,9 +19,10 @@
 //	load ringstore (child) ─────────────▶      write N keys (NoSync), Flush, Compact, Close
 //	build kvpeers, load Pebble (child) ─▶      write N keys (NoSync), Flush, Compact all, Close
 //	for trial in 1..T, modes rotated:
-//	  drop the page cache (drop_caches as
-//	    root, and fadvise DONTNEED on the
-//	    store's files; mincore: resident)
+//	  drop the store's files from the page
+//	    cache (fadvise DONTNEED; mincore:
+//	    resident; --drop-caches: the whole
+//	    machine's too, drop_caches as root)
 //	  mkdir memory cgroup, limit         ──▶   join it first thing; open the store
 //	                                           (empty block cache), C callers × batches
 //	                                           of B keys for --duration, every value
@@ -34,7 +35,9 @@
 //
 // ringstore reads with O_DIRECT: a fresh process per trial has an empty
 // block cache, and the page cache is not in its path. Pebble reads through
-// the page cache: it is dropped before each trial, and every read child runs
+// the page cache: its files are dropped from it before each trial (only the
+// benchmark's own files: the machine's cache is left alone unless
+// DropCaches asks for a machine-wide drop), and every read child runs
 // under a memory cgroup limit (the cache plus 96 MiB by default, page cache
 // included), so that within a trial Pebble cannot keep more of the data in
 // memory than ringstore could. The report says which of these held; where

@@ -44,13 +44,22 @@ type Options struct {
 	Peers        bool   // build and run Pebble from bench/peers
 	PeersSrc     string // bench/peers; empty: found from the working directory
 	ChildTimeout time.Duration
-	JSON         string
-	Out          io.Writer // report
-	Progress     io.Writer
+	// DropCaches also empties the whole machine's page cache before every
+	// trial (sync, then 3 written to /proc/sys/vm/drop_caches; root only):
+	// every process's cached files, dentries and inodes, not only the
+	// benchmark's. Off, only the benchmark's own files are dropped
+	// (fadvise DONTNEED, checked with mincore), as bench scan does.
+	DropCaches bool
+	JSON       string
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo   io.Writer
+	Out      io.Writer // report
+	Progress io.Writer
 
 	// detectCgroups replaces bench.DetectMemCgroups in tests.
 	detectCgroups func() (*bench.MemCgroups, error)
-	// dropSystem replaces dropSystemCache in tests.
+	// dropSystem replaces dropSystemCache in tests: the one function that
+	// writes /proc/sys/vm/drop_caches.
 	dropSystem func() error
 	// Modes selects the modes to run (all when empty).
 	Modes bench.Selection
@@ -162,6 +171,24 @@ type Result struct {
 	TrialKeysPerS []float64 `json:"trial_keys_per_s"`
 	TrialP99us    []float64 `json:"trial_p99_us"`
 	Version       string    `json:"version,omitempty"` // a peer's module version
+}
+
+// setUpCacheDrop says in cold how each trial's page cache is dropped and
+// returns whether the machine's whole cache is (only with DropCaches, and
+// where the first drop works); the benchmark's own files are always
+// dropped, one by one.
+func (o *Options) setUpCacheDrop(cold *Cold) bool {
+	if !o.DropCaches {
+		cold.CacheDrop = dropCacheFiles + ", checked with mincore (the machine's page cache is left alone: --drop-caches drops it too)"
+		return false
+	}
+	if derr := o.dropSystem(); derr != nil {
+		cold.CacheDrop = dropCacheFiles + ", checked with mincore"
+		cold.CacheDropNote = "--drop-caches: the machine's page cache could not be dropped (" + derr.Error() + "); only the database's files were"
+		return false
+	}
+	cold.CacheDrop = dropCacheSystem + ", then " + dropCacheFiles + " (checked with mincore)"
+	return true
 }
 
 // Device is the device's QD64 IOPS measured in the run.
@@ -281,16 +308,9 @@ func Run(opts Options) (err error) {
 	// Cold: the page cache drop, and the memory limit.
 	cold := Cold{
 		Ringstore: fmt.Sprintf("O_DIRECT reads; the store reopened in a fresh process for every trial, so its %d MiB block cache starts empty; its files also dropped from the page cache before each trial", o.CacheSize>>20),
-		Pebble:    fmt.Sprintf("reads through the page cache: the page cache dropped before every trial, the store reopened in a fresh process (its %d MiB block cache empty), under the memory limit below", o.CacheSize>>20),
+		Pebble:    fmt.Sprintf("reads through the page cache: its files dropped from the page cache before every trial, the store reopened in a fresh process (its %d MiB block cache empty), under the memory limit below", o.CacheSize>>20),
 	}
-	systemDrop := false
-	if derr := o.dropSystem(); derr == nil {
-		systemDrop = true
-		cold.CacheDrop = dropCacheSystem + ", then " + dropCacheFiles + " (checked with mincore)"
-	} else {
-		cold.CacheDrop = dropCacheFiles + ", checked with mincore"
-		cold.CacheDropNote = "the machine's page cache could not be dropped (" + derr.Error() + "); only the database's files were"
-	}
+	systemDrop := o.setUpCacheDrop(&cold)
 	ml, cgroups := bench.SetUpMemoryLimit(o.detectCgroups, o.MemLimit, o.NoMemLimit, "no memory limit asked for", o.Progress)
 	cold.MemoryLimit = ml
 	if ml.Applied {
@@ -434,6 +454,9 @@ func Run(opts Options) (err error) {
 	for _, m := range modes {
 		names = append(names, m.Name)
 	}
+	if err := bench.CheckListed("kv", names, ModeNames(o)); err != nil {
+		return err
+	}
 	if err := o.Modes.Check("kv", names); err != nil {
 		return err
 	}
@@ -442,7 +465,7 @@ func Run(opts Options) (err error) {
 	for i, m := range modes {
 		bm[i] = m.Mode
 	}
-	w := bench.Workload{Name: "kv", Dir: o.Dir, Trials: o.Trials, Modes: bm, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+	w := bench.Workload{Name: "kv", Dir: o.Dir, Trials: o.Trials, Modes: bm, Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo,
 		Plan: fmt.Sprintf(" × %s (each after a page cache drop), %d callers × batches of %d keys, %s keys", o.Duration, o.Callers, o.Batch, o.Dist)}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		cold.ResidentMax = residentMax

@@ -61,8 +61,10 @@ type Options struct {
 	DeviceFileSize int64
 	Modes          bench.Selection
 	JSON           string
-	Out            io.Writer
-	Progress       io.Writer
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo   io.Writer
+	Out      io.Writer
+	Progress io.Writer
 }
 
 // The bars: over the stateful queries the geometric mean of best-of-trials
@@ -297,6 +299,13 @@ func Run(o Options) error {
 		notes = append(notes, "io_uring unavailable: the large-state regime, whose floors are measured on io_uring, did not run")
 		largeRegime = false
 	}
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.Name
+	}
+	if err := bench.CheckListed("nexmark", names, ModeNames(o)); err != nil {
+		return err
+	}
 	modes, err := o.Modes.Select("nexmark", modes)
 	if err != nil {
 		return err
@@ -311,7 +320,7 @@ func Run(o Options) error {
 			break
 		}
 	}
-	w := bench.Workload{Name: "nexmark", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+	w := bench.Workload{Name: "nexmark", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo,
 		Plan: fmt.Sprintf(" (%d queries; regime %s), %d events (large state: %d), %d workers", len(o.Queries), o.Regime, o.Events, o.LargeEvents, o.Parallelism)}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		rep, err := summarize(o, results, machine, notes)

@@ -43,6 +43,8 @@ type Options struct {
 	Trials   int
 	Fio      bool // run fio as a mode when it is installed
 	JSON     string
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo   io.Writer
 	Out      io.Writer // report
 	Progress io.Writer
 	// Modes selects the modes to run (all when empty).
@@ -153,12 +155,19 @@ func Run(o Options) error {
 		}
 	}
 
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.Name
+	}
+	if err := bench.CheckListed("read", names, ModeNames(o)); err != nil {
+		return err
+	}
 	modes, err := o.Modes.Select("read", modes)
 	if err != nil {
 		return err
 	}
 	w := bench.Workload{Name: "read", Dir: filepath.Dir(file), Trials: o.Trials, Modes: modes, Plan: " × " + o.Duration.String(),
-		Progress: o.Progress, Out: o.Out, JSON: o.JSON}
+		Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		rows := make([]Result, 0, len(results))
 		labels := map[string]string{}

@@ -59,8 +59,10 @@ type Options struct {
 	// Keep keeps a data set this run generated, for the next run to reuse;
 	// without it the data set is removed at the end. A data set that was
 	// there already is always kept.
-	Keep     bool
-	JSON     string    // also write the JSON report here
+	Keep bool
+	JSON string // also write the JSON report here
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo   io.Writer
 	Out      io.Writer // the report
 	Progress io.Writer
 
@@ -373,10 +375,17 @@ func Run(opts Options) (err error) {
 		}
 	}
 
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.Name
+	}
+	if err = bench.CheckListed("scan", names, ModeNames(o)); err != nil {
+		return err
+	}
 	if modes, err = o.Modes.Select("scan", modes); err != nil {
 		return err
 	}
-	w := bench.Workload{Name: "scan", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+	w := bench.Workload{Name: "scan", Dir: o.Dir, Trials: o.Trials, Modes: modes, Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo,
 		Plan: fmt.Sprintf(" (each with the data's page cache dropped), %d queries at once × %d rounds per trial", o.Queries, o.Rounds)}
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		rep := buildReport(o, results, data, ml, ioMode, residentMax)

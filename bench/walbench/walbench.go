@@ -42,6 +42,8 @@ type Options struct {
 	Peers    bool   // build and run the peers when the source tree and go are here
 	PeersSrc string // bench/peers; empty: FindPeersSource
 	JSON     string
+	// JSONTo, when set, receives the JSON report instead of the file JSON.
+	JSONTo   io.Writer
 	Out      io.Writer // report
 	Progress io.Writer
 	// Modes selects the modes to run (all when empty).
@@ -235,6 +237,9 @@ func Run(o Options) error {
 	for _, m := range modes {
 		names = append(names, m.Name)
 	}
+	if err := bench.CheckListed("wal", names, ModeNames(o)); err != nil {
+		return err
+	}
 	if err := o.Modes.Check("wal", names); err != nil {
 		return err
 	}
@@ -243,7 +248,7 @@ func Run(o Options) error {
 	for i, m := range modes {
 		bm[i] = m.Mode
 	}
-	w := bench.Workload{Name: "wal", Dir: o.Dir, Trials: o.Trials, Modes: bm, Plan: " × " + o.Duration.String(), Progress: o.Progress, Out: o.Out, JSON: o.JSON,
+	w := bench.Workload{Name: "wal", Dir: o.Dir, Trials: o.Trials, Modes: bm, Plan: " × " + o.Duration.String(), Progress: o.Progress, Out: o.Out, JSON: o.JSON, JSONTo: o.JSONTo,
 		Before: func(machine bench.Machine) {
 			if onTmpfs(machine) { // before the run, not only in its report
 				fmt.Fprintf(o.Progress, "CAUTION: %s is on %s, where fdatasync does nothing: the figures will not be those of durable writes. Use a directory on a disk (e.g. under /var/tmp).\n", o.Dir, machine.FileSystem)

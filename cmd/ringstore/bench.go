@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
@@ -52,7 +53,30 @@ Workloads:
           reads far larger than the caches) with read-ahead, read pools of 3
           and 16 goroutines, every block cached and the device's floor;
           events/s per query, their ratios, outputs compared
+A workload's --modes picks its modes; --modes list prints them and runs nothing.
 `
+
+// workloadHelp is the paragraph of benchUsage about workload w.
+func workloadHelp(w string) string {
+	lines := strings.Split(benchUsage, "\n")
+	var out []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  "+w+" ") {
+			out = append(out, strings.TrimSpace(l[len(w)+2:]))
+			for _, m := range lines[i+1:] {
+				if !strings.HasPrefix(m, "          ") {
+					break
+				}
+				out = append(out, strings.TrimSpace(m))
+			}
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// benchWorkloads are the workloads of ringstore bench, in the order the
+// main job runs them.
+var benchWorkloads = []string{"read", "wal", "scan", "kv", "nexmark"}
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	workload := "all"
@@ -66,8 +90,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, benchUsage)
 		return nil
 	}
-	fmt.Fprint(stderr, benchUsage)
-	return usagef("bench: unknown workload %q", workload)
+	return usagef("bench: unknown workload %q (%s)", workload, strings.Join(benchWorkloads, ", "))
 }
 
 // benchRun parses the flags of workload ("all" takes those of every
@@ -81,17 +104,26 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	kvb := workload == "all" || workload == "kv"
 	nx := workload == "all" || workload == "nexmark"
 	fs := newFlags(name, stderr)
+	fs.Usage = func() {
+		if workload == "all" {
+			fmt.Fprint(fs.Output(), benchUsage)
+		} else {
+			fmt.Fprintf(fs.Output(), "usage: ringstore %s [flags]\n\n%s", name, workloadHelp(workload))
+		}
+		fmt.Fprintf(fs.Output(), "\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	dir := fs.String("dir", os.TempDir(), "directory for the benchmark's files (read, scan, kv: must support O_DIRECT; wal: put it on a disk, not tmpfs)")
 	dur := new(time.Duration)
 	if read || wal || kvb {
 		dur = fs.Duration("duration", 2*time.Second, "read, wal, kv: measured time per mode and trial")
 	}
 	trials := fs.Int("trials", 3, "trials per mode (at least 3 for ratios you can trust)")
-	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	jsonOut := fs.String("json", "", "also write the results as JSON to this file; - for stdout (the Markdown report then goes to stderr)")
 	htmlOut := fs.String("html", "", "also write the results as one HTML page of charts to this file (its JSON reports too, beside it, unless --json names them)")
 	var modes *string
 	if workload != "all" {
-		modes = fs.String("modes", "", "run only these modes: names or patterns, comma-separated (uring-*,serial-pread); the report's first lines list them")
+		modes = fs.String("modes", "", "run only these modes: names or patterns, comma-separated (uring-*,serial-pread); 'list' prints the modes and runs nothing")
 	} else {
 		modes = new(string)
 	}
@@ -111,12 +143,14 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	var kvCache *string
 	var kvBatch, kvCallers *int
 	var kvDist, kvMem *string
+	var kvDrop *bool
 	if kvb {
 		kvKeys = fs.Uint64("keys", kvbench.DefaultKeys, "kv: keys loaded into every store")
 		kvCache = fs.String("cache", "64MiB", "kv: block cache of every store (K, M, G, KiB, MiB, GiB suffixes)")
 		kvBatch = fs.Int("batch", kvbench.DefaultBatch, "kv: keys per batch (one MultiGet, or as many Gets)")
 		kvCallers = fs.Int("callers", kvbench.DefaultCallers, "kv: concurrent callers, each with its own batches")
 		kvDist = fs.String("dist", kvbench.Uniform, "kv: key distribution: uniform or zipfian")
+		kvDrop = fs.Bool("drop-caches", false, "kv: before every trial also sync and write 3 to /proc/sys/vm/drop_caches (root only): empties the page cache, dentries and inodes of the whole machine, every process's, not only this benchmark's files; default: only the benchmark's own files are dropped (fadvise DONTNEED, checked with mincore)")
 		kvMem = fs.String("kv-mem-limit", "", "kv: memory cgroup limit of every read child, page cache included (default: the cache + 96MiB); none for no limit")
 	}
 	var dataSize, memSize, poolSize, frameSize *string
@@ -208,6 +242,9 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			nxOpts.CheckpointEvery = -1 // none
 		}
 	}
+	if strings.TrimSpace(*modes) == "list" {
+		return listModes(workload, nxOpts, stdout)
+	}
 	if (read || wal || kvb) && *dur <= 0 {
 		return usagef("%s: --duration must be positive, got %s", name, *dur)
 	}
@@ -291,35 +328,43 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --dir: %s is not a directory", name, *dir)
 		}
 	}
+	var jsonTo io.Writer
+	if *jsonOut == "-" {
+		if *htmlOut != "" {
+			return usagef("%s: --html needs the JSON reports in files: give --json a file name, not -", name)
+		}
+		jsonTo, stdout = stdout, stderr // stdout holds the JSON alone
+	}
 	if *htmlOut != "" && *jsonOut == "" {
 		*jsonOut = strings.TrimSuffix(*htmlOut, ".html") + ".json"
 	}
 	readJSON, walJSON, scanJSON, kvJSON, nxJSON := *jsonOut, *jsonOut, *jsonOut, *jsonOut, *jsonOut
-	if workload == "all" && *jsonOut != "" {
+	if workload == "all" && *jsonOut != "" && jsonTo == nil {
 		base := strings.TrimSuffix(*jsonOut, ".json")
 		readJSON, walJSON, scanJSON, kvJSON, nxJSON = base+"-read.json", base+"-wal.json", base+"-scan.json", base+"-kv.json", base+"-nexmark.json"
 	}
 	var errs []error
 	if read {
 		errs = append(errs, readbench.Run(readbench.Options{Modes: bench.Selection(*modes), File: *file, Dir: *dir, Size: n, Duration: *dur, Trials: *trials,
-			Fio: !*noFio, JSON: readJSON, Out: stdout, Progress: stderr}))
+			Fio: !*noFio, JSON: readJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if wal {
 		errs = append(errs, walbench.Run(walbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Duration: *dur, Trials: *trials,
-			Peers: !*noPeers, JSON: walJSON, Out: stdout, Progress: stderr}))
+			Peers: !*noPeers, JSON: walJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if scan {
 		errs = append(errs, scanbench.Run(scanbench.Options{Modes: bench.Selection(*modes), Dir: *dir, DataBytes: dataBytes, MemLimit: memBytes, NoMemLimit: memBytes == 0,
 			PoolBytes: poolBytes, FrameSize: int(frameBytes), Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
-			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, Out: stdout, Progress: stderr}))
+			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if kvb {
 		errs = append(errs, kvbench.Run(kvbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,
 			Trials: *trials, Duration: *dur, Dist: *kvDist, MemLimit: kvMemBytes, NoMemLimit: *kvMem == "none",
-			Peers: !*noPeers, JSON: kvJSON, Out: stdout, Progress: stderr}))
+			Peers: !*noPeers, DropCaches: *kvDrop, JSON: kvJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if nx {
 		nxOpts.Dir, nxOpts.Trials, nxOpts.Modes, nxOpts.JSON, nxOpts.Out, nxOpts.Progress = *dir, *trials, bench.Selection(*modes), nxJSON, stdout, stderr
+		nxOpts.JSONTo = jsonTo
 		errs = append(errs, nexmarkbench.Run(nxOpts))
 	}
 	if *htmlOut != "" {
@@ -332,6 +377,34 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, writeHTML(*htmlOut, inputs, stdout))
 	}
 	return errors.Join(errs...)
+}
+
+// listModes prints the modes of workload and what each needs, running
+// nothing and writing no file.
+func listModes(workload string, nx nexmarkbench.Options, stdout io.Writer) error {
+	var ms []bench.ModeInfo
+	switch workload {
+	case "read":
+		ms = readbench.ModeNames(readbench.Options{})
+	case "wal":
+		ms = walbench.ModeNames(walbench.Options{})
+	case "scan":
+		ms = scanbench.ModeNames(scanbench.Options{})
+	case "kv":
+		ms = kvbench.ModeNames(kvbench.Options{})
+	case "nexmark":
+		ms = nexmarkbench.ModeNames(nx)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "mode\tneeds")
+	for _, m := range ms {
+		needs := m.Needs
+		if needs == "" {
+			needs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", m.Name, needs)
+	}
+	return tw.Flush()
 }
 
 // sizeArg parses the value of flag --flag of command name as a size

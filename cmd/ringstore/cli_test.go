@@ -16,11 +16,14 @@ import (
 // TestHelpGoesToStdout: --help of every command prints its usage on stdout,
 // nothing on stderr, and exits 0.
 func TestHelpGoesToStdout(t *testing.T) {
-	for _, cmd := range [][]string{
-		{"help"}, {"--help"}, {"probe"}, {"bench"}, {"bench", "read"}, {"bench", "wal"}, {"bench", "scan"}, {"bench", "kv"},
-		{"wal", "verify"}, {"wal", "stat"}, {"wal", "dump"}, {"wal", "repair"},
-		{"gen", "events"}, {"scan"}, {"kv", "stat"}, {"kv", "get"}, {"kv", "put"}, {"kv", "delete"}, {"kv", "scan"}, {"version"},
-	} {
+	cmds := [][]string{{"help"}, {"--help"}}
+	for _, c := range cliCommands {
+		cmds = append(cmds, []string{c.name})
+		for _, sub := range c.subs {
+			cmds = append(cmds, []string{c.name, sub})
+		}
+	}
+	for _, cmd := range cmds {
 		args := cmd
 		if cmd[0] != "help" && cmd[0] != "--help" {
 			args = append(append([]string(nil), cmd...), "--help")
@@ -30,17 +33,11 @@ func TestHelpGoesToStdout(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %.80q, stderr %q", args, code, out, stderr)
 		}
 	}
-	_, out, _ := runCLI("help")
-	for _, want := range []string{"bench read", "bench wal", "bench scan", "bench kv", "wal verify", "gen events", "kv stat", "version"} {
-		if !strings.Contains(out, "ringstore "+want) {
-			t.Errorf("the top-level help does not list %q", want)
-		}
-	}
 }
 
 // TestErrorsOneLineOnePrefix: a mistake is one line on stderr with one
-// "ringstore:" prefix, then the pointer to the help; usage errors exit 2,
-// whichever command makes them, and name no temporary file.
+// "ringstore:" prefix, ending with the pointer to the command's help; usage
+// errors exit 2, whichever command makes them, and name no temporary file.
 func TestErrorsOneLineOnePrefix(t *testing.T) {
 	missing := t.TempDir() + "/missing"
 	for _, args := range [][]string{
@@ -50,15 +47,29 @@ func TestErrorsOneLineOnePrefix(t *testing.T) {
 		{"bench", "scan", "--pool", "1MiB"},
 		{"bench", "--trials", "0"},
 		{"kv", "get"},
+		{"kv"},
+		{"kv", "frob"},
 		{"wal", "verify"},
+		{"wal"},
+		{"gen"},
+		{"state", "ls"},
+		{},
 		{"scan", "--mode", "nope", "--query", "bytes_total", missing},
 		{"nosuchcommand"},
 	} {
 		code, out, stderr := runCLI(args...)
 		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-		if code != 2 || out != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], "ringstore: ") ||
-			strings.Count(lines[0], "ringstore") != 1 || lines[1] != "run 'ringstore help' for usage" || strings.Contains(stderr, ".directio-check") {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+		help := "ringstore help"
+		if len(args) > 0 && args[0] != "nosuchcommand" {
+			help = "ringstore " + args[0]
+			if len(args) > 1 && !strings.HasPrefix(args[1], "-") && args[1] != "frob" {
+				help += " " + args[1]
+			}
+			help += " --help"
+		}
+		if code != 2 || out != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "ringstore: ") ||
+			strings.Count(lines[0], "ringstore:") != 1 || !strings.HasSuffix(lines[0], "; see '"+help+"'") || strings.Contains(stderr, ".directio-check") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q (want one line ending with the pointer to %q)", args, code, out, stderr, help)
 		}
 	}
 }
@@ -170,8 +181,8 @@ func TestJSONOutputs(t *testing.T) {
 		t.Errorf("kv stat --json: exit %d, %q, %s", code, out, stderr)
 	}
 	code, out, stderr = runCLI("kv", "get", db, "k", "--json")
-	var pair map[string]string
-	if code != 0 || json.Unmarshal([]byte(out), &pair) != nil || pair["key"] != "k" || pair["value"] != "v" {
+	var pair map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &pair) != nil || pair["key"] != "k" || pair["value"] != "v" || pair["found"] != true {
 		t.Errorf("kv get --json: exit %d, %q, %s", code, out, stderr)
 	}
 	code, out, stderr = runCLI("kv", "scan", db, "--json")
@@ -227,11 +238,21 @@ func TestReport(t *testing.T) {
 	if svg, err := os.ReadFile(filepath.Join(svgs, "kv-1.svg")); code != 0 || err != nil || !strings.Contains(string(svg), "keys/s by mode") {
 		t.Errorf("report --svg: exit %d, %v\n%s%s", code, err, stdout, stderr)
 	}
+	notReport, otherJSON := filepath.Join(t.TempDir(), "notes.txt"), filepath.Join(t.TempDir(), "other.json")
+	os.WriteFile(notReport, []byte("hello\n"), 0o644)
+	os.WriteFile(otherJSON, []byte(`{"results": []}`), 0o644)
+	os.Remove(out)
 	runCLICases(t, []cliCase{
 		{"no output", []string{"report", filepath.Join(in, "kv.json")}, 2, "--html OUT or --svg DIR is required"},
 		{"no input", []string{"report", "--html", out}, 2, "no JSON report given"},
 		{"missing input", []string{"report", "/nonexistent.json", "--html", out}, 1, "/nonexistent.json"},
+		{"text", []string{"report", notReport, "--html", out}, 1, notReport + " is not a bench report: not a JSON object"},
+		{"other JSON", []string{"report", filepath.Join(in, "kv.json"), otherJSON, "--html", out}, 1, otherJSON + ` is not a bench report: it has no "benchmark" field`},
+		{"other JSON, svg", []string{"report", otherJSON, "--svg", svgs}, 1, otherJSON + " is not a bench report"},
 	})
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a failed report wrote %s", out)
+	}
 }
 
 // TestBenchTrialsAndTmpfs: with one trial the report makes no claim about

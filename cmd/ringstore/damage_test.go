@@ -39,10 +39,15 @@ func TestDamagedLogIsNeverDroppedSilently(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, seg+" at offset 40") || !strings.Contains(stderr, "a cut here would lose entries 1 to 5 (5 entries)") {
 		t.Errorf("wal verify: exit %d\n%s%s", code, out, stderr)
 	}
-	for _, args := range [][]string{{"kv", "get", db, "k5"}, {"kv", "scan", db}, {"kv", "stat", db}} {
+	for _, args := range [][]string{{"kv", "get", db, "k5"}, {"kv", "scan", db}, {"kv", "stat", db}, {"kv", "put", db, "k6", "v6"}} {
 		code, out, stderr := runCLI(args...)
 		if code != 1 || strings.Contains(out, "not found") || !strings.Contains(stderr, "not a torn tail") || !strings.Contains(stderr, seg) {
 			t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s", args, code, out, stderr)
+		}
+		// The error says how to repair, and each prefix once.
+		if !strings.Contains(stderr, "ringstore wal repair "+filepath.Join(db, "wal")+" --yes") ||
+			strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "kv: ") || strings.Count(stderr, "wal: ") != 1 || strings.Count(stderr, "ringstore: ") != 1 {
+			t.Errorf("%v: the error repeats a prefix or does not say how to repair:\n%s", args, stderr)
 		}
 	}
 	if after, _ := os.ReadFile(seg); !bytes.Equal(after, data) {

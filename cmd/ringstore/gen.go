@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -15,15 +16,16 @@ import (
 const genUsage = `usage: ringstore gen <data set> [flags]
 
 Data sets:
-  events --rows N --dir D [--files K] [--batch-rows R] [--compression none|lz4|zstd] [--seed S] [--json]
+  events --rows N --dir D [--files K] [--batch-rows R] [--compression none|lz4|zstd] [--seed S] [--json] [--replace]
           time-series events as Arrow IPC files (D/events-000000.arrow, ...),
           the data 'ringstore scan' runs its queries over; the same seed and
-          row count give the same rows however they are cut into files
+          row count give the same rows however they are cut into files.
+          It overwrites only the files it writes, and refuses a D holding
+          other events files of an earlier run (--replace removes them first)
 `
 
 func cmdGen(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, genUsage)
 		return usagef("gen: no data set given (events)")
 	}
 	switch args[0] {
@@ -33,7 +35,6 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, genUsage)
 		return nil
 	}
-	fmt.Fprint(stderr, genUsage)
 	return usagef("gen: unknown data set %q (events)", args[0])
 }
 
@@ -47,6 +48,7 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Int64("seed", 1, "seed of the generator")
 	noSidecar := fs.Bool("no-sidecar", false, "do not write FILE.crc, the checksums 'ringstore scan --verify' checks every byte of the file against (Arrow IPC has none of its own)")
 	asJSON := fs.Bool("json", false, "print what was written as JSON instead of text")
+	replace := fs.Bool("replace", false, "remove the events files (events-*.arrow and their .crc) of an earlier run that this run would not overwrite, instead of refusing to mix two data sets")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -70,6 +72,22 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 		return usagef("gen events: --dir: %s is not a directory", *dir)
 	}
 	opts := events.GenOptions{Rows: *rows, Files: *files, RowsPerBatch: *batchRows, Compression: c, Seed: *seed, Sidecar: !*noSidecar}
+	// Files of an earlier run that this one would not overwrite would mix
+	// two data sets in D ('ringstore scan D' reads every *.arrow).
+	stale, err := staleEventFiles(*dir, *files, opts.Sidecar)
+	if err != nil {
+		return fmt.Errorf("gen events: %w", err)
+	}
+	if len(stale) > 0 && !*replace {
+		return fmt.Errorf("gen events: %s holds %d events files of an earlier run that this run would not overwrite (%s); they would mix two data sets: remove them, choose another --dir, or give --replace to remove them first",
+			filepath.Clean(*dir), len(stale), strings.Join(baseNames(stale, 4), ", "))
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("gen events: --replace: %w", err)
+		}
+		fmt.Fprintf(stderr, "ringstore: gen events: removed %s (an earlier run's)\n", p)
+	}
 	start := time.Now()
 	paths, err := events.Generate(*dir, opts)
 	if err != nil {
@@ -98,10 +116,6 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s\t%d bytes\n", p, st.Size())
 		}
 	}
-	if stale := otherEventFiles(*dir, paths); len(stale) > 0 {
-		fmt.Fprintf(stderr, "ringstore: gen events: note: %s also holds %d events files this run did not write (%s ...); 'ringstore scan %s' would read them too\n",
-			*dir, len(stale), filepath.Base(stale[0]), *dir)
-	}
 	secs := elapsed.Seconds()
 	if *asJSON {
 		return printJSON(stdout, map[string]any{
@@ -114,19 +128,42 @@ func genEvents(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// otherEventFiles returns the events-*.arrow files in dir that are not in
-// written: what an earlier run with more files left.
-func otherEventFiles(dir string, written []string) []string {
-	matches, _ := filepath.Glob(filepath.Join(dir, "events-*.arrow"))
+// staleEventFiles returns the events files in dir (events-*.arrow and
+// their checksum sidecars) that a run writing files files, with sidecars
+// or not, would not overwrite: an earlier run's.
+func staleEventFiles(dir string, files int, sidecar bool) ([]string, error) {
 	ours := map[string]bool{}
-	for _, p := range written {
-		ours[filepath.Clean(p)] = true
-	}
-	var other []string
-	for _, m := range matches {
-		if !ours[filepath.Clean(m)] {
-			other = append(other, m)
+	for i := range files {
+		ours[events.FileName(i)] = true
+		if sidecar {
+			ours[events.FileName(i)+arrowscan.SidecarSuffix] = true
 		}
 	}
-	return other
+	var stale []string
+	for _, pattern := range []string{"events-*.arrow", "events-*.arrow" + arrowscan.SidecarSuffix} {
+		matches, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range matches {
+			if !ours[filepath.Base(m)] {
+				stale = append(stale, m)
+			}
+		}
+	}
+	sort.Strings(stale)
+	return stale, nil
+}
+
+// baseNames returns the base names of the first n paths, and "..." when
+// there are more.
+func baseNames(paths []string, n int) []string {
+	var out []string
+	for i, p := range paths {
+		if i == n {
+			return append(out, "...")
+		}
+		out = append(out, filepath.Base(p))
+	}
+	return out
 }

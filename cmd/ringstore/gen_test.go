@@ -28,13 +28,54 @@ func TestGenEvents(t *testing.T) {
 	if strings.Contains(stderr, "note:") {
 		t.Errorf("a fresh directory gets a note: %s", stderr)
 	}
+	before := dirNames(t, dir)
 	code, _, stderr = runCLI("gen", "events", "--rows", "1000", "--dir", dir)
-	if code != 0 || !strings.Contains(stderr, "also holds 2 events files this run did not write (events-000001.arrow") {
+	if code != 1 || !strings.Contains(stderr, "holds 4 events files of an earlier run that this run would not overwrite (events-000001.arrow, events-000001.arrow.crc, events-000002.arrow, events-000002.arrow.crc)") ||
+		strings.Count(stderr, "\n") != 1 {
 		t.Errorf("regenerating with fewer files: exit %d, stderr %q", code, stderr)
+	}
+	if after := dirNames(t, dir); after != before {
+		t.Errorf("the refused run changed %s:\n%s\n%s", dir, before, after)
+	}
+	// Without sidecars, the earlier run's sidecar of a file it overwrites
+	// would check the wrong bytes: refused too.
+	if code, _, stderr := runCLI("gen", "events", "--rows", "30000", "--files", "3", "--dir", dir, "--no-sidecar"); code != 1 || !strings.Contains(stderr, "events-000000.arrow.crc") {
+		t.Errorf("regenerating without sidecars: exit %d, %s", code, stderr)
+	}
+	// The same file count replaces its own files.
+	if code, _, stderr := runCLI("gen", "events", "--rows", "3000", "--files", "3", "--dir", dir, "--seed", "8"); code != 0 {
+		t.Errorf("regenerating the same files: exit %d, %s", code, stderr)
+	}
+	// --replace removes the earlier run's files, and nothing else.
+	other := filepath.Join(dir, "notes.txt")
+	os.WriteFile(other, []byte("mine"), 0o644)
+	code, _, stderr = runCLI("gen", "events", "--rows", "1000", "--dir", dir, "--replace")
+	if code != 0 || !strings.Contains(stderr, "removed "+filepath.Join(dir, "events-000002.arrow")) {
+		t.Errorf("--replace: exit %d, %s", code, stderr)
+	}
+	if got := dirNames(t, dir); got != "events-000000.arrow events-000000.arrow.crc notes.txt" {
+		t.Errorf("after --replace %s holds %s", dir, got)
+	}
+	if code, out, stderr := runCLI("scan", "--verify", dir); code != 0 || strings.Count(out, ": ok") != 1 {
+		t.Errorf("scan --verify after --replace: exit %d\n%s%s", code, out, stderr)
 	}
 	if !regexp.MustCompile(`wrote 3 files in .*: 30000 rows, \d+ bytes \(\d+\.\d B/row, compression lz4\) in \d+\.\d\ds: \d+\.\d MB/s`).MatchString(out) {
 		t.Errorf("summary line missing or malformed:\n%s", out)
 	}
+}
+
+// dirNames lists the names in dir.
+func dirNames(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv"
+	"github.com/ringstore/ringstore/kv/sstable"
 )
 
 // kvTableStore writes n keys to a new store through the kv package with a
@@ -202,5 +206,142 @@ func TestKVLocked(t *testing.T) {
 		if code, out, stderr := runCLI(args...); code != 0 || out == "" {
 			t.Errorf("%v beside the open store: exit %d, %q, %s", args, code, out, stderr)
 		}
+	}
+}
+
+// TestKVBinaryKeys: with --hex or --base64, keys and values of any bytes
+// go in and come out in that encoding, so what scan prints gets them
+// back; a bad encoding is a usage error naming the argument.
+func TestKVBinaryKeys(t *testing.T) {
+	dir := filepath.Join(testdir.Direct(t), "store")
+	key, val := "\x00\xff=k\n", "\"\x01\xfe\x00"
+	hk, hv := hex.EncodeToString([]byte(key)), hex.EncodeToString([]byte(val))
+	bk := base64.StdEncoding.EncodeToString([]byte(key))
+	mustCLI(t, "kv", "put", "--hex", dir, hk, hv)
+	mustCLI(t, "kv", "put", dir, "plain", "text")
+	if out := mustCLI(t, "kv", "get", "--hex", dir, hk); out != hv+"\n" {
+		t.Errorf("get --hex: %q, want %q", out, hv)
+	}
+	if out := mustCLI(t, "kv", "get", "--base64", dir, bk); out != base64.RawStdEncoding.EncodeToString([]byte(val))+"\n" {
+		t.Errorf("get --base64: %q", out)
+	}
+	out := mustCLI(t, "kv", "scan", "--hex", dir)
+	want := hk + "=" + hv + "\n" + hex.EncodeToString([]byte("plain")) + "=" + hex.EncodeToString([]byte("text")) + "\n"
+	if out != want {
+		t.Errorf("scan --hex:\n%s\nwant\n%s", out, want)
+	}
+	// Every line of scan --base64 reads back with get --base64.
+	for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, "kv", "scan", "--base64", dir)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		if got := mustCLI(t, "kv", "get", "--base64", dir, k); got != v+"\n" {
+			t.Errorf("get --base64 %s: %q, scan said %q", k, got, v)
+		}
+	}
+	if out := mustCLI(t, "kv", "scan", "--hex", dir, "--from", hex.EncodeToString([]byte("p"))); !strings.HasPrefix(out, hex.EncodeToString([]byte("plain"))) || strings.Count(out, "\n") != 1 {
+		t.Errorf("scan --hex --from: %q", out)
+	}
+	mustCLI(t, "kv", "delete", "--base64", dir, bk)
+	if code, _, stderr := runCLI("kv", "get", "--hex", dir, hk); code != 1 || !strings.Contains(stderr, "key "+hk+" not found") {
+		t.Errorf("get after delete: exit %d, %s", code, stderr)
+	}
+	runCLICases(t, []cliCase{
+		{"bad hex key", []string{"kv", "get", "--hex", dir, "zz"}, 2, `kv get: KEY "zz": not hex`},
+		{"bad hex value", []string{"kv", "put", "--hex", dir, "00", "0"}, 2, `kv put: VALUE "0": not hex`},
+		{"bad base64", []string{"kv", "delete", "--base64", dir, "!!"}, 2, `kv delete: KEY "!!": not standard base64`},
+		{"bad --from", []string{"kv", "scan", "--hex", dir, "--from", "x"}, 2, `kv scan: --from "x": not hex`},
+		{"both", []string{"kv", "get", "--hex", "--base64", dir, "00"}, 2, "--hex and --base64 exclude each other"},
+	})
+}
+
+// TestKVJSONReports: get of a missing key answers JSON saying so and exits
+// 1; stat --json carries every figure the text shows; the reads name their
+// backend in --json and with -v.
+func TestKVJSONReports(t *testing.T) {
+	dir := kvTableStore(t, 200)
+	code, out, stderr := runCLI("kv", "get", dir, "nope", "--json")
+	var g map[string]any
+	if code != 1 || json.Unmarshal([]byte(out), &g) != nil || g["found"] != false || g["key"] != "nope" || g["backend"] == "" || !strings.Contains(stderr, "key nope not found") {
+		t.Errorf("get --json of a missing key: exit %d, %q, %s", code, out, stderr)
+	}
+	if _, has := g["value"]; has {
+		t.Errorf("a missing key's JSON has a value: %v", g)
+	}
+	code, out, stderr = runCLI("kv", "stat", dir, "--json", "--io-mode", "syscall")
+	var st map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("stat --json: exit %d, %q, %s", code, out, stderr)
+	}
+	// The text's lines, each figure in the JSON.
+	text := mustCLI(t, "kv", "stat", dir, "--io-mode", "syscall")
+	for _, k := range []string{"options", "backend", "last_seq", "memtables", "memtable_bytes", "snapshots", "iterators", "levels",
+		"writes", "commits", "write_stalls", "gets", "multigets", "multiget_keys", "read_rounds", "block_reads", "uncached_read_calls",
+		"block_cache", "flushes", "flushed_bytes", "compactions", "trivial_moves", "compacted_in_bytes", "compacted_out_bytes"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("stat --json lacks %q", k)
+		}
+	}
+	if st["backend"] != "syscall" || !strings.Contains(text, "options: "+st["options"].(string)) ||
+		!strings.Contains(text, fmt.Sprintf("last seq %v;", st["last_seq"])) {
+		t.Errorf("stat --json disagrees with the text:\n%s\n%s", out, text)
+	}
+	for _, args := range [][]string{{"stat", dir}, {"get", dir, "key00001"}, {"scan", dir, "--limit", "1"}, {"put", dir, "k", "v"}, {"delete", dir, "k"}} {
+		code, _, stderr := runCLI(append(append([]string{"kv"}, args...), "-v", "--io-mode", "syscall")...)
+		if code != 0 || !strings.Contains(stderr, "kv "+args[0]+": backend syscall") {
+			t.Errorf("kv %v -v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+// TestKVVerify: verify reads every block of every table without opening
+// the store (no lock: it works beside an open DB); a flipped byte in a
+// data block fails it, naming the table and the block's offset.
+func TestKVVerify(t *testing.T) {
+	dir := kvTableStore(t, 3000)
+	db, err := kv.Open(dir, kv.Options{IOMode: ioengine.Syscall, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI("kv", "verify", dir)
+	db.Close()
+	if code != 0 || !strings.Contains(out, "ok: ") || !strings.Contains(out, "manifest  ok") || !strings.Contains(out, "log       ok") {
+		t.Fatalf("verify of a good store beside its DB: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runCLI("kv", "verify", dir, "--json")
+	var v kvVerifyJSON
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !v.OK || len(v.Tables) == 0 || v.Blocks == 0 || v.Backend == "" {
+		t.Fatalf("verify --json: exit %d\n%s", code, out)
+	}
+	table := filepath.Join(dir, v.Tables[0].File)
+	// The second data block of the first table, one byte in its middle.
+	r, err := sstable.Open(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := r.Block(1)
+	r.Close()
+	data, err := os.ReadFile(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[h.Offset+h.Len/2] ^= 0x40
+	if err := os.WriteFile(table, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = runCLI("kv", "verify", dir)
+	where := fmt.Sprintf("%s at offset %d", table, h.Offset)
+	if code != 1 || !strings.Contains(stderr, where) || !strings.Contains(out, "DAMAGED") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("verify of a damaged table: exit %d, want 1 naming %q\n%s%s", code, where, out, stderr)
+	}
+	code, out, _ = runCLI("kv", "verify", dir, "--json")
+	v = kvVerifyJSON{}
+	if code != 1 || json.Unmarshal([]byte(out), &v) != nil || v.OK || v.Damage == nil || v.Damage.File != table || v.Damage.Offset != int64(h.Offset) {
+		t.Errorf("verify --json of a damaged table: exit %d\n%s", code, out)
+	}
+	// A table the manifest lists but is gone.
+	if err := os.Remove(table); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI("kv", "verify", dir); code != 1 || !strings.Contains(stderr, "the manifest lists "+filepath.Base(table)) {
+		t.Errorf("verify with a table missing: exit %d, %s", code, stderr)
 	}
 }

@@ -35,6 +35,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
+		// Nothing is written unless every input is a report to draw.
+		if err := htmlreport.Check(htmlreport.Input{Name: f, Data: data}); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
 		inputs = append(inputs, htmlreport.Input{Name: filepath.Base(f), Data: data})
 	}
 	if *svgDir != "" {

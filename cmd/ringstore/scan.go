@@ -20,8 +20,8 @@ import (
 )
 
 const scanUsage = `usage: ringstore scan --mode mmap|pread|direct|pool --query Q [flags] FILE|DIR...
-       ringstore scan --verify FILE|DIR...
-       ringstore scan --query list
+       ringstore scan --verify [--json] FILE|DIR...
+       ringstore scan --query list [--json]
 
 Runs one of the events queries over Arrow IPC files written by
 'ringstore gen events' (a DIR stands for its *.arrow files, in name order),
@@ -54,7 +54,7 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 	ioName := fs.String("io", "auto", "direct and pool: I/O backend: auto (RINGSTORE_IO_URING), uring, sqpoll or syscall")
 	prefetch := fs.Int("prefetch", 0, "direct and pool: record batches read ahead of the decoder (0: arrowscan's default, negative: none)")
 	check := fs.Bool("check", false, "also compute the query the slow way (row at a time over arrow-go's FileReader) and fail unless equal: checks the engine against the reference, not the file's integrity (see --verify)")
-	asJSON := fs.Bool("json", false, "print the result and the figures as JSON")
+	asJSON := fs.Bool("json", false, "print JSON: the query's result and figures, --verify's checks, or --query list's queries")
 	verify := fs.Bool("verify", false, "check every byte of each file against its checksum sidecar FILE.crc, and run no query")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -71,10 +71,10 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usagef("scan: %v", err)
 		}
-		return verifyFiles(files, stdout)
+		return verifyFiles(files, *asJSON, stdout)
 	}
 	if *queryName == "list" {
-		return printQueries(stdout)
+		return printQueries(stdout, *asJSON)
 	}
 	if *queryName == "" {
 		return usagef("scan: --query is required (--query list shows them)")
@@ -238,16 +238,36 @@ func runScan(sc scanConfig, q events.Query, paths []string, check bool, stdout i
 
 // verifyFiles checks each file against its checksum sidecar and says what
 // it checked; the first mismatch or missing sidecar is the error.
-func verifyFiles(paths []string, stdout io.Writer) error {
+func verifyFiles(paths []string, asJSON bool, stdout io.Writer) error {
+	type fileJSON struct {
+		Path       string `json:"path"`
+		OK         bool   `json:"ok"`
+		Bytes      int64  `json:"bytes,omitempty"`
+		Records    int    `json:"record_batches,omitempty"`
+		Dictionary int    `json:"dictionary_batches,omitempty"`
+		Error      string `json:"error,omitempty"`
+	}
 	var errs []error
+	var out []fileJSON
 	for _, p := range paths {
 		rep, err := arrowscan.VerifySidecar(p)
 		if err != nil {
-			fmt.Fprintf(stdout, "%s: FAILED: %v\n", p, err)
+			out = append(out, fileJSON{Path: p, Error: err.Error()})
+			if !asJSON {
+				fmt.Fprintf(stdout, "%s: FAILED: %v\n", p, err)
+			}
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: ok: %d bytes, %d record batches and %d dictionary batches match their checksums\n", p, rep.Bytes, rep.Records, rep.Dictionary)
+		out = append(out, fileJSON{Path: p, OK: true, Bytes: rep.Bytes, Records: rep.Records, Dictionary: rep.Dictionary})
+		if !asJSON {
+			fmt.Fprintf(stdout, "%s: ok: %d bytes, %d record batches and %d dictionary batches match their checksums\n", p, rep.Bytes, rep.Records, rep.Dictionary)
+		}
+	}
+	if asJSON {
+		if err := printJSON(stdout, map[string]any{"ok": len(errs) == 0, "files": out}); err != nil {
+			return err
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("scan --verify: %d of %d files failed: %w", len(errs), len(paths), errs[0])
@@ -312,7 +332,19 @@ func expandArrowPaths(paths []string) ([]string, error) {
 	return out, nil
 }
 
-func printQueries(w io.Writer) error {
+func printQueries(w io.Writer, asJSON bool) error {
+	if asJSON {
+		type queryJSON struct {
+			Name        string   `json:"name"`
+			Columns     []string `json:"columns"`
+			Description string   `json:"description"`
+		}
+		var qs []queryJSON
+		for _, q := range events.Queries() {
+			qs = append(qs, queryJSON{q.Name, q.Columns, q.Description})
+		}
+		return printJSON(w, qs)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\tcolumns\tdescription")
 	for _, q := range events.Queries() {

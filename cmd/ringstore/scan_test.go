@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ringstore/ringstore/arrowscan/events"
+	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/internal/testdir"
 )
 
@@ -191,5 +193,65 @@ func TestScanVerify(t *testing.T) {
 	}
 	if code, _, stderr := runCLI("scan", "--verify", nodir); code != 1 || !strings.Contains(stderr, "no checksum sidecar") {
 		t.Errorf("verify without a sidecar: exit %d, %s", code, stderr)
+	}
+}
+
+// TestScanJSONEverywhere: --verify and --query list take --json, and
+// "--json -" means stdout wherever --json is taken, bench's file too.
+func TestScanJSONEverywhere(t *testing.T) {
+	data := testdir.Direct(t)
+	mustCLI(t, "gen", "events", "--rows", "3000", "--files", "2", "--dir", data)
+	code, out, stderr := runCLI("scan", "--verify", "--json", data)
+	var v struct {
+		OK    bool `json:"ok"`
+		Files []struct {
+			Path  string `json:"path"`
+			OK    bool   `json:"ok"`
+			Bytes int64  `json:"bytes"`
+		} `json:"files"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !v.OK || len(v.Files) != 2 || !v.Files[1].OK || v.Files[1].Bytes <= 0 {
+		t.Errorf("scan --verify --json: exit %d, %q, %s", code, out, stderr)
+	}
+	// A changed byte: ok false, the file's error, exit 1.
+	f := filepath.Join(data, "events-000001.arrow")
+	b, _ := os.ReadFile(f)
+	b[len(b)/2] ^= 1
+	os.WriteFile(f, b, 0o644)
+	code, out, _ = runCLI("scan", "--verify", data, "--json", "-")
+	v.OK, v.Files = true, nil
+	if code != 1 || json.Unmarshal([]byte(out), &v) != nil || v.OK || len(v.Files) != 2 || v.Files[1].OK || !v.Files[0].OK {
+		t.Errorf("scan --verify --json - of a damaged file: exit %d, %q", code, out)
+	}
+	code, out, _ = runCLI("scan", "--query", "list", "--json")
+	var qs []struct {
+		Name    string   `json:"name"`
+		Columns []string `json:"columns"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs) == 0 || qs[0].Name == "" || len(qs[0].Columns) == 0 {
+		t.Errorf("scan --query list --json: exit %d, %q", code, out)
+	}
+	db := filepath.Join(testdir.Direct(t), "db")
+	mustCLI(t, "kv", "put", db, "k", "v")
+	for _, args := range [][]string{{"kv", "get", db, "k", "--json", "-"}, {"kv", "get", "--json=-", db, "k"}, {"kv", "stat", "--json", "-", db}} {
+		code, out, stderr := runCLI(args...)
+		var m map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &m) != nil {
+			t.Errorf("%v: exit %d, %q, %s", args, code, out, stderr)
+		}
+	}
+	if code, out, _ := runCLI("wal", "stat", "--json", "-", t.TempDir()); code == 0 || strings.Contains(out, "{") {
+		t.Errorf("wal stat --json - of a directory without a log: exit %d", code)
+	}
+	// bench --json -: the JSON alone on stdout, the Markdown report on stderr.
+	code, out, stderr = runCLI("bench", "read", "--dir", t.TempDir(), "--size", "2MiB", "--duration", "30ms", "--trials", "1", "--no-fio", "--modes", "serial-pread", "--json", "-")
+	if code != 0 || !strings.Contains(stderr, "## bench read") {
+		t.Fatalf("bench read --json -: exit %d\n%s", code, stderr)
+	}
+	if err := bench.ValidateReport([]byte(out)); err != nil {
+		t.Errorf("bench read --json - printed no report alone on stdout: %v\n%s", err, out)
+	}
+	if code, _, stderr := runCLI("bench", "read", "--json", "-", "--html", "x.html"); code != 2 || !strings.Contains(stderr, "give --json a file name, not -") {
+		t.Errorf("--json - with --html: exit %d, %s", code, stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -29,7 +30,8 @@ Commands:
   verify DIR [--json]          check every byte: segments, entries, checksums, sequence
   stat DIR [--json]            segments, entries, bytes on disk, first and last seq
   dump DIR [--from SEQ] [--to SEQ] [--limit N] [--format hex|text|json] [--max-bytes N]
-                               print entries: seq, length and payload
+                               print entries: seq, length and payload (--json: --format json)
+-v says on stderr which backend ran; --json output names it too.
   repair DIR [--yes] [--json]  cut the log at its first damage so that it opens again
                                (without --yes: only say what it would do)
 `
@@ -41,29 +43,42 @@ const (
 	walLockName      = "wal.lock"
 )
 
+// walCommands is every wal subcommand, in the order of walUsage.
+var walCommands = []struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) error
+}{
+	{"append", walAppend}, {"verify", walVerify}, {"stat", walStat}, {"dump", walDump}, {"repair", walRepair},
+}
+
+func walCommandNames() []string {
+	var names []string
+	for _, c := range walCommands {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 func cmdWAL(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, walUsage)
-		return usagef("wal: no command given (append, verify, stat, dump or repair)")
+		return usagef("wal: no command given (%s)", strings.Join(walCommandNames(), ", "))
 	}
 	switch args[0] {
-	case "append":
-		return walAppend(args[1:], stdout, stderr)
-	case "verify":
-		return walVerify(args[1:], stdout, stderr)
-	case "stat":
-		return walStat(args[1:], stdout, stderr)
-	case "dump":
-		return walDump(args[1:], stdout, stderr)
-	case "repair":
-		return walRepair(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, walUsage)
 		return nil
 	}
-	fmt.Fprint(stderr, walUsage)
-	return usagef("wal: unknown command %q", args[0])
+	for _, c := range walCommands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	return usagef("wal: unknown command %q (%s)", args[0], strings.Join(walCommandNames(), ", "))
 }
+
+// walReadBackend is the backend of the read-only wal commands: they read
+// the files with pread (os.File), through no engine.
+const walReadBackend = "syscall (read-only: the files read with pread, no engine, no lock)"
 
 // walFlags is newFlags for `wal NAME DIR [flags]`, with a usage line that
 // shows DIR.
@@ -140,7 +155,7 @@ func damageOf(err error) *damageJSON {
 	if !errors.As(err, &ce) {
 		return nil
 	}
-	return &damageJSON{File: ce.Path, Offset: ce.Offset, LastSeq: ce.LastSeq, What: ce.Err.Error(), LostFirst: ce.FirstLost, LostLast: ce.LastLost, Lost: ce.Lost}
+	return &damageJSON{File: ce.Path, Offset: ce.Offset, LastSeq: ce.LastSeq, What: strings.ReplaceAll(ce.Err.Error(), "wal: ", ""), LostFirst: ce.FirstLost, LostLast: ce.LastLost, Lost: ce.Lost}
 }
 
 // lostText says which entries a cut at the damage loses.
@@ -172,6 +187,7 @@ type verifyJSON struct {
 	Segments []segmentJSON `json:"segments"`
 	Damage   *damageJSON   `json:"damage,omitempty"`
 	Error    string        `json:"error,omitempty"`
+	Backend  string        `json:"backend"`
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -181,15 +197,19 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func walVerify(args []string, stdout, stderr io.Writer) error {
-	fs := walFlags("verify", "DIR [--json]", stderr)
-	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	fs := walFlags("verify", "DIR [--json] [-v]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of text (with the backend)")
+	verbose := fs.Bool("v", false, "say on stderr which backend read the log")
 	dir, err := parseDir(fs, args)
 	if err != nil {
 		return err
 	}
+	if *verbose {
+		fmt.Fprintf(stderr, "ringstore: wal verify: backend %s\n", walReadBackend)
+	}
 	v, verr := wal.Verify(dir)
 	if *asJSON {
-		r := verifyJSON{Dir: dir, OK: verr == nil, Segments: segmentsOf(v), Damage: damageOf(verr)}
+		r := verifyJSON{Dir: dir, OK: verr == nil, Segments: segmentsOf(v), Damage: damageOf(verr), Backend: walReadBackend}
 		if verr == nil {
 			r.FirstSeq, r.LastSeq = v.FirstSeq, v.LastSeq
 		} else {
@@ -244,7 +264,8 @@ func seqRange(first, last uint64) string {
 type statJSON struct {
 	Dir           string      `json:"dir"`
 	OK            bool        `json:"ok"`
-	Segments      int         `json:"segments"`
+	Segments      int         `json:"segments"`      // segment files in the directory
+	SegmentsRead  int         `json:"segments_read"` // those read whole before any damage
 	Sealed        int         `json:"sealed"`
 	Active        int         `json:"active"`
 	FirstSeq      uint64      `json:"first_seq"`
@@ -260,22 +281,50 @@ type statJSON struct {
 	NewestSegment string      `json:"newest_segment,omitempty"`
 	Damage        *damageJSON `json:"damage,omitempty"`
 	Error         string      `json:"error,omitempty"`
+	Backend       string      `json:"backend"`
 }
 
 func walStat(args []string, stdout, stderr io.Writer) error {
-	fs := walFlags("stat", "DIR [--json]", stderr)
-	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	fs := walFlags("stat", "DIR [--json] [-v]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of text (with the backend)")
+	verbose := fs.Bool("v", false, "say on stderr which backend read the log")
 	dir, err := parseDir(fs, args)
 	if err != nil {
 		return err
 	}
+	if *verbose {
+		fmt.Fprintf(stderr, "ringstore: wal stat: backend %s\n", walReadBackend)
+	}
 	v, verr := wal.Verify(dir)
-	r := statJSON{Dir: dir, OK: verr == nil, Segments: len(v.Segments), Damage: damageOf(verr)}
+	r := statJSON{Dir: dir, OK: verr == nil, SegmentsRead: len(v.Segments), Damage: damageOf(verr), Backend: walReadBackend}
 	if verr != nil {
 		r.Error = verr.Error()
 	}
 	if st, err := os.Stat(filepath.Join(dir, walMetaName)); err == nil {
 		r.BytesOnDisk += st.Size()
+	}
+	// Every segment file counts, also those at and after the damage, which
+	// Verify stops before.
+	files, err := filepath.Glob(filepath.Join(dir, "*"+walSegmentSuffix))
+	if err != nil {
+		return fmt.Errorf("wal stat %s: %w", dir, err)
+	}
+	r.Segments = len(files)
+	read := map[string]bool{}
+	for _, s := range v.Segments {
+		read[filepath.Base(s.Path)] = true
+	}
+	sort.Strings(files)
+	for _, p := range files {
+		if read[filepath.Base(p)] {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil {
+			r.BytesOnDisk += st.Size()
+		}
+	}
+	if len(files) > 0 {
+		r.OldestSegment, r.NewestSegment = filepath.Base(files[0]), filepath.Base(files[len(files)-1])
 	}
 	for i, s := range v.Segments {
 		if s.Sealed {
@@ -290,11 +339,9 @@ func walStat(args []string, stdout, stderr io.Writer) error {
 		r.TornTail += s.TornTail
 		if i == 0 {
 			r.SegmentSize = s.Size
-			r.OldestSegment = filepath.Base(s.Path)
 		} else if r.SegmentSize != s.Size {
 			r.SegmentSize = 0 // sizes differ
 		}
-		r.NewestSegment = filepath.Base(s.Path)
 	}
 	if verr == nil {
 		r.FirstSeq, r.LastSeq = v.FirstSeq, v.LastSeq
@@ -320,6 +367,9 @@ func walStat(args []string, stdout, stderr io.Writer) error {
 		state := fmt.Sprintf("%d sealed, %d active", r.Sealed, r.Active)
 		if r.ActiveSegment != "" {
 			state += " (" + r.ActiveSegment + ")"
+		}
+		if r.SegmentsRead < r.Segments {
+			state += fmt.Sprintf("; %d read whole before the damage, %d from the damaged one on not read", r.SegmentsRead, r.Segments-r.SegmentsRead)
 		}
 		w("segments", "%d: %s", r.Segments, state)
 		if r.Segments > 0 {
@@ -390,15 +440,28 @@ func readLog(dir string, from, to uint64, fn func(walEntry) bool, notef func(str
 }
 
 func walDump(args []string, stdout, stderr io.Writer) error {
-	fs := walFlags("dump", "DIR [--from SEQ] [--to SEQ] [--limit N] [--format hex|text|json] [--max-bytes N]", stderr)
+	fs := walFlags("dump", "DIR [--from SEQ] [--to SEQ] [--limit N] [--format hex|text|json] [--json] [--max-bytes N]", stderr)
 	fromS := fs.String("from", "", "first sequence number to print (default: the log's first)")
 	toS := fs.String("to", "", "last sequence number to print (default: the log's last)")
 	limit := fs.Int("limit", 0, "print at most this many entries (0: no limit)")
 	format := fs.String("format", "hex", "payload format: hex, text (printable payloads as they are, others quoted) or json (one object a line, payload in base64)")
 	maxBytes := fs.Int("max-bytes", 32, "show at most this many payload bytes an entry in hex and text (0: all)")
+	asJSON := fs.Bool("json", false, "the same as --format json: one JSON object a line, the payload in base64")
+	verbose := fs.Bool("v", false, "say on stderr which backend read the log")
 	dir, err := parseDir(fs, args)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "format" })
+		if set && *format != "json" {
+			return usagef("wal dump: --json and --format %s exclude each other", *format)
+		}
+		*format = "json"
+	}
+	if *verbose {
+		fmt.Fprintf(stderr, "ringstore: wal dump: backend %s\n", walReadBackend)
 	}
 	from, to := uint64(1), uint64(1<<64-1)
 	if *fromS != "" {
@@ -521,17 +584,23 @@ type repairJSON struct {
 	LostFrom     uint64      `json:"lost_from,omitempty"`
 	LastSeqAfter uint64      `json:"last_seq_after,omitempty"`
 	VerifiedOK   bool        `json:"verified_ok"` // after an applied repair
+	Backend      string      `json:"backend"`
+	Fallback     string      `json:"fallback_reason,omitempty"`
 }
 
 func walRepair(args []string, stdout, stderr io.Writer) error {
-	fs := walFlags("repair", "DIR [--yes] [--json]", stderr)
+	fs := walFlags("repair", "DIR [--yes] [--json] [-v]", stderr)
 	yes := fs.Bool("yes", false, "do it: cut the log at its first damage, losing every entry after it")
-	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	asJSON := fs.Bool("json", false, "print JSON instead of text (with the backend)")
+	verbose := fs.Bool("v", false, "say on stderr which backend read (and wrote) the log")
 	dir, err := parseDir(fs, args)
 	if err != nil {
 		return err
 	}
-	r := repairJSON{Dir: dir, Applied: *yes}
+	r := repairJSON{Dir: dir, Applied: *yes, Backend: walReadBackend}
+	if *verbose && !*yes {
+		fmt.Fprintf(stderr, "ringstore: wal repair: backend %s\n", walReadBackend)
+	}
 	out := func() error {
 		if *asJSON {
 			return printJSON(stdout, r)
@@ -582,6 +651,10 @@ func walRepair(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "ringstore: wal repair: "+format+"\n", args...)
 	}})
 	r.Actions, r.LostFrom, r.LastSeqAfter = rep.Actions, rep.LostFrom, rep.LastSeqAfter
+	r.Backend, r.Fallback = rep.Backend.String(), rep.FallbackReason
+	if *verbose {
+		fmt.Fprintf(stderr, "ringstore: wal repair: %s\n", backendText(r.Backend, r.Fallback))
+	}
 	if !*asJSON {
 		for _, a := range rep.Actions {
 			fmt.Fprintln(stdout, a)
@@ -617,8 +690,9 @@ func walRepair(args []string, stdout, stderr io.Writer) error {
 // walAppend appends its VALUEs to the log in DIR, each an entry durable
 // before the command says so.
 func walAppend(args []string, stdout, stderr io.Writer) error {
-	fs := walFlags("append", "DIR VALUE... [--json] (after --, every argument is a VALUE)", stderr)
-	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	fs := walFlags("append", "DIR VALUE... [--json] [-v] (after --, every argument is a VALUE)", stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of text (with the backend)")
+	verbose := fs.Bool("v", false, "say on stderr which backend the log ran on (and why, after a fallback)")
 	// Flags may come anywhere; "--" ends them, so a VALUE may start with "-".
 	var flags, pos []string
 	for i, a := range args {
@@ -649,7 +723,11 @@ func walAppend(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "ringstore: wal append: "+format+"\n", args...)
 	}})
 	if err != nil {
-		return fmt.Errorf("wal append: %w", err)
+		return wrapCmd("wal append", err)
+	}
+	st := l.Stats()
+	if *verbose {
+		fmt.Fprintf(stderr, "ringstore: wal append: %s\n", backendText(st.Backend.String(), st.FallbackReason))
 	}
 	var seqs []uint64
 	for _, v := range pos[1:] {
@@ -665,9 +743,11 @@ func walAppend(args []string, stdout, stderr io.Writer) error {
 	}
 	if *asJSON {
 		return printJSON(stdout, struct {
-			Dir  string   `json:"dir"`
-			Seqs []uint64 `json:"seqs"`
-		}{dir, seqs})
+			Dir      string   `json:"dir"`
+			Seqs     []uint64 `json:"seqs"`
+			Backend  string   `json:"backend"`
+			Fallback string   `json:"fallback_reason,omitempty"`
+		}{dir, seqs, st.Backend.String(), st.FallbackReason})
 	}
 	for _, s := range seqs {
 		fmt.Fprintf(stdout, "appended seq %d\n", s)

@@ -418,3 +418,77 @@ func TestWALAppend(t *testing.T) {
 		{"bad flag", []string{"wal", "append", dir, "x", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 	})
 }
+
+// TestWALStatDamagedCountsSegments: stat of a log damaged in its first
+// segment still counts every segment file and their bytes, and reports the
+// damage (text and JSON); the error names the file once, its prefix once.
+func TestWALStatDamagedCountsSegments(t *testing.T) {
+	dir, segs := testLog(t)
+	off := entryOffset(11)
+	flipByte(t, segs[0], off+wal.EntryHeaderSize+20)
+	code, out, stderr := runCLI("wal", "stat", dir, "--json")
+	var s statJSON
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 1 {
+		t.Fatalf("stat --json: exit %d, %v\n%s", code, err, out)
+	}
+	var onDisk int64
+	for _, p := range segs {
+		fi, _ := os.Stat(p)
+		onDisk += fi.Size()
+	}
+	if fi, err := os.Stat(filepath.Join(dir, walMetaName)); err == nil {
+		onDisk += fi.Size()
+	}
+	if s.Segments != len(segs) || s.SegmentsRead != 0 || s.Damage == nil || s.Damage.File != segs[0] || s.Damage.Offset != off ||
+		s.BytesOnDisk != onDisk || s.OldestSegment != filepath.Base(segs[0]) || s.NewestSegment != filepath.Base(segs[len(segs)-1]) || s.Backend == "" {
+		t.Errorf("stat --json of a damaged log: %+v (want %d segments, %d bytes)", s, len(segs), onDisk)
+	}
+	if strings.Count(stderr, "wal:") > 0 || strings.Count(stderr, segs[0]) != 1 {
+		t.Errorf("stat's error repeats a prefix or the file: %s", stderr)
+	}
+	code, out, _ = runCLI("wal", "stat", dir)
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("segments       %d:", len(segs))) || !strings.Contains(out, "damage") {
+		t.Errorf("stat of a damaged log: exit %d\n%s", code, out)
+	}
+}
+
+// TestWALJSONAndBackend: dump takes --json (one object a line, the same as
+// --format json); every wal command says its backend in --json and with -v.
+func TestWALJSONAndBackend(t *testing.T) {
+	dir, _ := testLog(t)
+	code, out, stderr := runCLI("wal", "dump", dir, "--json", "--limit", "3")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var e walEntry
+	if code != 0 || len(lines) != 3 || json.Unmarshal([]byte(lines[2]), &e) != nil || e.Seq != 3 || string(e.Payload) != string(testPayload(3)) {
+		t.Errorf("dump --json: exit %d, %q, %s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI("wal", "dump", dir, "--json", "--format", "hex"); code != 2 || !strings.Contains(stderr, "exclude each other") {
+		t.Errorf("dump --json --format hex: exit %d, %s", code, stderr)
+	}
+	for _, args := range [][]string{{"verify", dir}, {"stat", dir}, {"repair", dir}, {"dump", dir, "--limit", "1"}} {
+		code, _, stderr := runCLI(append([]string{"wal", "-v"}, args...)...)
+		if code != 2 {
+			t.Errorf("wal -v %v: -v before the command is no flag of wal: exit %d", args, code)
+		}
+		code, _, stderr = runCLI(append(append([]string{"wal"}, args...), "-v")...)
+		if code != 0 || !strings.Contains(stderr, "backend syscall (read-only") {
+			t.Errorf("wal %v -v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	for _, args := range [][]string{{"verify", dir}, {"stat", dir}, {"repair", dir}} {
+		_, out, _ := runCLI(append(append([]string{"wal"}, args...), "--json")...)
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil || m["backend"] == nil || m["backend"] == "" {
+			t.Errorf("wal %v --json names no backend: %v\n%s", args, err, out)
+		}
+	}
+	app := t.TempDir()
+	code, out, stderr = runCLI("wal", "append", app, "y", "--json", "-v")
+	var a struct {
+		Seqs    []uint64 `json:"seqs"`
+		Backend string   `json:"backend"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &a) != nil || len(a.Seqs) != 1 || a.Backend == "" || !strings.Contains(stderr, "wal append: backend "+a.Backend) {
+		t.Errorf("wal append --json -v: exit %d, %q, %s", code, out, stderr)
+	}
+}

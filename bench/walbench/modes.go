@@ -1,0 +1,29 @@
+package walbench
+
+import (
+	"fmt"
+
+	"github.com/ringstore/ringstore/bench"
+)
+
+// ModeNames lists every mode a run can have and what each needs, without
+// doing any work; the modes Run builds are among them (checked as it
+// builds them).
+func ModeNames(Options) []bench.ModeInfo {
+	ms := []bench.ModeInfo{{Name: modeFsync}, {Name: modeDevice}, {Name: modeDeviceGroup}}
+	for _, w := range []int{1, 16, 64, 256} {
+		ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("ringstore-uring-w%d", w), Needs: "io_uring"})
+	}
+	ms = append(ms, bench.ModeInfo{Name: mode64Steady, Needs: "io_uring"}, bench.ModeInfo{Name: mode64Recycled, Needs: "io_uring"},
+		bench.ModeInfo{Name: "ringstore-sqpoll-w64", Needs: "io_uring with SQPOLL"})
+	for _, w := range []int{1, 64} {
+		ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("kv-uring-w%d", w), Needs: "io_uring"})
+	}
+	ms = append(ms, bench.ModeInfo{Name: "ringstore-syscall-w64"})
+	for _, p := range Peers {
+		for _, w := range []int{1, 64} {
+			ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("%s-w%d", p.Mode, w), Needs: "the peers, built from bench/peers (go on PATH, no --no-peers)"})
+		}
+	}
+	return ms
+}
