@@ -49,7 +49,7 @@ func TestRunTiny(t *testing.T) {
 		t.Fatalf("%d queries in the report, want 3: %+v", len(rep.Queries), rep.Queries)
 	}
 	for _, q := range rep.Queries {
-		if !q.ChecksumEqual || len(q.OnEPS) != 1 || len(q.OffEPS) != 1 || q.RatioBest != q.OnBest/q.OffBest || q.Tested || q.Why == "" {
+		if !q.ChecksumEqual || len(q.OnEPS) != 1 || len(q.OffEPS) != 1 || q.RatioBest != q.OnBest/q.OffBest || q.Tested != (q.Why == "") {
 			t.Errorf("%s: %+v", q.Query, q)
 		}
 		if q.Stateful != (q.Query != "q1") || q.Stateful && q.StateBytes <= 0 {
@@ -119,5 +119,25 @@ func TestRunLargeTiny(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "working set") {
 		t.Errorf("the caches were not sized:\n%s", progress)
+	}
+}
+
+// TestTested: a run too short, or a stateful one with too little state, is
+// not tested, and says why; others are.
+func TestTested(t *testing.T) {
+	for _, c := range []struct {
+		seconds, state float64
+		want           bool
+		why            string
+	}{
+		{0.1, 0, false, "its run took 0.10 s"},
+		{1, 100 << 10, false, "its state is 100 KiB"},
+		{1, 0, true, ""},
+		{1, 2 << 20, true, ""},
+	} {
+		ok, why := tested(bench.Trial{Seconds: c.seconds, Extra: map[string]float64{xStateBytes: c.state}})
+		if ok != c.want || !strings.Contains(why, c.why) || ok != (why == "") {
+			t.Errorf("%.2f s, %.0f bytes of state: tested %v (%q), want %v (%q)", c.seconds, c.state, ok, why, c.want, c.why)
+		}
 	}
 }

@@ -128,7 +128,7 @@ func TestBenchNexmark(t *testing.T) {
 		}
 		return
 	}
-	for _, want := range []string{"## bench nexmark", "| q20", "| q1 ", "geometric mean ON/OFF", "equal", "not tested"} {
+	for _, want := range []string{"## bench nexmark", "| q20", "| q1 ", "geometric mean ON/OFF", "equal"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
@@ -153,8 +153,9 @@ func TestBenchNexmark(t *testing.T) {
 		t.Errorf("JSON %+v, %v", rep, err)
 	}
 	for _, q := range rep.Queries {
-		// 20,000 events are too few to time: the report says so.
-		if q.Tested || q.Why == "" || q.RatioBest <= 0 || !strings.Contains(out, "not tested") {
+		// 20,000 events are too few to time (unless the machine is slow):
+		// the report says so.
+		if q.Tested != (q.Why == "") || q.RatioBest <= 0 || !q.Tested && !strings.Contains(out, "not tested") {
 			t.Errorf("%s: tested %v (%q), ratio %.2f; report:\n%s", q.Query, q.Tested, q.Why, q.RatioBest, out)
 		}
 	}
