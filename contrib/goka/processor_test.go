@@ -1,0 +1,5 @@
+package gokastore
+
+const processorChildEnv = "GOKASTORE_PROCESSOR_CHILD"
+
+func processorChild(spec string) int { return 3 }
