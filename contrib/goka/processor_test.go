@@ -83,6 +83,7 @@ type watched struct {
 	storage.Storage
 	restored *atomic.Int64
 	open     *atomic.Int64
+	marked   *atomic.Int64
 	done     atomic.Bool
 }
 
@@ -101,6 +102,7 @@ func (w *watched) SetOffset(o int64) error {
 func (w *watched) MarkRecovered() error {
 	err := w.Storage.MarkRecovered()
 	w.done.Store(true)
+	w.marked.Add(1)
 	return err
 }
 
@@ -109,6 +111,7 @@ type instance struct {
 	restored  atomic.Int64 // records restored from the changelog
 	builds    atomic.Int64 // partitions built
 	open      atomic.Int64 // partitions open now
+	marked    atomic.Int64 // partitions marked recovered
 	processed atomic.Int64 // messages processed
 	cancel    context.CancelFunc
 	done      chan error
@@ -125,7 +128,7 @@ func newInstance(brokers []string, dir string) (*instance, error) {
 		}
 		in.builds.Add(1)
 		in.open.Add(1)
-		return &watched{Storage: st, restored: &in.restored, open: &in.open}, nil
+		return &watched{Storage: st, restored: &in.restored, open: &in.open, marked: &in.marked}, nil
 	}
 	cfg := gokaConfig()
 	g := goka.DefineGroup(testGroup,
@@ -327,7 +330,7 @@ func TestDistribution(t *testing.T) {
 }
 
 // processorChild runs one instance until it is killed, printing its
-// counters every 50ms: "stat <restored> <processed> <builds>".
+// counters every 50ms: "stat <restored> <processed> <builds> <marked>".
 func processorChild(spec string) int {
 	f := strings.Fields(spec)
 	if len(f) != 2 {
@@ -347,14 +350,14 @@ func processorChild(spec string) int {
 			fmt.Println("ERROR processor stopped:", err)
 			return 2
 		case <-tick.C:
-			fmt.Printf("stat %d %d %d\n", in.restored.Load(), in.processed.Load(), in.builds.Load())
+			fmt.Printf("stat %d %d %d %d\n", in.restored.Load(), in.processed.Load(), in.builds.Load(), in.marked.Load())
 		}
 	}
 }
 
 type child struct {
 	cmd   *exec.Cmd
-	stats chan [3]int64
+	stats chan [4]int64
 	errs  chan string
 }
 
@@ -366,13 +369,13 @@ func startChild(t *testing.T, broker, dir string) *child {
 	must(t, err)
 	cmd.Stderr = os.Stderr
 	must(t, cmd.Start())
-	c := &child{cmd: cmd, stats: make(chan [3]int64, 1), errs: make(chan string, 1)}
+	c := &child{cmd: cmd, stats: make(chan [4]int64, 1), errs: make(chan string, 1)}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			line := sc.Text()
-			var s [3]int64
-			if _, err := fmt.Sscanf(line, "stat %d %d %d", &s[0], &s[1], &s[2]); err == nil {
+			var s [4]int64
+			if _, err := fmt.Sscanf(line, "stat %d %d %d %d", &s[0], &s[1], &s[2], &s[3]); err == nil {
 				select {
 				case <-c.stats:
 				default:
@@ -388,13 +391,13 @@ func startChild(t *testing.T, broker, dir string) *child {
 }
 
 // waitStat waits until the child's counters satisfy cond.
-func (c *child) waitStat(t *testing.T, what string, within time.Duration, cond func(restored, processed, builds int64) bool) {
+func (c *child) waitStat(t *testing.T, what string, within time.Duration, cond func(restored, processed, builds, marked int64) bool) {
 	t.Helper()
 	deadline := time.After(within)
 	for {
 		select {
 		case s := <-c.stats:
-			if cond(s[0], s[1], s[2]) {
+			if cond(s[0], s[1], s[2], s[3]) {
 				return
 			}
 		case e := <-c.errs:
@@ -433,7 +436,7 @@ func TestProcessorCrash(t *testing.T) {
 	// processes.
 	m.emit(t, em, rng, 20000, 2000, 0)
 	c := startChild(t, brokers[0], t.TempDir())
-	c.waitStat(t, "process 10000 messages", 90*time.Second, func(_, p, _ int64) bool { return p >= 10000 })
+	c.waitStat(t, "process 10000 messages", 90*time.Second, func(_, p, _, _ int64) bool { return p >= 10000 })
 	c.kill(t)
 	t.Log("killed the first instance while it processed")
 
@@ -442,15 +445,19 @@ func TestProcessorCrash(t *testing.T) {
 	// that store had made durable, and is killed while it processes.
 	dir := t.TempDir()
 	c = startChild(t, brokers[0], dir)
-	var atKill int64
-	c.waitStat(t, "restore 3000 records", 90*time.Second, func(r, _, _ int64) bool { atKill = r; return r >= 3000 })
+	var atKill, builds, marked int64
+	c.waitStat(t, "restore 3000 records", 90*time.Second, func(r, _, b, m int64) bool { atKill, builds, marked = r, b, m; return r >= 3000 })
 	c.kill(t)
-	t.Logf("killed the second instance after it had restored %d records", atKill)
+	t.Logf("killed the second instance after it had restored %d records, %d of its %d partitions marked recovered", atKill, marked, builds)
+	if marked >= builds {
+		t.Fatalf("the second instance had recovered all its %d partitions before the kill", builds)
+	}
 	go m.emit(t, em, rng, 4000, 2000, time.Millisecond)
 	c = startChild(t, brokers[0], dir)
-	c.waitStat(t, "process 1000 messages", 90*time.Second, func(_, p, _ int64) bool { return p >= 1000 })
+	var resumed int64
+	c.waitStat(t, "process 1000 messages", 90*time.Second, func(r, p, _, _ int64) bool { resumed = r; return p >= 1000 })
 	c.kill(t)
-	t.Log("killed the third instance (on the second's store) while it processed")
+	t.Logf("killed the third instance (on the second's store) while it processed; it restored %d records", resumed)
 
 	// The last owner restores everything into its own store.
 	in, err := newInstance(brokers, t.TempDir())
