@@ -37,7 +37,7 @@ const (
 	testGroup      = goka.Group("maxer")
 	testPartitions = 8
 	// processorChildEnv makes the test binary a processor instance:
-	// "<broker> <dir>".
+	// "<broker> <dir> <restore pause>".
 	processorChildEnv = "GOKASTORE_PROCESSOR_CHILD"
 )
 
@@ -96,7 +96,9 @@ func (w *watched) Close() error {
 
 func (w *watched) SetOffset(o int64) error {
 	if !w.done.Load() {
-		w.restored.Add(1)
+		if w.restored.Add(1)%100 == 0 && w.in.restorePause > 0 {
+			time.Sleep(w.in.restorePause)
+		}
 	}
 	return w.Storage.SetOffset(o)
 }
@@ -117,6 +119,10 @@ type instance struct {
 	processed atomic.Int64 // messages processed
 	cancel    context.CancelFunc
 	done      chan error
+
+	// restorePause slows the restore (a pause every 100 records) so that
+	// the crash test can kill an instance in the middle of it.
+	restorePause time.Duration
 
 	mu    sync.Mutex
 	parts map[*watched]bool // the open partitions; guarded by mu
@@ -376,8 +382,13 @@ func TestDistribution(t *testing.T) {
 // counters every 50ms: "stat <restored> <processed> <builds> <marked>".
 func processorChild(spec string) int {
 	f := strings.Fields(spec)
-	if len(f) != 2 {
+	if len(f) != 3 {
 		fmt.Println("ERROR bad spec", spec)
+		return 2
+	}
+	pause, err := time.ParseDuration(f[2])
+	if err != nil {
+		fmt.Println("ERROR bad spec", spec, err)
 		return 2
 	}
 	in, err := newInstance([]string{f[0]}, f[1])
@@ -385,6 +396,7 @@ func processorChild(spec string) int {
 		fmt.Println("ERROR", err)
 		return 2
 	}
+	in.restorePause = pause
 	in.start()
 	tick := time.NewTicker(50 * time.Millisecond)
 	for {
@@ -404,10 +416,10 @@ type child struct {
 	errs  chan string
 }
 
-func startChild(t *testing.T, broker, dir string) *child {
+func startChild(t *testing.T, broker, dir string, restorePause time.Duration) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), processorChildEnv+"="+broker+" "+dir)
+	cmd.Env = append(os.Environ(), processorChildEnv+"="+broker+" "+dir+" "+restorePause.String())
 	out, err := cmd.StdoutPipe()
 	must(t, err)
 	cmd.Stderr = os.Stderr
@@ -478,7 +490,7 @@ func TestProcessorCrash(t *testing.T) {
 	// A first instance builds a long changelog, then is killed while it
 	// processes.
 	m.emit(t, em, rng, 20000, 2000, 0)
-	c := startChild(t, brokers[0], t.TempDir())
+	c := startChild(t, brokers[0], t.TempDir(), 0)
 	c.waitStat(t, "process 10000 messages", 90*time.Second, func(_, p, _, _ int64) bool { return p >= 10000 })
 	c.kill(t)
 	t.Log("killed the first instance while it processed")
@@ -487,7 +499,7 @@ func TestProcessorCrash(t *testing.T) {
 	// changelog; a third, on the second's store, resumes from the offset
 	// that store had made durable, and is killed while it processes.
 	dir := t.TempDir()
-	c = startChild(t, brokers[0], dir)
+	c = startChild(t, brokers[0], dir, 5*time.Millisecond)
 	var atKill, builds, marked int64
 	c.waitStat(t, "restore 3000 records", 90*time.Second, func(r, _, b, m int64) bool { atKill, builds, marked = r, b, m; return r >= 3000 })
 	c.kill(t)
@@ -496,7 +508,7 @@ func TestProcessorCrash(t *testing.T) {
 		t.Fatalf("the second instance had recovered all its %d partitions before the kill", builds)
 	}
 	go m.emit(t, em, rng, 4000, 2000, time.Millisecond)
-	c = startChild(t, brokers[0], dir)
+	c = startChild(t, brokers[0], dir, 0)
 	var resumed int64
 	c.waitStat(t, "process 1000 messages", 90*time.Second, func(r, p, _, _ int64) bool { resumed = r; return p >= 1000 })
 	c.kill(t)
