@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,8 @@ const (
 	xResidentAfter  = "resident_before_process_bytes"
 	xStateBytes     = "state_bytes"
 	xEvents         = "events"
+	xCompactSeconds = "compaction_seconds_during_process"
+	xFlushSeconds   = "flush_seconds_during_process"
 )
 
 // childConfig is one trial's work, sent to the child as JSON.
@@ -58,6 +61,10 @@ type childConfig struct {
 }
 
 func init() { bench.RegisterChild("goka", child) }
+
+// processProfileEnv names a directory where each child writes a CPU profile
+// of its processing phase only, as SYSTEM-PID.pprof.
+const processProfileEnv = "GOKABENCH_PROCESS_CPUPROFILE"
 
 // bid is the value of a (bidder, auction) key: Nexmark query 18 keeps the
 // last bid of each bidder on each auction.
@@ -206,8 +213,10 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		stop     = make(chan struct{})
 	)
 	var before ioengine.Stats
+	var kvBefore kv.Stats
 	if store != nil {
-		before = store.DB().Stats().Engine
+		kvBefore = store.DB().Stats()
+		before = kvBefore.Engine
 	}
 	go func() {
 		time.Sleep(time.Duration(c.Warmup * float64(time.Second)))
@@ -217,6 +226,17 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	}()
 	cpu0 := 0.0
 	var t0 time.Time
+	if path := os.Getenv(processProfileEnv); path != "" {
+		f, err := os.Create(fmt.Sprintf("%s/%s-%d.pprof", path, c.System, os.Getpid()))
+		if err != nil {
+			return tr, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return tr, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	go func() { <-measured; cpu0 = bench.CPUTime(); t0 = time.Now() }()
 	err = parallel(c.Partitions, func(p int) error {
 		st := sts[p]
@@ -280,7 +300,10 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	tr.Extra[xEvents] = float64(events)
 	lat.Fill(&tr)
 	if store != nil {
-		after := store.DB().Stats().Engine
+		kvAfter := store.DB().Stats()
+		after := kvAfter.Engine
+		tr.Extra[xCompactSeconds] = (kvAfter.CompactionTime - kvBefore.CompactionTime).Seconds()
+		tr.Extra[xFlushSeconds] = (kvAfter.FlushTime - kvBefore.FlushTime).Seconds()
 		if e := after.Enters - before.Enters; e > 0 {
 			tr.Extra[xReqPerEnter] = float64(after.Requests-before.Requests) / float64(e)
 		}
