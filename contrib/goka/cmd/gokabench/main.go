@@ -21,7 +21,7 @@
 // Usage:
 //
 //	gokabench [--keys 2000000] [--restore 0 (= keys)] [--seconds 10] [--trials 3]
-//	          [--cache-mib 16] [--memtable-mib 16] [--limit-mib 192] [--json FILE]
+//	          [--cache-mib 16] [--memtable-mib 16] [--limit-mib 192] [--settle] [--json FILE]
 package main
 
 import (
@@ -52,6 +52,7 @@ type options struct {
 	NoCgroup    bool    `json:"no_cgroup"`
 	Dir         string  `json:"dir"`
 	Systems     string  `json:"systems"`
+	Settle      bool    `json:"settle"`
 }
 
 // report is what --json writes.
@@ -94,6 +95,7 @@ func main() {
 	flag.BoolVar(&o.NoCgroup, "no-cgroup", false, "run the children without a memory cgroup")
 	flag.StringVar(&o.Dir, "dir", os.TempDir(), "directory for the stores (a fresh one per trial)")
 	flag.StringVar(&o.Systems, "systems", "ringstore-uring,ringstore-syscall,leveldb", "systems to run")
+	flag.BoolVar(&o.Settle, "settle", false, "ringstore only: run compactions to the end after the restore, before processing (LevelDB is not settled: goka's Storage API has no such call)")
 	flag.StringVar(&jsonPath, "json", "", "write the results as JSON to this file")
 	flag.Parse()
 	if err := run(o, jsonPath, os.Stdout); err != nil {
@@ -146,6 +148,7 @@ func run(o options, jsonPath string, out io.Writer) error {
 		cfg := childConfig{
 			System: sys, Partitions: o.Partitions, Keys: o.Keys, Restore: o.Restore,
 			Seconds: o.Seconds, Warmup: o.Warmup, CacheBytes: o.CacheMiB << 20, MemBytes: o.MemtableMiB << 20, Seed: seed,
+			Settle: o.Settle,
 		}
 		var env []string
 		if sys == sysSyscall {
