@@ -313,6 +313,18 @@ func TestRefCount(t *testing.T) {
 	if _, err := first.Build("t", 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Build on a store whose last partition closed = %v, want ErrClosed", err)
 	}
+	// Open's own reference is dropped once, however often Close is called.
+	s, err := Open(filepath.Join(dir, "owned"), testOptions())
+	must(t, err)
+	st, err := s.Build("t", 0)
+	must(t, err)
+	must(t, s.Close())
+	if err := s.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Store.Close = %v, want ErrClosed", err)
+	}
+	must(t, st.Set("k", []byte("still open")))
+	must(t, st.Close())
+
 	a = mustBuild(t, b, "t", 0)
 	defer a.Close()
 	if a.(*Storage).s == first {

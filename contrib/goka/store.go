@@ -82,6 +82,8 @@ type Store struct {
 	flusherD chan struct{} // closed when the flusher has returned
 	closedD  chan struct{} // closed when the last release has closed the kv store
 	flushes  atomic.Uint64 // flushes the flusher ran
+
+	ownerClosed atomic.Bool // Close dropped Open's reference
 }
 
 // Open opens (or creates) the shared store in dir. The caller holds one
@@ -121,8 +123,14 @@ func (s *Store) Dir() string { return s.dir }
 // Flushes returns how many flushes the background flusher ran.
 func (s *Store) Flushes() uint64 { return s.flushes.Load() }
 
-// Close drops the reference Open returned.
-func (s *Store) Close() error { return s.release() }
+// Close drops the reference Open returned; a second Close fails with
+// ErrClosed and changes nothing.
+func (s *Store) Close() error {
+	if s.ownerClosed.Swap(true) {
+		return ErrClosed
+	}
+	return s.release()
+}
 
 // acquire takes a reference, or fails once the store is closed (after the
 // kv store has closed, so that its directory is free to open again).
