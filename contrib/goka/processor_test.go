@@ -227,26 +227,37 @@ func (in *instance) stop(t *testing.T) {
 
 // model is the largest value emitted per key.
 type model struct {
-	mu  sync.Mutex
-	max map[string]int64
+	mu      sync.Mutex
+	max     map[string]int64 // guarded by mu
+	pending sync.WaitGroup   // emits not yet acknowledged
 }
 
 // emit sends n messages over keys key0..key<keys-1> with values drawn from
-// rng, and records them in the model.
+// rng and records each in the model once the broker has acknowledged it (a
+// failed emit fails the test: the model holds only what reached Kafka).
 func (m *model) emit(t *testing.T, em *goka.Emitter, rng *rand.Rand, n, keys int, pause time.Duration) {
-	t.Helper()
 	for i := 0; i < n; i++ {
 		k := "key" + strconv.Itoa(rng.Intn(keys))
 		v := rng.Int63n(1 << 40)
-		if _, err := em.Emit(k, v); err != nil {
+		m.pending.Add(1)
+		p, err := em.Emit(k, v)
+		if err != nil {
+			m.pending.Done()
 			t.Errorf("emit: %v", err)
 			return
 		}
-		m.mu.Lock()
-		if old, ok := m.max[k]; !ok || v > old {
-			m.max[k] = v
-		}
-		m.mu.Unlock()
+		p.Then(func(err error) {
+			defer m.pending.Done()
+			if err != nil {
+				t.Errorf("emit %s=%d: %v", k, v, err)
+				return
+			}
+			m.mu.Lock()
+			if old, ok := m.max[k]; !ok || v > old {
+				m.max[k] = v
+			}
+			m.mu.Unlock()
+		})
 		if pause > 0 && i%50 == 49 {
 			time.Sleep(pause)
 		}
@@ -257,6 +268,7 @@ func (m *model) emit(t *testing.T, em *goka.Emitter, rng *rand.Rand, n, keys int
 // partition that has it) until every key has the model's value.
 func (m *model) waitTable(t *testing.T, within time.Duration, ins ...*instance) {
 	t.Helper()
+	m.pending.Wait()
 	deadline := time.Now().Add(within)
 	var diff string
 	for time.Now().Before(deadline) {
@@ -266,7 +278,11 @@ func (m *model) waitTable(t *testing.T, within time.Duration, ins ...*instance) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("the group table does not equal the model after %v: %s", within, diff)
+	var progress []string
+	for _, in := range ins {
+		progress = append(progress, fmt.Sprintf("processed %d, restored %d, open %d", in.processed.Load(), in.restored.Load(), in.open.Load()))
+	}
+	t.Fatalf("the group table does not equal the model after %v: %s (instances: %s)", within, diff, strings.Join(progress, "; "))
 }
 
 func (m *model) diff(ins []*instance) string {
@@ -507,13 +523,15 @@ func TestProcessorCrash(t *testing.T) {
 	if marked >= builds {
 		t.Fatalf("the second instance had recovered all its %d partitions before the kill", builds)
 	}
-	go m.emit(t, em, rng, 4000, 2000, time.Millisecond)
+	emitted := make(chan struct{})
+	go func() { defer close(emitted); m.emit(t, em, rng, 4000, 2000, time.Millisecond) }()
 	c = startChild(t, brokers[0], dir, 0)
 	var resumed int64
 	c.waitStat(t, "process 1000 messages", 90*time.Second, func(r, p, _, _ int64) bool { resumed = r; return p >= 1000 })
 	c.kill(t)
 	t.Logf("killed the third instance (on the second's store) while it processed; it restored %d records", resumed)
 
+	<-emitted
 	// The last owner restores everything into its own store.
 	in, err := newInstance(brokers, t.TempDir())
 	if err != nil {
@@ -522,7 +540,7 @@ func TestProcessorCrash(t *testing.T) {
 	in.start()
 	m.emit(t, em, rng, 2000, 2000, 0)
 	start := time.Now()
-	m.waitTable(t, 90*time.Second, in)
+	m.waitTable(t, 150*time.Second, in) // a minute under -race on 2 loaded cores
 	t.Logf("the last instance serves the model %v after it started; it restored %d records", time.Since(start).Round(time.Millisecond), in.restored.Load())
 	if in.restored.Load() == 0 {
 		t.Fatal("the last instance restored nothing")
