@@ -1,0 +1,5 @@
+//go:build !race
+
+package gokastore
+
+const raceEnabled = false
