@@ -111,6 +111,12 @@
 // read in parallel. Either way other Pins of a frame being loaded wait on
 // it (load once).
 //
+// LoadStart is Prefetch issued by the caller: on io_uring its loads go to
+// the engine with ioengine.Engine.Start and it returns; its Wait completes
+// them. Until then whoever needs one of its frames completes the call
+// instead (a Pin of the frame, a Pin that finds nothing to evict,
+// Unregister, Close), so nothing waits on a caller that never comes back.
+//
 // # Concurrency
 //
 // All methods are safe for concurrent use. One mutex (Pool.mu) guards the

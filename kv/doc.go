@@ -56,10 +56,18 @@
 //
 // On io_uring that engine call is one submission; on the syscall backend
 // (RINGSTORE_IO_URING off, or io_uring refused) the same reads are
-// preads one after another. The block cache is a bufpool of 4 KiB frames
-// keyed by (table, offset), off the Go heap, one load per block at a time,
-// scan resistant; ReadOptions.NoFillCache uses cached blocks but reads misses
-// without keeping them. Every block's CRC32C is checked on every read.
+// preads one after another (Options.ReadWorkers: that many at once). The
+// block cache is a bufpool of 4 KiB frames keyed by (table, offset), off
+// the Go heap, one load per block at a time, scan resistant;
+// ReadOptions.NoFillCache uses cached blocks but reads misses without
+// keeping them. A block's CRC32C is checked when it is read from the file:
+// a cached block at its first lookup after its load (its frame is then
+// marked), an uncached one on every read.
+//
+// ReadAhead starts the first round's block reads of a batch of keys and
+// returns at once (on an inline io_uring engine, submitted from the
+// caller's thread), so that the MultiGet of those keys, made later, finds
+// them cached; it changes what is cached, never what a read returns.
 //
 // An iterator merges the memtables and one iterator per L0 table and per
 // lower level. Its first seek prefetches the first block of every table

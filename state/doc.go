@@ -28,6 +28,12 @@
 // correct but slow path the operator should avoid. Values returned by Get
 // are valid until the batch's Commit or Reset.
 //
+// A stream processor that knows its next batch's keys while it works on the
+// current one can declare them in a second MiniBatch and call its ReadAhead:
+// the blocks load while the current batch is processed, and that batch's
+// Load later reads as of its own call (so the current batch's writes are
+// seen, and a key's records keep their order).
+//
 // # Key layout in kv
 //
 //	+----------+-----------+-------------+-----+------------+----+----------+
