@@ -2,6 +2,7 @@ package arrowscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -188,6 +189,12 @@ func TestCorruptErrors(t *testing.T) {
 	}
 	blk := f.Blocks()[1]
 	footStart := f.footer.Start
+	// Where the footer's version (field 0 of its root table) lies: the root
+	// table at the buffer's first uoffset, its vtable at table - soffset.
+	raw := f.footer.raw
+	table := int(binary.LittleEndian.Uint32(raw))
+	vtable := table - int(int32(binary.LittleEndian.Uint32(raw[table:])))
+	versionAt := int(footStart) + table + int(binary.LittleEndian.Uint16(raw[vtable+4:]))
 	f.Close()
 	le64 := func(b []byte, at int, v int64) {
 		for i := 0; i < 8; i++ {
@@ -204,6 +211,7 @@ func TestCorruptErrors(t *testing.T) {
 		{"footer length", func(b []byte) []byte { b[len(b)-10+3] = 0x7f; return b }, "footer length"},
 		{"footer root", func(b []byte) []byte { le64(b, int(footStart), 1<<40); return b }, "footer"},
 		{"not arrow", func(b []byte) []byte { return []byte("hello, this is not an arrow file at all") }, "not an Arrow IPC file"},
+		{"metadata version", func(b []byte) []byte { b[versionAt], b[versionAt+1] = 2, 0; return b }, "metadata version V3 (2) not supported"},
 		{"metadata prefix", func(b []byte) []byte { b[blk.Offset+4] ^= 0x10; return b }, "record batch 1 metadata"},
 		{"body length", func(b []byte) []byte {
 			// The Message's bodyLength no longer matches the footer.

@@ -157,7 +157,7 @@ func parseFooterBytes(raw []byte, start, size int64) (*Footer, error) {
 		return nil, err
 	}
 	if f.Version != metadataV4 && f.Version != metadataV5 {
-		return nil, fbErr(root.pos, "footer.version: metadata version %d not supported (want V4 or V5)", f.Version)
+		return nil, fbErr(root.pos, "footer.version: %s not supported (want V4 or V5)", metadataVersion(f.Version))
 	}
 	st, ok, err := root.tableField(1, "footer.schema")
 	if err != nil {
@@ -398,4 +398,13 @@ func parseKeyValues(t fbTable, slot int, what string) ([]keyValue, error) {
 		}
 	}
 	return kvs, nil
+}
+
+// metadataVersion names a MetadataVersion as the format does: the enum's
+// value 0 is V1, so 2 is V3.
+func metadataVersion(v int16) string {
+	if v >= 0 && v <= 4 {
+		return fmt.Sprintf("metadata version V%d (%d)", v+1, v)
+	}
+	return fmt.Sprintf("metadata version %d (not a MetadataVersion)", v)
 }

@@ -102,7 +102,7 @@ func parseMessage(meta []byte, bodyLen int64, want uint8) (fbTable, int16, []key
 		return fbTable{}, 0, nil, shift(err)
 	}
 	if version != metadataV4 && version != metadataV5 {
-		return fbTable{}, 0, nil, shift(fbErr(msg.pos, "message.version: metadata version %d not supported (want V4 or V5)", version))
+		return fbTable{}, 0, nil, shift(fbErr(msg.pos, "message.version: %s not supported (want V4 or V5)", metadataVersion(version)))
 	}
 	ht, err := msg.uint8Field(1, 0, "message.header_type")
 	if err != nil {
