@@ -89,8 +89,12 @@ func (t fbTable) field(slot int, size int64, what string) (int64, error) {
 	if off == 0 {
 		return 0, nil
 	}
-	if off < 4 || off+size > t.tblLen {
-		return 0, fbErr(t.vt+e, "%s: field offset %d (%d bytes) outside table of %d bytes at %d", what, off, size, t.tblLen, t.pos)
+	// As the flatbuffers verifier checks it: the field must lie in the
+	// buffer, not within the table length its vtable records — a builder
+	// shares one vtable between tables whose field offsets match, whatever
+	// their sizes, so that length is only the first such table's.
+	if off < 4 || t.pos+off+size > int64(len(t.buf)) {
+		return 0, fbErr(t.vt+e, "%s: field offset %d (%d bytes) of the table at %d runs past the flatbuffer of %d bytes", what, off, size, t.pos, len(t.buf))
 	}
 	return t.pos + off, nil
 }

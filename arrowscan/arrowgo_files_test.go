@@ -70,3 +70,56 @@ func TestNullTypeColumns(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedVTables: a file arrow-go writes with a second dictionary column
+// after a column with custom metadata — whose flatbuffers builder shares
+// one vtable between tables of different sizes — opens and reads in every
+// mode as arrow-go reads it.
+func TestSharedVTables(t *testing.T) {
+	dictType := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "m", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"unit"}, []string{"ms"})},
+		{Name: "d1", Type: dictType},
+		{Name: "d2", Type: dictType},
+	}, nil)
+	path := filepath.Join(testdir.Direct(t), "dicts.arrow")
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(fh, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	for i := 0; i < 50; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if err := b.Field(1).(*array.BinaryDictionaryBuilder).AppendString([]string{"x", "y", "z"}[i%3]); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Field(2).(*array.BinaryDictionaryBuilder).AppendString([]string{"p", "q"}[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := b.NewRecordBatch()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	b.Release()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ref := referenceRecords(t, path)
+	for _, m := range allModes() {
+		t.Run(m.name, func(t *testing.T) {
+			opts := m.opts(t)
+			for _, cols := range [][]string{{"m", "d1", "d2"}, {"d2"}} {
+				checkScan(t, path, opts, cols, ref)
+			}
+		})
+	}
+}
