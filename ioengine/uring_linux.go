@@ -520,23 +520,38 @@ func (u *uringBackend) failAll(err error) {
 }
 
 func (u *uringBackend) do(reqs []Request) error {
+	b := newBatch(reqs)
+	defer b.release()
+	if u.inline {
+		return u.doInline(b)
+	}
+	if err := u.enqueue(b); err != nil {
+		return err
+	}
+	awaitDone(b.done)
+	return nil
+}
+
+// newBatch takes a batch for reqs from the pool and pins their buffers.
+func newBatch(reqs []Request) *batch {
 	b := batchPool.Get().(*batch)
 	b.reqs = reqs
 	pinBuffers(&b.pin, reqs)
-	if u.inline {
-		err := u.doInline(b)
-		b.pin.Unpin()
-		b.reqs = nil
-		batchPool.Put(b)
-		return err
-	}
+	return b
+}
 
+// release unpins the batch's buffers and returns it to the pool.
+func (b *batch) release() {
+	b.pin.Unpin()
+	b.reqs = nil
+	batchPool.Put(b)
+}
+
+// enqueue hands b to the ring goroutine, waking it if it may be asleep.
+func (u *uringBackend) enqueue(b *batch) error {
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	if u.closing {
-		u.mu.Unlock()
-		b.pin.Unpin()
-		b.reqs = nil
-		batchPool.Put(b)
 		return ErrClosed
 	}
 	u.queue = append(u.queue, b)
@@ -546,12 +561,6 @@ func (u *uringBackend) do(reqs []Request) error {
 		u.sleeping = false
 		u.wake()
 	}
-	u.mu.Unlock()
-
-	awaitDone(b.done)
-	b.pin.Unpin()
-	b.reqs = nil
-	batchPool.Put(b)
 	return nil
 }
 
@@ -560,40 +569,24 @@ func (u *uringBackend) do(reqs []Request) error {
 // on the calling thread without waiting, and the returned function drives
 // the ring until they are done.
 func (u *uringBackend) start(reqs []Request) func() error {
-	b := batchPool.Get().(*batch)
-	b.reqs = reqs
-	pinBuffers(&b.pin, reqs)
-	release := func() {
-		b.pin.Unpin()
-		b.reqs = nil
-		batchPool.Put(b)
-	}
+	b := newBatch(reqs)
 	if u.inline {
 		if err := u.submitInline(b); err != nil {
-			release()
+			b.release()
 			return func() error { return err }
 		}
 		return func() error {
-			err := u.waitInline(b)
-			release()
-			return err
+			defer b.release()
+			return u.waitInline(b)
 		}
 	}
-	u.mu.Lock()
-	if u.closing {
-		u.mu.Unlock()
-		release()
-		return func() error { return ErrClosed }
+	if err := u.enqueue(b); err != nil {
+		b.release()
+		return func() error { return err }
 	}
-	u.queue = append(u.queue, b)
-	if u.sleeping {
-		u.sleeping = false
-		u.wake()
-	}
-	u.mu.Unlock()
 	return func() error {
+		defer b.release()
 		awaitDone(b.done)
-		release()
 		return nil
 	}
 }
