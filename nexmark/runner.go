@@ -165,11 +165,10 @@ type worker struct {
 	// Two mini-batches: slots[cur] runs the batch being processed while
 	// the other holds the wants of the next batch, its reads started
 	// (read-ahead).
-	slots     [2]batchSlot
-	cur       int
-	readAhead bool
-	queue     []batchMsg // received from the source, not yet processed
-	inClosed  bool       // the source closed the channel
+	slots    [2]batchSlot
+	cur      int
+	queue    []batchMsg // received from the source, not yet processed
+	inClosed bool       // the source closed the channel
 	// aheadReady: the first message with events in queue has its wants in
 	// slots[1-cur] and its reads in flight.
 	aheadReady bool
@@ -291,7 +290,7 @@ func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 		if err := loadWanted(s.mb, &w.loadTime); err != nil {
 			return err
 		}
-		if w.readAhead {
+		if w.cfg.ReadAhead && s.mb != nil { // a stateless query reads nothing
 			w.lookAhead(in)
 		}
 		if err := processLoaded(w.op, w.q.Name, s.mb, s.lookups, m.events, &w.out); err != nil {
@@ -343,7 +342,6 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	if err == nil {
 		w.op, err = q.Open(w.backend)
 		w.slots[0].mb, w.slots[1].mb = w.backend.NewMiniBatch(), w.backend.NewMiniBatch()
-		w.readAhead = cfg.ReadAhead
 	}
 	if err != nil {
 		w.close()
