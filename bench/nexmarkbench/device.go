@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
-	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -60,52 +59,7 @@ func writeDeviceFile(dir string, size int64) (string, error) {
 // deviceChild measures the device in a child: callers × batch reads in
 // flight.
 func deviceChild(c childConfig) (bench.Trial, error) {
-	f, err := directio.OpenFile(c.DeviceFile, os.O_RDONLY, 0)
-	if err != nil {
-		return bench.Trial{}, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return bench.Trial{}, err
-	}
-	blocks := uint64(st.Size() / directio.BlockSize)
-	if blocks == 0 {
-		return bench.Trial{}, fmt.Errorf("device file %s is empty", c.DeviceFile)
-	}
-	e, err := ioengine.New(ioengine.Options{Mode: ioengine.URing, Entries: 256})
-	if err != nil {
-		return bench.Trial{}, err
-	}
-	defer e.Close()
-	if e.Backend() != ioengine.BackendURing {
-		return bench.Trial{}, fmt.Errorf("wanted io_uring, got %s: %s", e.Backend(), e.FallbackReason())
-	}
-	callers, batch := max(1, c.Parallelism), max(1, c.DeviceBatch)
-	mem, err := directio.Alloc(callers * batch * directio.BlockSize)
-	if err != nil {
-		return bench.Trial{}, err
-	}
-	defer directio.Free(mem)
-	reqs := make([][]ioengine.Request, callers)
-	rngs := make([]*rand.Rand, callers)
-	for g := range reqs {
-		reqs[g] = make([]ioengine.Request, batch)
-		for i := range reqs[g] {
-			at := (g*batch + i) * directio.BlockSize
-			reqs[g][i] = ioengine.Request{Op: ioengine.OpRead, Fd: int(f.Fd()), Buf: mem[at : at+directio.BlockSize]}
-		}
-		rngs[g] = rand.New(rand.NewPCG(uint64(g), 7))
-	}
-	t := bench.Timed{Workers: callers, Step: func(g int) (int64, time.Duration, error) {
-		for i := range reqs[g] {
-			reqs[g][i].Off = int64(rngs[g].Uint64N(blocks)) * directio.BlockSize
-		}
-		t0 := time.Now()
-		err := e.ReadBatch(reqs[g])
-		return int64(batch), time.Since(t0), err
-	}}
-	return t.RunWarm(c.DeviceTime, 0.1)
+	return bench.RandomReads{Paths: []string{c.DeviceFile}, Batch: c.DeviceBatch, Callers: c.Parallelism, Seed: 7, Mode: ioengine.URing}.Run(c.DeviceTime, 0.1)
 }
 
 // deviceIOPS is the device's IOPS at depth (reads in flight), interpolated

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/ringstore/ringstore/directio"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// RandomReads is the device's measurement the benchmarks read their floors
+// from: 4 KiB O_DIRECT reads at random 4 KiB-aligned offsets of Paths (all
+// their blocks together), by Callers goroutines each submitting Batch reads
+// and waiting for all of them, on Mode's backend. Start and Stop, if set,
+// run as Timed's do.
+type RandomReads struct {
+	Paths          []string
+	Batch, Callers int
+	Seed           uint64
+	Mode           ioengine.IOMode // URing: the run fails if the engine is not on io_uring
+	Start, Stop    func()
+}
+
+// Run measures for d after a warm-up of warm × d.
+func (r RandomReads) Run(d time.Duration, warm float64) (Trial, error) {
+	type span struct {
+		fd     int
+		blocks uint64
+	}
+	var spans []span
+	var total uint64
+	for _, p := range r.Paths {
+		f, err := directio.OpenFile(p, os.O_RDONLY, 0)
+		if err != nil {
+			return Trial{}, err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return Trial{}, err
+		}
+		if b := uint64(st.Size() / directio.BlockSize); b > 0 {
+			spans = append(spans, span{fd: int(f.Fd()), blocks: b})
+			total += b
+		}
+	}
+	batch, callers := max(1, r.Batch), max(1, r.Callers)
+	if total < uint64(batch) {
+		return Trial{}, fmt.Errorf("random reads: %v hold %d blocks, fewer than a batch of %d", r.Paths, total, batch)
+	}
+	// pick maps a block number of the concatenation to a file and offset.
+	starts := make([]uint64, len(spans))
+	var acc uint64
+	for i, s := range spans {
+		starts[i] = acc
+		acc += s.blocks
+	}
+	pick := func(b uint64) (int, int64) {
+		i, found := slices.BinarySearch(starts, b)
+		if !found {
+			i--
+		}
+		return spans[i].fd, int64(b-starts[i]) * directio.BlockSize
+	}
+	e, err := ioengine.New(ioengine.Options{Mode: r.Mode, Entries: 256})
+	if err != nil {
+		return Trial{}, err
+	}
+	defer e.Close()
+	if r.Mode == ioengine.URing && e.Backend() != ioengine.BackendURing {
+		return Trial{}, fmt.Errorf("wanted io_uring, got %s: %s", e.Backend(), e.FallbackReason())
+	}
+	mem, err := directio.Alloc(batch * callers * directio.BlockSize)
+	if err != nil {
+		return Trial{}, err
+	}
+	defer directio.Free(mem)
+	reqs := make([][]ioengine.Request, callers)
+	rngs := make([]*rand.Rand, callers)
+	for g := range reqs {
+		reqs[g] = make([]ioengine.Request, batch)
+		for i := range reqs[g] {
+			at := (g*batch + i) * directio.BlockSize
+			reqs[g][i] = ioengine.Request{Op: ioengine.OpRead, Buf: mem[at : at+directio.BlockSize]}
+		}
+		rngs[g] = rand.New(rand.NewPCG(r.Seed, uint64(g)))
+	}
+	t := Timed{Workers: callers, Start: r.Start, Stop: r.Stop, Step: func(g int) (int64, time.Duration, error) {
+		for i := range reqs[g] {
+			reqs[g][i].Fd, reqs[g][i].Off = pick(rngs[g].Uint64N(total))
+		}
+		t0 := time.Now()
+		err := e.ReadBatch(reqs[g])
+		return int64(batch), time.Since(t0), err
+	}}
+	return t.RunWarm(d, warm)
+}
