@@ -124,13 +124,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	for len(pending) > 0 {
 		reads := make([]blockRead, 0, len(pending))
 		for _, lk := range pending {
-			t := lk.cands[lk.next]
-			bi, ok := t.r.BlockIndexFor(lk.key)
-			if !ok {
-				reads = append(reads, blockRead{t: t, skip: true})
-				continue
-			}
-			reads = append(reads, blockRead{t: t, bi: bi, h: t.r.Block(bi)})
+			reads = append(reads, blockFor(lk.cands[lk.next], lk.key))
 		}
 		db.stats.rounds.Add(1)
 		err := db.readBlocks(reads, noFill, func(i int, buf []byte, verified bool) error {
@@ -223,6 +217,15 @@ func (db *DB) tableGetAt(t *table, key []byte, snap uint64, noFill bool) ([]byte
 		}
 	}
 	return nil, 0, false, it.err()
+}
+
+// blockFor is the read of the block of t that may hold key.
+func blockFor(t *table, key []byte) blockRead {
+	bi, ok := t.r.BlockIndexFor(key)
+	if !ok {
+		return blockRead{t: t, skip: true}
+	}
+	return blockRead{t: t, bi: bi, h: t.r.Block(bi)}
 }
 
 // blockRead is one data block a read needs.

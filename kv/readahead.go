@@ -61,18 +61,16 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 		if len(cands) == 0 {
 			continue
 		}
-		t := cands[0]
-		bi, ok := t.r.BlockIndexFor(k)
-		if !ok {
+		r := blockFor(cands[0], k)
+		if r.skip {
 			continue
 		}
-		h := t.r.Block(bi)
-		n := blockFrames(h)
+		n := blockFrames(r.h)
 		if n > budget {
 			break
 		}
 		budget -= n
-		ra.spans = append(ra.spans, bufpool.Span{File: t.fid, Off: int64(h.Offset), Len: int64(h.Len)})
+		ra.spans = append(ra.spans, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
 	}
 	if len(ra.spans) == 0 {
 		return ra
