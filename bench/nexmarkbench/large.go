@@ -182,13 +182,9 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			slower = append(slower, q)
 		}
 		om, onm := off.Median(), on.Median()
-		// A stateful query here is judged by the state it reads (its
+		// Here a stateful query is judged by the state it reads (its
 		// working set against its caches, below), not by what it holds.
-		timing := om
-		if qr.Stateful {
-			timing.Extra = nil
-		}
-		qr.Tested, qr.Why = tested(timing)
+		qr.Tested, qr.Why = tested(om.Seconds, 0)
 		if qr.Stateful {
 			qr.OffLoadShare = om.Extra[xLoadSeconds] / (om.Seconds * float64(o.Parallelism))
 			if qr.OffLoadShare < 1 {
@@ -271,14 +267,14 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 }
 
 // tested says whether a query's run is big enough for its ratios to mean
-// something: its OFF trial ran at least minSeconds, and a stateful one
-// built at least minStateBytes of state.
-func tested(off bench.Trial) (bool, string) {
+// something: its OFF trial ran at least minSeconds and, when stateBytes is
+// not 0, built at least minStateBytes of state.
+func tested(seconds, stateBytes float64) (bool, string) {
 	switch {
-	case off.Seconds < minSeconds:
-		return false, fmt.Sprintf("its run took %.2f s, under %.2f s", off.Seconds, minSeconds)
-	case off.Extra[xStateBytes] > 0 && off.Extra[xStateBytes] < minStateBytes:
-		return false, fmt.Sprintf("its state is %.0f KiB, under %d KiB", off.Extra[xStateBytes]/1024, minStateBytes>>10)
+	case seconds < minSeconds:
+		return false, fmt.Sprintf("its run took %.2f s, under %.2f s", seconds, minSeconds)
+	case stateBytes > 0 && stateBytes < minStateBytes:
+		return false, fmt.Sprintf("its state is %.0f KiB, under %d KiB", stateBytes/1024, minStateBytes>>10)
 	}
 	return true, ""
 }

@@ -371,7 +371,7 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 				runErr = fmt.Errorf("bench nexmark: %s: output %s in one trial, %s in another", q, checksum(t), qr.Checksum)
 			}
 		}
-		qr.Tested, qr.Why = tested(om)
+		qr.Tested, qr.Why = tested(om.Seconds, om.Extra[xStateBytes])
 		rep.Queries = append(rep.Queries, qr)
 		if !qr.Tested {
 			continue

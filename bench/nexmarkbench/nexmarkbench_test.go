@@ -135,7 +135,7 @@ func TestTested(t *testing.T) {
 		{1, 0, true, ""},
 		{1, 2 << 20, true, ""},
 	} {
-		ok, why := tested(bench.Trial{Seconds: c.seconds, Extra: map[string]float64{xStateBytes: c.state}})
+		ok, why := tested(c.seconds, c.state)
 		if ok != c.want || !strings.Contains(why, c.why) || ok != (why == "") {
 			t.Errorf("%.2f s, %.0f bytes of state: tested %v (%q), want %v (%q)", c.seconds, c.state, ok, why, c.want, c.why)
 		}
