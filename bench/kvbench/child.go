@@ -27,7 +27,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		return bench.Trial{}, err
 	}
 	switch {
-	case c.System == SystemDevice && c.Mode == ModeDeviceQD64:
+	case c.System == SystemDevice && c.Mode == ModeDevice:
 		return deviceRead(c)
 	case c.System == SystemRingstore && c.Mode == ModeLoad:
 		return ringstoreLoad(c)

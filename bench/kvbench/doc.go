@@ -5,8 +5,11 @@
 //     all files and levels, in one submission), MultiGet on the syscall
 //     backend (the same reads as serial preads), and a Get loop with as many
 //     goroutines as the batch on io_uring;
-//   - the device: 4 KiB O_DIRECT random reads of the same SST files in
-//     batches of 64 on io_uring, its QD64 IOPS in the same run;
+//   - the device: 4 KiB O_DIRECT random reads of the same SST files on
+//     io_uring at the depth MultiGet on io_uring keeps in flight (as many
+//     callers, each submitting as many reads as a batch has keys and
+//     waiting for all), its IOPS in the same run, drawn in keys/s (÷ the
+//     blocks that MultiGet read per key) beside the other modes;
 //   - Pebble (bench/peers/cmd/kvpeers, its own module), the same keys and
 //     values, the same block cache size and batches: a serial Get loop and
 //     a Get loop on as many goroutines as the batch.

@@ -137,12 +137,17 @@ type Result struct {
 	System    string `json:"system"`
 	Mode      string `json:"mode"` // the mode's name in this report
 	Label     string `json:"label"`
-	Access    string `json:"access"` // multiget, get-serial, get-parallel, qd64
+	Access    string `json:"access"` // multiget, multiget-hot, get-serial, get-parallel, random-reads
 	IOBackend string `json:"io_backend,omitempty"`
 	Batch     int    `json:"batch"`
 	Callers   int    `json:"callers"`
-	// KeysPerS is keys read per second (reads per second for the device),
-	// median of trials.
+	// MaxInFlight is the most device reads the mode keeps in flight at once
+	// (maxInFlight); 0 for the hot mode.
+	MaxInFlight int `json:"max_in_flight"`
+	// KeysPerS is keys read per second, median of trials. For the device
+	// it is its floor in keys: its IOPS ÷ the blocks MultiGet on io_uring
+	// read per key in this run (BlocksPerKey), with its IOPS in
+	// BlockReadsPerS; 0 when that MultiGet did not run.
 	KeysPerS     float64 `json:"keys_per_s"`
 	KeysPerSBest float64 `json:"keys_per_s_best"`
 	KeysPerSMin  float64 `json:"keys_per_s_min"`
@@ -191,14 +196,25 @@ func (o *Options) setUpCacheDrop(cold *Cold) bool {
 	return true
 }
 
-// Device is the device's QD64 IOPS measured in the run.
+// Device is the device's IOPS measured in the run at the depth MultiGet on
+// io_uring keeps in flight.
 type Device struct {
-	IOPS        float64   `json:"iops"` // median of trials
-	IOPSBest    float64   `json:"iops_best"`
-	TrialIOPS   []float64 `json:"trial_iops"`
-	P50us       float64   `json:"p50_us"` // per batch of 64
-	P99us       float64   `json:"p99_us"`
-	Measurement string    `json:"measurement"`
+	IOPS      float64   `json:"iops"` // median of trials
+	IOPSBest  float64   `json:"iops_best"`
+	TrialIOPS []float64 `json:"trial_iops"`
+	// MaxInFlight is the most reads in flight (Callers × Batch, up to the
+	// engine's limit): the depth the IOPS were measured at.
+	MaxInFlight int `json:"max_in_flight"`
+	Callers     int `json:"callers"`
+	Batch       int `json:"batch"`
+	// KeysPerS is IOPS ÷ BlocksPerKey, the blocks MultiGet on io_uring read
+	// per key in the run: the device's floor in keys/s; 0 when that
+	// MultiGet did not run.
+	KeysPerS     float64 `json:"keys_per_s"`
+	BlocksPerKey float64 `json:"blocks_per_key,omitempty"`
+	P50us        float64 `json:"p50_us"` // per batch of one caller
+	P99us        float64 `json:"p99_us"`
+	Measurement  string  `json:"measurement"`
 }
 
 // Bar is one of the issue's targets, checked against this run's figures.
@@ -242,8 +258,8 @@ type report struct {
 }
 
 // Limits are the two rates the cold MultiGet on io_uring is read against,
-// both measured in the same run: what the device allows (its QD64 IOPS ÷
-// the blocks the cold MultiGet read per key) and what the CPU allows (the
+// both measured in the same run: what the device allows (its IOPS at the
+// MultiGet's depth ÷ the blocks the cold MultiGet read per key) and what the CPU allows (the
 // same MultiGet with every block already cached).
 type Limits struct {
 	DeviceBoundKeysPerS float64 `json:"device_bound_keys_per_s"`
@@ -262,6 +278,9 @@ type mode struct {
 	bench.Mode
 	system, access, backend, dbDir, version string
 	peer                                    bool
+	// depth is the most device reads the mode keeps in flight
+	// (maxInFlight).
+	depth int
 	// hot: the mode measures the CPU's limit with every block cached, so
 	// it runs with a cache as large as the data and outside the memory
 	// cgroup that keeps the cold modes cold.
@@ -274,7 +293,7 @@ const (
 	nameMultiGetHot     = "ringstore-multiget-uring-hot"
 	nameMultiGetSyscall = "ringstore-multiget-syscall"
 	nameGet64URing      = "ringstore-get-parallel-uring"
-	nameDevice          = "device-qd64"
+	nameDevice          = "device-multiget-depth"
 	namePebbleSerial    = "pebble-get-serial"
 	namePebbleParallel  = "pebble-get-parallel"
 )
@@ -302,7 +321,7 @@ func Run(opts Options) (err error) {
 
 	uringOK, why := ioengine.ProbeKernel().Usable()
 	if !uringOK {
-		notes = append(notes, "io_uring unavailable ("+why+"): the io_uring modes and the device's QD64 measurement were skipped, and the bars cannot be tested")
+		notes = append(notes, "io_uring unavailable ("+why+"): the io_uring modes and the device's measurement were skipped, and the bars cannot be tested")
 	}
 
 	// Cold: the page cache drop, and the memory limit.
@@ -411,7 +430,8 @@ func Run(opts Options) (err error) {
 	}
 	var modes []*mode
 	add := func(name, label, system, access, backend, dir string, peer bool) {
-		m := &mode{Mode: bench.Mode{Name: name, Label: label, Batch: o.Batch}, system: system, access: access, backend: backend, dbDir: dir, peer: peer}
+		m := &mode{Mode: bench.Mode{Name: name, Label: label, Batch: o.Batch}, system: system, access: access, backend: backend, dbDir: dir, peer: peer,
+			depth: maxInFlight(system, access, backend, o.Batch, o.Callers)}
 		cfg := base
 		cfg.System, cfg.Mode, cfg.IOMode, cfg.Dir = system, access, backend, dir
 		if peer {
@@ -426,22 +446,17 @@ func Run(opts Options) (err error) {
 	add(nameMultiGetSyscall, "ringstore MultiGet, syscall (serial pread)", SystemRingstore, ModeMultiGet, "syscall", ringDir, false)
 	if uringOK {
 		add(nameGet64URing, fmt.Sprintf("ringstore Get × %d goroutines, io_uring", o.Batch), SystemRingstore, ModeGetParallel, "uring", ringDir, false)
-		add(nameDevice, "device: 4 KiB O_DIRECT reads, io_uring batch 64", SystemDevice, ModeDeviceQD64, "uring", ringDir, false)
-		modes[len(modes)-1].Mode.Batch = 64
+		add(nameDevice, fmt.Sprintf("device: 4 KiB O_DIRECT reads, io_uring, %d callers × batches of %d (MultiGet's depth)", o.Callers, o.Batch), SystemDevice, ModeDevice, "uring", ringDir, false)
 		add(nameMultiGetHot, "CPU: ringstore MultiGet, io_uring, every block cached", SystemRingstore, ModeMultiGetHot, "uring", ringDir, false)
 	}
 	if peerBin != "" {
 		add(namePebbleSerial, "Pebble Get loop, serial", SystemPebble, ModeGetSerial, "", pebbleDir, true)
 		add(namePebbleParallel, fmt.Sprintf("Pebble Get × %d goroutines", o.Batch), SystemPebble, ModeGetParallel, "", pebbleDir, true)
 	}
-	// The device mode reads one caller's batches of 64 whatever the
-	// benchmark's batch and callers; the hot mode's cache holds every table.
+	// The device reads as MultiGet on io_uring does (its callers, batches
+	// of as many reads as keys); the hot mode's cache holds every table.
 	for _, m := range modes {
 		switch m.Name {
-		case nameDevice:
-			cfg := base
-			cfg.System, cfg.Mode, cfg.IOMode, cfg.Dir, cfg.Batch, cfg.Callers = SystemDevice, ModeDeviceQD64, "uring", ringDir, 64, 1
-			m.Exec = exec(m, cfg)
 		case nameMultiGetHot:
 			cfg := base
 			cfg.System, cfg.Mode, cfg.IOMode, cfg.Dir, cfg.CacheSize = SystemRingstore, ModeMultiGetHot, "uring", ringDir, HotCacheSize(int64(lt.Extra[XDiskBytes]))

@@ -69,7 +69,12 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("MultiGet on io_uring read no blocks: %+v", r)
 		}
 		if rep.Device == nil || rep.Device.IOPS <= 0 {
-			t.Errorf("no device figure beside io_uring modes")
+			t.Fatalf("no device figure beside io_uring modes")
+		}
+		// The floor at the MultiGet's depth (2 callers × 16), in keys/s.
+		dr := byMode[nameDevice]
+		if d := rep.Device; d.MaxInFlight != 32 || r.MaxInFlight != 32 || dr.MaxInFlight != 32 || d.KeysPerS != d.IOPS/r.BlocksPerKey || dr.KeysPerS != d.KeysPerS || dr.BlockReadsPerS != d.IOPS {
+			t.Errorf("device %+v, its row %+v, MultiGet's %+v: want the floor at 32 in flight, in keys/s", d, dr, r)
 		}
 	}
 	if len(rep.Bars) != 4 {

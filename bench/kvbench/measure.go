@@ -23,7 +23,7 @@ const (
 	ModeMultiGetHot = "multiget-hot" // the same, every data block already in the block cache (the CPU's limit)
 	ModeGetSerial   = "get-serial"   // a loop of Get over the batch, one at a time
 	ModeGetParallel = "get-parallel" // the batch's Gets on as many goroutines as keys
-	ModeDeviceQD64  = "qd64"         // 4 KiB O_DIRECT random reads, batches of 64 on io_uring
+	ModeDevice      = "random-reads" // 4 KiB O_DIRECT random reads on io_uring, Callers × batches of Batch
 )
 
 // ChildConfig is one trial's instructions, for ringstore's children and

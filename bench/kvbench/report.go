@@ -12,7 +12,8 @@ import (
 
 // The bar of the issue: MultiGet on io_uring at least BarVsSyscall× the
 // syscall backend's MultiGet and BarVsPebble× Pebble's best mode, and its
-// block reads per second at least BarVsDevice of the device's QD64 IOPS.
+// block reads per second at least BarVsDevice of the device's IOPS at the
+// depth the MultiGet keeps in flight.
 const (
 	BarVsSyscall = 3.0
 	BarVsPebble  = 2.0
@@ -58,13 +59,10 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 			continue
 		}
 		med := r.Median()
-		row := Result{System: m.system, Mode: m.Name, Label: m.Label, Access: m.access, IOBackend: m.backend, Batch: m.Mode.Batch, Callers: o.Callers,
+		row := Result{System: m.system, Mode: m.Name, Label: m.Label, Access: m.access, IOBackend: m.backend, Batch: m.Mode.Batch, Callers: o.Callers, MaxInFlight: m.depth,
 			KeysPerS: med.Rate(), KeysPerSBest: r.Best(), KeysPerSMin: r.Min(), KeysPerSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs,
 			BlockReadsPerS: perSecond(r, XBlockReads), KVBlockReadsPerS: perSecond(r, XKVBlockReads), DeviceMBps: perSecond(r, XReadBytes) / 1e6, MaxRSS: extraMedian(r, XMaxRSS),
 			CgroupPeak: extraMedian(r, XCgroupPeak), ResidentStart: extraMedian(r, XResident), TrialKeysPerS: r.Rates(), Version: m.version}
-		if m.system == SystemDevice {
-			row.Callers = 1
-		}
 		if row.KeysPerS > 0 && row.BlockReadsPerS > 0 {
 			row.BlocksPerKey = row.BlockReadsPerS / row.KeysPerS
 		}
@@ -79,6 +77,7 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 		}
 		rows = append(rows, row)
 	}
+	rep.Device = deviceFloor(o, modes, results, rows)
 	rep.Results = rows
 
 	// Ratios.
@@ -97,12 +96,6 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 		if r, ok := bench.Compare(results, p[0], p[1]); ok {
 			rep.Ratios = append(rep.Ratios, r)
 		}
-	}
-
-	// Device.
-	if d := bench.Find(results, nameDevice); d != nil && len(d.Trials) > 0 {
-		med := d.Median()
-		rep.Device = &Device{IOPS: med.Rate(), IOPSBest: d.Best(), TrialIOPS: d.Rates(), P50us: med.P50us, P99us: med.P99us, Measurement: deviceMeasurement}
 	}
 
 	// Bars.
@@ -127,20 +120,35 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 	} else {
 		rep.Bars = append(rep.Bars, bar("MultiGet io_uring vs Pebble's best mode (keys/s, median of trials)", BarVsPebble, 0, false, "Pebble or MultiGet on io_uring did not run"))
 	}
+	// The device's bars hold only against a floor measured at the depth
+	// the MultiGet keeps in flight.
+	depthOK, depthWhy := true, ""
+	if mgm := findMode(modes, nameMultiGetURing); rep.Device != nil && mgm != nil {
+		depthWhy = fmt.Sprintf("the device at %d reads in flight (%d callers × batches of %d), the most MultiGet on io_uring keeps", rep.Device.MaxInFlight, rep.Device.Callers, rep.Device.Batch)
+		if rep.Device.MaxInFlight != mgm.depth {
+			depthOK = false
+			depthWhy = fmt.Sprintf("NOT the MultiGet's depth: the device at %d reads in flight, MultiGet on io_uring keeps up to %d", rep.Device.MaxInFlight, mgm.depth)
+		}
+	}
+	const deviceBar = "MultiGet io_uring block reads/s vs the device's IOPS at the same depth (medians of trials)"
 	if rep.Device != nil && haveMG && rep.Device.IOPS > 0 {
 		v := perSecond(*mg, XBlockReads) / rep.Device.IOPS
-		rep.Bars = append(rep.Bars, bar("MultiGet io_uring block reads/s vs the device's QD64 IOPS (medians of trials)", BarVsDevice, v, true, ""))
+		rep.Bars = append(rep.Bars, bar(deviceBar, BarVsDevice, v, depthOK, fmt.Sprintf("%.0f block reads/s against %.0f IOPS; %s", perSecond(*mg, XBlockReads), rep.Device.IOPS, depthWhy)))
 	} else {
-		rep.Bars = append(rep.Bars, bar("MultiGet io_uring block reads/s vs the device's QD64 IOPS (medians of trials)", BarVsDevice, 0, false, "the device or MultiGet on io_uring did not run"))
+		rep.Bars = append(rep.Bars, bar(deviceBar, BarVsDevice, 0, false, "the device or MultiGet on io_uring did not run"))
 	}
 
 	rep.Limits = limits(rows, rep.Device)
 	const limitBar = "MultiGet io_uring keys/s vs min(device-bound, CPU-bound rate) (medians of trials)"
 	if l := rep.Limits; l != nil {
-		why := fmt.Sprintf("device-bound %.0f keys/s (%.0f IOPS ÷ %.2f blocks/key), CPU-bound %.0f keys/s (every block cached): %s-bound", l.DeviceBoundKeysPerS, rep.Device.IOPS, l.BlocksPerKey, l.CPUBoundKeysPerS, l.Bound)
+		why := fmt.Sprintf("device-bound %.0f keys/s (%.0f IOPS at %d in flight ÷ %.2f blocks/key), CPU-bound %.0f keys/s (every block cached): %s-bound", l.DeviceBoundKeysPerS, rep.Device.IOPS, rep.Device.MaxInFlight, l.BlocksPerKey, l.CPUBoundKeysPerS, l.Bound)
 		valid := l.HotCacheHitRate >= 0.99
 		if !valid {
 			why += fmt.Sprintf("; NOT a CPU bound: the hot mode's cache hit rate was %.1f%%", 100*l.HotCacheHitRate)
+		}
+		if !depthOK {
+			valid = false
+			why += "; " + depthWhy
 		}
 		rep.Bars = append(rep.Bars, bar(limitBar, BarVsLimit, l.ColdVsLimit, valid, why))
 	} else {
@@ -158,6 +166,13 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 		"Cold, Pebble: "+cold.Pebble+".",
 		"Page cache drop before every trial of every mode: "+cold.CacheDrop+".",
 	)
+	if d := rep.Device; d != nil {
+		n := "Device: " + d.Measurement + ". Its row is in keys/s like every other: its IOPS (shown as its block reads/s) ÷ the blocks MultiGet on io_uring read per key in this run; its latency is one caller's batch."
+		if d.KeysPerS == 0 {
+			n += " MultiGet on io_uring did not run, so its keys/s are not known (0)."
+		}
+		rep.Notes = append(rep.Notes, n)
+	}
 	if cold.CacheDropNote != "" {
 		rep.Notes = append(rep.Notes, "CAUTION: "+cold.CacheDropNote+".")
 	}
@@ -170,6 +185,59 @@ func buildReport(o Options, modes []*mode, results []bench.ModeResult, dataBytes
 		rep.Notes = append(rep.Notes, fmt.Sprintf("CAUTION: the data is only %.1f× the block cache; the benchmark is meant for at least 4×.", rep.DataVsCache))
 	}
 	return rep
+}
+
+func findMode(modes []*mode, name string) *mode {
+	for _, m := range modes {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// deviceFloor returns the device's figures of the run, nil when it did not
+// run, and puts its row (among rows) in keys/s, the unit of every other
+// row: its IOPS ÷ the blocks MultiGet on io_uring read per key, with the
+// IOPS in BlockReadsPerS. Without that MultiGet the row's keys/s are 0.
+func deviceFloor(o Options, modes []*mode, results []bench.ModeResult, rows []Result) *Device {
+	dm := findMode(modes, nameDevice)
+	d := bench.Find(results, nameDevice)
+	if dm == nil || d == nil || len(d.Trials) == 0 {
+		return nil
+	}
+	med := d.Median()
+	dev := &Device{IOPS: med.Rate(), IOPSBest: d.Best(), TrialIOPS: d.Rates(), MaxInFlight: dm.depth, Callers: o.Callers, Batch: dm.Mode.Batch,
+		P50us: med.P50us, P99us: med.P99us, Measurement: deviceMeasurement(dm.Mode.Batch, o.Callers)}
+	var row, mg *Result
+	for i := range rows {
+		switch rows[i].Mode {
+		case nameDevice:
+			row = &rows[i]
+		case nameMultiGetURing:
+			mg = &rows[i]
+		}
+	}
+	if mg != nil && mg.BlocksPerKey > 0 {
+		dev.BlocksPerKey = mg.BlocksPerKey
+		dev.KeysPerS = dev.IOPS / mg.BlocksPerKey
+	}
+	if row == nil {
+		return dev
+	}
+	perKey := func(v float64) float64 {
+		if dev.BlocksPerKey == 0 {
+			return 0
+		}
+		return v / dev.BlocksPerKey
+	}
+	row.BlockReadsPerS, row.BlocksPerKey = dev.IOPS, dev.BlocksPerKey
+	row.KeysPerS, row.KeysPerSBest, row.KeysPerSMin, row.KeysPerSMax = perKey(row.KeysPerS), perKey(row.KeysPerSBest), perKey(row.KeysPerSMin), perKey(row.KeysPerSMax)
+	for i, v := range row.TrialKeysPerS {
+		row.TrialKeysPerS[i] = perKey(v)
+	}
+	row.CPUusPerKey *= dev.BlocksPerKey // measured per read
+	return dev
 }
 
 // limits computes the device-bound and CPU-bound rates of the cold
@@ -211,11 +279,16 @@ func writeBody(w io.Writer, rep *report, modes []*mode) {
 	} else {
 		fmt.Fprintf(w, "         NO memory limit: %s\n", ml.Reason)
 	}
-	if rep.Device != nil {
-		fmt.Fprintf(w, "device:  %.0f IOPS at QD64 (median; trials %s), p50 %.0f µs per batch of 64\n", rep.Device.IOPS, bench.Whole(rep.Device.TrialIOPS), rep.Device.P50us)
+	if d := rep.Device; d != nil {
+		fmt.Fprintf(w, "device:  %.0f IOPS at %d reads in flight, MultiGet's depth (%d callers × batches of %d; median; trials %s), p50 %.0f µs per batch of %d",
+			d.IOPS, d.MaxInFlight, d.Callers, d.Batch, bench.Whole(d.TrialIOPS), d.P50us, d.Batch)
+		if d.KeysPerS > 0 {
+			fmt.Fprintf(w, "; %.0f keys/s at %.2f blocks per key", d.KeysPerS, d.BlocksPerKey)
+		}
+		fmt.Fprintln(w)
 	}
 	if l := rep.Limits; l != nil {
-		fmt.Fprintf(w, "limits:  device-bound %.0f keys/s (QD64 IOPS ÷ %.2f blocks read per key), CPU-bound %.0f keys/s (MultiGet with every block cached, %.1f µs of CPU per key); the cold MultiGet is %s-bound\n",
+		fmt.Fprintf(w, "limits:  device-bound %.0f keys/s (the device's IOPS ÷ %.2f blocks read per key), CPU-bound %.0f keys/s (MultiGet with every block cached, %.1f µs of CPU per key); the cold MultiGet is %s-bound\n",
 			l.DeviceBoundKeysPerS, l.BlocksPerKey, l.CPUBoundKeysPerS, l.HotCPUusPerKey, l.Bound)
 	}
 	if len(rep.PeerVersions) > 0 {
@@ -227,7 +300,8 @@ func writeBody(w io.Writer, rep *report, modes []*mode) {
 		fmt.Fprintf(w, "peers:   %s\n", strings.Join(vs, ", "))
 	}
 	fmt.Fprintln(w)
-	t := bench.Table{Header: []string{"mode", "keys/s (median)", "best", "min–max", "p50 µs", "p99 µs", "block reads/s", "blocks/key", "cache hits", "device MB/s", "CPU µs/key", "cgroup peak MiB"}}
+	fmt.Fprintln(w, "keys/s for every row, the device's too: its IOPS (its block reads/s) ÷ the blocks MultiGet on io_uring read per key; in flight: the most device reads the mode keeps in flight at once")
+	t := bench.Table{Header: []string{"mode", "keys/s (median)", "best", "min–max", "in flight", "p50 µs", "p99 µs", "block reads/s", "blocks/key", "cache hits", "device MB/s", "CPU µs/key", "cgroup peak MiB"}}
 	rows, _ := rep.Results.([]Result)
 	for _, r := range rows {
 		br, bpk, hit, peak := "-", "-", "-", "-"
@@ -240,7 +314,11 @@ func writeBody(w io.Writer, rep *report, modes []*mode) {
 		if r.CgroupPeak > 0 {
 			peak = f0(r.CgroupPeak / (1 << 20))
 		}
-		t.Add(r.Label, f0(r.KeysPerS), f0(r.KeysPerSBest), f0(r.KeysPerSMin)+"–"+f0(r.KeysPerSMax), f0(r.P50us), f0(r.P99us), br, bpk, hit, fmt.Sprintf("%.0f", r.DeviceMBps), fmt.Sprintf("%.1f", r.CPUusPerKey), peak)
+		keys := f0(r.KeysPerS)
+		if r.System == SystemDevice && r.KeysPerS == 0 {
+			keys = "- (no MultiGet on io_uring)"
+		}
+		t.Add(r.Label, keys, f0(r.KeysPerSBest), f0(r.KeysPerSMin)+"–"+f0(r.KeysPerSMax), strconv.Itoa(r.MaxInFlight), f0(r.P50us), f0(r.P99us), br, bpk, hit, fmt.Sprintf("%.0f", r.DeviceMBps), fmt.Sprintf("%.1f", r.CPUusPerKey), peak)
 	}
 	t.Write(w)
 	labels := map[string]string{}

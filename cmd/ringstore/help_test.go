@@ -145,7 +145,7 @@ func TestBenchModesList(t *testing.T) {
 		"read":    {"serial-pread", "uring-b64", "fio-qd64"},
 		"wal":     {"fsync-per-write", "ringstore-uring-w64", "etcd-wal-w64", "kv-uring-w64"},
 		"scan":    {"mmap", "pool", "memory", "device"},
-		"kv":      {"ringstore-multiget-uring", "pebble-get-serial", "device-qd64"},
+		"kv":      {"ringstore-multiget-uring", "pebble-get-serial", "device-multiget-depth"},
 		"nexmark": {"q1-on", "q1-off", "large-q1-on", "large-device-b64"},
 	}
 	for _, w := range benchWorkloads {
