@@ -22,10 +22,12 @@ func RunFio(path string, args []string) ([]byte, error) {
 
 // FioRead is the read side of the first job of fio's JSON output.
 type FioRead struct {
-	IOs, Bytes   int64
-	Seconds      float64 // the job's run time
-	CPUSeconds   float64 // user + system, from fio's percentages
-	P50us, P99us float64 // completion latency percentiles (0 when fio gave none)
+	IOs, Bytes int64
+	Seconds    float64 // the job's run time
+	CPUSeconds float64 // user + system, from fio's percentages
+	// Completion latency of one read (submission to completion):
+	// percentiles and the slowest, 0 where fio gave none.
+	P50us, P90us, P99us, P999us, MaxUs float64
 }
 
 // ParseFioRead reads the first job's read figures from fio's JSON output
@@ -42,6 +44,7 @@ func ParseFioRead(data []byte) (FioRead, error) {
 				IOBytes  int64   `json:"io_bytes"`
 				RuntimeM float64 `json:"runtime"` // milliseconds
 				ClatNs   struct {
+					Max        float64            `json:"max"`
 					Percentile map[string]float64 `json:"percentile"`
 				} `json:"clat_ns"`
 			} `json:"read"`
@@ -57,6 +60,8 @@ func ParseFioRead(data []byte) (FioRead, error) {
 	}
 	j := doc.Jobs[0]
 	secs := j.Read.RuntimeM / 1e3
+	pct := j.Read.ClatNs.Percentile
 	return FioRead{IOs: j.Read.TotalIOs, Bytes: j.Read.IOBytes, Seconds: secs, CPUSeconds: (j.UsrCPU + j.SysCPU) / 100 * secs,
-		P50us: j.Read.ClatNs.Percentile["50.000000"] / 1e3, P99us: j.Read.ClatNs.Percentile["99.000000"] / 1e3}, nil
+		P50us: pct["50.000000"] / 1e3, P90us: pct["90.000000"] / 1e3, P99us: pct["99.000000"] / 1e3, P999us: pct["99.900000"] / 1e3,
+		MaxUs: j.Read.ClatNs.Max / 1e3}, nil
 }

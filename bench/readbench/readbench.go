@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,20 +64,58 @@ type childConfig struct {
 
 // Result is one row of the JSON report.
 type Result struct {
-	Mode     string    `json:"mode"`
-	Label    string    `json:"label"`
-	Batch    int       `json:"batch"`
-	IOPS     float64   `json:"iops"` // median of trials
-	IOPSBest float64   `json:"iops_best"`
-	IOPSMin  float64   `json:"iops_min"`
-	IOPSMax  float64   `json:"iops_max"`
-	P50us    float64   `json:"p50_us"` // of the median trial; per call (a batch for uring modes)
-	P99us    float64   `json:"p99_us"`
-	P90us    float64   `json:"p90_us"`
-	P999us   float64   `json:"p999_us"`
-	MaxUs    float64   `json:"max_us"`
+	Mode     string  `json:"mode"`
+	Label    string  `json:"label"`
+	Batch    int     `json:"batch"`
+	IOPS     float64 `json:"iops"` // median of trials
+	IOPSBest float64 `json:"iops_best"`
+	IOPSMin  float64 `json:"iops_min"`
+	IOPSMax  float64 `json:"iops_max"`
+	// PerRead is the latency of one read, PerBatch that of one batch (its
+	// submission to its last completion), in the median trial; nil where
+	// the mode does not measure it (latencyKinds).
+	PerRead  *Latency  `json:"per_read"`
+	PerBatch *Latency  `json:"per_batch"`
 	CPUPerM  float64   `json:"cpu_s_per_million"`
 	Trials   []float64 `json:"trial_iops"`
+}
+
+// Latency is a distribution of latencies, in µs.
+type Latency struct {
+	P50us  float64 `json:"p50_us"`
+	P90us  float64 `json:"p90_us"` // 0 where fio gave none
+	P99us  float64 `json:"p99_us"`
+	P999us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
+}
+
+// latencyKinds says what one timed call of a mode is: one read (the pread
+// modes, each pread; fio, its completion latency of each read), one batch
+// (the io_uring modes, one ReadBatch), or both (an io_uring batch of one
+// read). An io_uring batch of more reads gives no per-read latency (the
+// engine returns the batch whole), fio none per batch.
+func latencyKinds(mode string, batch int) (perRead, perBatch bool) {
+	switch {
+	case strings.HasPrefix(mode, "uring") || strings.HasPrefix(mode, "sqpoll"):
+		return batch == 1, true
+	default:
+		return true, false
+	}
+}
+
+// latencyColumns puts the call latency of the median trial t of mode into
+// the columns it belongs to.
+func latencyColumns(mode string, batch int, t bench.Trial) (perRead, perBatch *Latency) {
+	l := Latency{P50us: t.P50us, P90us: t.P90us, P99us: t.P99us, P999us: t.P999us, MaxUs: t.MaxUs}
+	r, b := latencyKinds(mode, batch)
+	if r {
+		perRead = &l
+	}
+	if b {
+		l2 := l
+		perBatch = &l2
+	}
+	return perRead, perBatch
 }
 
 // Run runs the benchmark and writes the report.
@@ -109,7 +148,7 @@ func Run(o Options) error {
 	}
 
 	cfg := func(mode string, batch int) childConfig {
-		return childConfig{File: file, Mode: mode, Batch: batch, Callers: 1, Duration: o.Duration, WarmupFrac: 0.1}
+		return childConfig{File: file, Mode: mode, Batch: batch, Callers: 1, Duration: o.Duration, WarmupFrac: warmupFrac}
 	}
 	pipelined := cfg("uring", 16)
 	pipelined.Callers = 4
@@ -148,8 +187,8 @@ func Run(o Options) error {
 	if o.Fio {
 		if path, err := exec.LookPath("fio"); err == nil {
 			modes = append(modes,
-				bench.Mode{Name: "fio-qd64", Label: "fio io_uring, iodepth 64", Batch: 64, Exec: fioExec(path, file, o.Duration)},
-				bench.Mode{Name: "fio-qd64-batch", Label: "fio io_uring, batches of 64", Batch: 64, Exec: fioExec(path, file, o.Duration, "--iodepth_batch_submit=64", "--iodepth_batch_complete_min=64")})
+				bench.Mode{Name: "fio-qd64", Label: "fio io_uring, iodepth 64", Batch: 64, Exec: fioExec(path, fioArgs(file, o.Duration))},
+				bench.Mode{Name: "fio-qd64-batch", Label: "fio io_uring, batches of 64", Batch: 64, Exec: fioExec(path, fioArgs(file, o.Duration, "--iodepth_batch_submit=64", "--iodepth_batch_complete_min=64"))})
 		} else {
 			notes = append(notes, "fio is not installed: the fio comparison was skipped")
 		}
@@ -171,7 +210,7 @@ func Run(o Options) error {
 	w.Summarize = func(results []bench.ModeResult, machine bench.Machine) (bench.Summary, error) {
 		rows := make([]Result, 0, len(results))
 		labels := map[string]string{}
-		t := bench.Table{Header: []string{"mode", "batch", "IOPS (median)", "best", "min–max", "p50 µs", "p99 µs", "CPU s / M reads", "× serial"}}
+		t := bench.Table{Header: []string{"mode", "batch", "IOPS (median)", "best", "min–max", "p50 µs/read", "p99 µs/read", "p50 µs/batch", "p99 µs/batch", "CPU s / M reads", "× serial"}}
 		serial := bench.Find(results, "serial-pread")
 		for _, r := range results {
 			labels[r.Mode.Name] = r.Mode.Label
@@ -179,7 +218,8 @@ func Run(o Options) error {
 				continue
 			}
 			med := r.Median()
-			row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, Batch: r.Mode.Batch, IOPS: med.Rate(), IOPSBest: r.Best(), IOPSMin: r.Min(), IOPSMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, Trials: r.Rates()}
+			row := Result{Mode: r.Mode.Name, Label: r.Mode.Label, Batch: r.Mode.Batch, IOPS: med.Rate(), IOPSBest: r.Best(), IOPSMin: r.Min(), IOPSMax: r.Max(), Trials: r.Rates()}
+			row.PerRead, row.PerBatch = latencyColumns(r.Mode.Name, r.Mode.Batch, med)
 			if med.Ops > 0 {
 				row.CPUPerM = med.CPUSeconds / float64(med.Ops) * 1e6
 			}
@@ -188,8 +228,15 @@ func Run(o Options) error {
 			if serial != nil && len(serial.Trials) > 0 {
 				x = fmt.Sprintf("%.2f×", row.IOPS/serial.Median().Rate())
 			}
+			rp50, rp99, bp50, bp99 := "-", "-", "-", "-"
+			if l := row.PerRead; l != nil {
+				rp50, rp99 = fmt.Sprintf("%.0f", l.P50us), fmt.Sprintf("%.0f", l.P99us)
+			}
+			if l := row.PerBatch; l != nil {
+				bp50, bp99 = fmt.Sprintf("%.0f", l.P50us), fmt.Sprintf("%.0f", l.P99us)
+			}
 			t.Add(r.Mode.Label, strconv.Itoa(r.Mode.Batch), fmt.Sprintf("%.0f", row.IOPS), fmt.Sprintf("%.0f", row.IOPSBest),
-				fmt.Sprintf("%.0f–%.0f", row.IOPSMin, row.IOPSMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), fmt.Sprintf("%.1f", row.CPUPerM), x)
+				fmt.Sprintf("%.0f–%.0f", row.IOPSMin, row.IOPSMax), rp50, rp99, bp50, bp99, fmt.Sprintf("%.1f", row.CPUPerM), x)
 		}
 		var ratios []bench.Ratio
 		for _, pair := range [][2]string{{"uring-b64", "serial-pread"}, {"uring-b64", "parallel-pread"}, {"uring-b64", "fio-qd64"}, {"uring-b64", "fio-qd64-batch"}, {"uring-4x16", "fio-qd64"}, {"sqpoll-b64", "uring-b64"}, {"uring-inline-b64", "uring-b64"}, {"uring-inline-b64", "fio-qd64-batch"}, {"uring-b256", "serial-pread"}} {
@@ -200,7 +247,8 @@ func Run(o Options) error {
 		bars := fioBars(rows)
 		notes = append(notes,
 			"4 KiB random reads with O_DIRECT (cold: no page cache), uniformly over the file.",
-			"Latency is per call: one pread for the pread modes, one whole batch for io_uring modes; fio reports per-read completion latency.",
+			"Latency per read: one pread (pread modes), fio's completion latency of each read (fio), an io_uring batch of one read; per batch: one ReadBatch from submission to its last completion (io_uring modes). io_uring batches of more than one read have no per-read figure (the engine returns a batch whole), fio none per batch: '-' in the table, null in the JSON.",
+			fmt.Sprintf("fio runs as long as every other mode: a warm-up of %s not counted (--ramp_time), then %s measured (--runtime).", warmup(o.Duration), o.Duration),
 			"io_uring modes hand each batch to the engine's ring goroutine and wait to be woken, as every engine shared by many goroutines does; io_uring inline is an engine with Options.Inline, whose caller submits its batch and waits for it on its own thread (no hand-off), as the wal's committer does.",
 			"CPU is user+system time of the benchmark process, kernel SQPOLL thread included.")
 		rep := &struct {
@@ -418,14 +466,26 @@ func measure(warm, d time.Duration, workers int, work func(g int, rng *rand.Rand
 	return run(d)
 }
 
-// fioExec runs fio's io_uring engine at iodepth 64 on the same file.
+// warmupFrac is the share of the measured time every mode first runs
+// without counting.
+const warmupFrac = 0.1
+
+// warmup is the warm-up of a mode measured for d.
+func warmup(d time.Duration) time.Duration { return time.Duration(float64(d) * warmupFrac) }
+
+// fioArgs are the arguments of fio's io_uring engine at iodepth 64 on file,
+// for as long as the other modes run: the warm-up (not counted), then d.
 // Extra arguments change how fio submits and reaps.
-func fioExec(path, file string, d time.Duration, extra ...string) func() (bench.Trial, error) {
+func fioArgs(file string, d time.Duration, extra ...string) []string {
+	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + "us" }
+	return append([]string{"--name=ringstore-randread", "--filename=" + file, "--ioengine=io_uring", "--iodepth=64",
+		"--direct=1", "--rw=randread", "--bs=4k", "--time_based", "--runtime=" + us(d), "--ramp_time=" + us(warmup(d)),
+		"--readonly", "--output-format=json"}, extra...)
+}
+
+// fioExec runs fio at path with args.
+func fioExec(path string, args []string) func() (bench.Trial, error) {
 	return func() (bench.Trial, error) {
-		secs := max(1, int(d.Round(time.Second)/time.Second))
-		args := append([]string{"--name=ringstore-randread", "--filename=" + file, "--ioengine=io_uring", "--iodepth=64",
-			"--direct=1", "--rw=randread", "--bs=4k", "--time_based", "--runtime=" + strconv.Itoa(secs), "--ramp_time=0",
-			"--readonly", "--output-format=json"}, extra...)
 		out, err := bench.RunFio(path, args)
 		if err != nil {
 			return bench.Trial{}, err
@@ -439,5 +499,5 @@ func parseFio(data []byte) (bench.Trial, error) {
 	if err != nil {
 		return bench.Trial{}, err
 	}
-	return bench.Trial{Ops: r.IOs, Seconds: r.Seconds, P50us: r.P50us, P99us: r.P99us, CPUSeconds: r.CPUSeconds}, nil
+	return bench.Trial{Ops: r.IOs, Seconds: r.Seconds, P50us: r.P50us, P90us: r.P90us, P99us: r.P99us, P999us: r.P999us, MaxUs: r.MaxUs, CPUSeconds: r.CPUSeconds}, nil
 }
