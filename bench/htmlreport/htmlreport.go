@@ -223,10 +223,18 @@ func renderRead(b *strings.Builder, rep map[string]any) {
 			c = colorPeer
 		}
 		bars = append(bars, bar{fmt.Sprintf("%s (batch %v)", label, r["batch"]), num(r["iops"]), c})
-		trs = append(trs, []string{label, fmt.Sprint(r["batch"]), fmtNum(num(r["iops"])), fmtNum(num(r["p50_us"])), fmtNum(num(r["p99_us"])), fmtNum(num(r["p999_us"])), fmtNum(num(r["cpu_s_per_million"]))})
+		// Latency per read and per batch, each where the mode measured it.
+		lat := func(k, p string) string {
+			if l, ok := r[k].(map[string]any); ok {
+				return fmtNum(num(l[p]))
+			}
+			return "-"
+		}
+		trs = append(trs, []string{label, fmt.Sprint(r["batch"]), fmtNum(num(r["iops"])), lat("per_read", "p50_us"), lat("per_read", "p99_us"),
+			lat("per_batch", "p50_us"), lat("per_batch", "p99_us"), fmtNum(num(r["cpu_s_per_million"]))})
 	}
 	hbars(b, "IOPS by mode and batch size (device limit: fio)", "IOPS", bars, lims)
-	table(b, []string{"mode", "batch", "IOPS", "p50 µs", "p99 µs", "p99.9 µs", "CPU s / M reads"}, trs)
+	table(b, []string{"mode", "batch", "IOPS", "p50 µs per read", "p99 µs per read", "p50 µs per batch", "p99 µs per batch", "CPU s / M reads"}, trs)
 }
 
 func renderWAL(b *strings.Builder, rep map[string]any) {
@@ -325,7 +333,11 @@ func renderKV(b *strings.Builder, rep map[string]any) {
 		case "device":
 			c = colorDev
 		}
-		bars = append(bars, bar{str(r["label"]), num(r["keys_per_s"]), c})
+		// The device's keys/s are its IOPS ÷ the MultiGet's blocks per
+		// key, 0 when unknown: then it has no bar on this keys/s axis.
+		if str(r["system"]) != "device" || num(r["keys_per_s"]) > 0 {
+			bars = append(bars, bar{str(r["label"]), num(r["keys_per_s"]), c})
+		}
 		trs = append(trs, []string{str(r["label"]), fmtNum(num(r["keys_per_s"])), fmtNum(num(r["p50_us"])), fmtNum(num(r["p99_us"])), fmtNum(num(r["cpu_us_per_key"]))})
 	}
 	var lims []limit

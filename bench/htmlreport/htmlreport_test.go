@@ -41,7 +41,7 @@ func TestRender(t *testing.T) {
 		`id="bench-read"`, `id="bench-wal"`, `id="bench-scan"`, `id="bench-kv"`, `id="bench-nexmark"`,
 		"IOPS by mode and batch size", "appends/s by system and writers", "mean query latency by mode",
 		"keys/s by mode", "ON/OFF throughput ratio per query", "device-bound", "CPU-bound", "device floor",
-		"fio, batches of 64", "<h3>Bars</h3>", "NOT met", "met",
+		"fio, batches of 64", "<h3>Bars</h3>", "NOT met", "met", "p50 µs per read", "p99 µs per batch",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
