@@ -290,7 +290,7 @@ func (c *chart) draw(b *strings.Builder) {
 	case ratioScale:
 		unit += ", log scale around 1.0"
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, width-10, axisY+14, esc(unit))
+	fmt.Fprintf(b, `<text class="unit" x="%d" y="%d" text-anchor="end">%s</text>`, left-8, axisY+14, esc(unit))
 	for i, l := range c.limits {
 		x := ax.x(l.value)
 		fmt.Fprintf(b, `<line class="%s" x1="%.1f" y1="%d" x2="%.1f" y2="%d"><title>%s</title></line>`, l.class, x, top-4, x, axisY, esc(l.label))

@@ -5,6 +5,18 @@
 // nexmark) and drawn with the limits the run measured: the device's, and
 // the CPU's where the report has it. A report of another kind, or one that
 // is not JSON, is named on the page and skipped.
+//
+// The page opens with a summary: per report, what won, by how much (its
+// headline ratio) and which bars were met. Every bar is a median of trials
+// with a whisker from the least to the greatest trial; a chart whose report
+// has no per-trial values for a bar says so instead of drawing one. A
+// figure the report lacks (a mode that did not run, a query not tested) is
+// "–" in charts and tables, never 0. A bar's colour names what it stands
+// for (ringstore on io_uring, plain system calls, the buffer pool, mmap,
+// other engines, fio, the device's floor, the CPU's floor), the same on
+// every chart, and each chart's legend names those it draws. Latencies are
+// on a log scale with their floors drawn and labelled; ratios on a log
+// scale around 1.0. Tables keep the text report's columns.
 package htmlreport
 
 import (
