@@ -23,7 +23,7 @@ func (c Chart) Name() string { return fmt.Sprintf("%s-%d.svg", c.Benchmark, c.In
 
 var (
 	svgElem  = regexp.MustCompile(`(?s)<svg class="chart"[^>]*aria-label="([^"]*)"[^>]*>.*?</svg>`)
-	svgStyle = `<style>text{font:12px system-ui,sans-serif;fill:#1d2330}.axis{stroke:#99a}.limit{stroke:#c0392b;stroke-width:2;stroke-dasharray:6 4}.limit2{stroke:#8e44ad;stroke-width:2;stroke-dasharray:2 3}</style><rect width="100%" height="100%" fill="#fbfbfd"/>`
+	svgStyle = `<style>` + chartCSS + `</style><rect width="100%" height="100%" fill="#fbfbfd"/>`
 )
 
 // Charts draws the charts of the reports, each as a standalone SVG. A

@@ -83,7 +83,7 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		row.P50MS, row.MaxMS = median(figures(r, extra(xP50MS))), median(figures(r, extra(xMaxMS)))
 		row.DeviceBytes = median(figures(r, extra(xReadBytes)))
 		row.MajorFaults, row.MinorFaults = median(figures(r, extra(xMajorFaults))), median(figures(r, extra(xMinorFaults)))
-		row.QueryMeanMS, row.Extra = map[string]float64{}, map[string]float64{}
+		row.QueryMeanMS, row.TrialQueryMeanMS, row.Extra = map[string]float64{}, map[string][]float64{}, map[string]float64{}
 		keys := map[string]bool{}
 		for _, t := range r.Trials {
 			for k := range t.Extra {
@@ -91,9 +91,10 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 			}
 		}
 		for k := range keys {
-			v := median(figures(r, extra(k)))
+			trials := figures(r, extra(k))
+			v := median(trials)
 			if q, ok := strings.CutPrefix(k, xQueryMSPrefx); ok {
-				row.QueryMeanMS[q] = v
+				row.QueryMeanMS[q], row.TrialQueryMeanMS[q] = v, trials
 			} else {
 				row.Extra[k] = v
 			}

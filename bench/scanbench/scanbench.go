@@ -181,6 +181,8 @@ type Result struct {
 	TrialGBps   []float64 `json:"trial_gbps"`
 	// QueryMeanMS is each query's mean latency (median of trials).
 	QueryMeanMS map[string]float64 `json:"query_mean_ms,omitempty"`
+	// TrialQueryMeanMS is each query's mean latency per trial, in trial order.
+	TrialQueryMeanMS map[string][]float64 `json:"trial_query_mean_ms,omitempty"`
 	// Extra is every figure the children reported, median of trials.
 	Extra map[string]float64 `json:"extra,omitempty"`
 }

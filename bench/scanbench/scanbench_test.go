@@ -131,8 +131,15 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 		if tm, _ := row["trial_mean_ms"].([]any); len(tm) != trials {
 			t.Errorf("mode %s: %d trials, want %d", m, len(tm), trials)
 		}
-		if qm, _ := row["query_mean_ms"].(map[string]any); len(qm) == 0 {
+		qm, _ := row["query_mean_ms"].(map[string]any)
+		if len(qm) == 0 {
 			t.Errorf("mode %s: no per-query latencies", m)
+		}
+		tq, _ := row["trial_query_mean_ms"].(map[string]any)
+		for q := range qm {
+			if v, _ := tq[q].([]any); len(v) != trials {
+				t.Errorf("mode %s, query %s: %d per-trial latencies, want %d", m, q, len(v), trials)
+			}
 		}
 	}
 	if modes["pool"] && bufpool.WindowsSupported {
