@@ -383,9 +383,6 @@ func Run(o Options) error {
 		}
 		bars := walBars(results, modes, group)
 		verdicts := backendVerdicts(results, modes)
-		for _, v := range verdicts {
-			notes = append(notes, v.Sentence())
-		}
 
 		notes = append(notes,
 			fmt.Sprintf("%d-byte entries; every append is durable (fdatasync or fsync) before it returns. Latency is per append call, waits for a lock or a group included.", EntrySize),
@@ -399,6 +396,9 @@ func Run(o Options) error {
 			notes = append(notes,
 				"Peers, as their users use them, in two ways. One entry per call: each needs consecutive indexes from one writer, so every call takes the next index and writes under one mutex; concurrent writers queue on it, and none of them groups concurrent callers. Batched: as a batching raft leader feeds its log, each of the 64 writers queues one entry and waits; one leader goroutine takes everything queued (at most 64), writes it with one call of the peer's batch API and acknowledges every entry of it; entries/flush is the mean batch. × best peer is against the best of all peer modes. † = not counted: one sync per call, by the peer's code.",
 				"hashicorp/raft-wal: StoreLogs (it fsyncs the segment on every StoreLogs) with one raft.Log, or the batch. tidwall/wal with NoSync=false (os.File.Sync, an fsync, on every write): Write with one entry, WriteBatch with the batch. etcd wal: Save, which fdatasyncs when it has entries: an empty HardState and one entry, or the batch with the HardState a raft leader's Ready carries (term, vote, the commit index of the entries acknowledged before).")
+		}
+		for _, v := range verdicts {
+			notes = append(notes, "io_uring against the syscall backend, "+v.Sentence())
 		}
 		if tmpfs {
 			notes = append(notes, "CAUTION: "+o.Dir+" is on "+machine.FileSystem+", where fdatasync does nothing: these are not figures of durable writes. Use a directory on a disk (e.g. under /var/tmp).")

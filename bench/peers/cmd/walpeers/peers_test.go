@@ -113,7 +113,9 @@ func TestPeers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c := walbench.ChildConfig{Writers: 8, EntrySize: walbench.EntrySize, Duration: 50 * time.Millisecond, Batch: batch}
+				// 200 ms: long enough that a flush stalled by a busy disk still leaves
+				// calls that completed inside the measured part.
+				c := walbench.ChildConfig{Writers: 8, EntrySize: walbench.EntrySize, Duration: 200 * time.Millisecond, Batch: batch}
 				var tr bench.Trial
 				if batch > 0 {
 					tr, err = measureBatched(c, l)
