@@ -41,6 +41,9 @@ type ChildConfig struct {
 	KeepEntries uint64 `json:"keep_entries,omitempty"`
 	// Recycle opens ringstore's log with RecycleSegments.
 	Recycle bool `json:"recycle,omitempty"`
+	// Batch, for a peer, is the most entries one call of its batch API
+	// takes, fed by a batching leader; 0: one entry per call.
+	Batch int `json:"batch,omitempty"`
 }
 
 // Keys of bench.Trial.Extra that the wal benchmark fills in.

@@ -20,10 +20,12 @@ func ModeNames(Options) []bench.ModeInfo {
 		ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("kv-uring-w%d", w), Needs: "io_uring"})
 	}
 	ms = append(ms, bench.ModeInfo{Name: "ringstore-syscall-w64"})
+	const peersNeed = "the peers, built from bench/peers (go on PATH, no --no-peers)"
 	for _, p := range Peers {
 		for _, w := range []int{1, 64} {
-			ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("%s-w%d", p.Mode, w), Needs: "the peers, built from bench/peers (go on PATH, no --no-peers)"})
+			ms = append(ms, bench.ModeInfo{Name: PeerModeName(p, w, false), Needs: peersNeed})
 		}
+		ms = append(ms, bench.ModeInfo{Name: PeerModeName(p, PeerBatchWriters, true), Needs: peersNeed})
 	}
 	return ms
 }

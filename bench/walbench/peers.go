@@ -19,16 +19,30 @@ const PeerWorkload = "wal-peer"
 
 // Peer is one log library the benchmark compares with.
 type Peer struct {
-	Mode   string // the ChildConfig.Mode the peers' program knows it by
-	System string // the library, as its users name it
-	Module string // its Go module
+	Mode     string // the ChildConfig.Mode the peers' program knows it by
+	System   string // the library, as its users name it
+	Module   string // its Go module
+	BatchAPI string // the call its batch mode makes, for labels
 }
 
 // Peers are the logs in bench/peers, in report order.
 var Peers = []Peer{
-	{Mode: "raft-wal", System: "hashicorp/raft-wal", Module: "github.com/hashicorp/raft-wal"},
-	{Mode: "tidwall-wal", System: "tidwall/wal", Module: "github.com/tidwall/wal"},
-	{Mode: "etcd-wal", System: "etcd wal", Module: "go.etcd.io/etcd/server/v3"},
+	{Mode: "raft-wal", System: "hashicorp/raft-wal", Module: "github.com/hashicorp/raft-wal", BatchAPI: "StoreLogs"},
+	{Mode: "tidwall-wal", System: "tidwall/wal", Module: "github.com/tidwall/wal", BatchAPI: "WriteBatch"},
+	{Mode: "etcd-wal", System: "etcd wal", Module: "go.etcd.io/etcd/server/v3", BatchAPI: "Save"},
+}
+
+// PeerBatchWriters is the writers of the peers' batch modes, and the most
+// entries their leader puts in one call.
+const PeerBatchWriters = 64
+
+// PeerModeName is the mode name of peer p with writers writers: one entry
+// per call, or in its batch API when batch.
+func PeerModeName(p Peer, writers int, batch bool) string {
+	if batch {
+		return fmt.Sprintf("%s-batch-w%d", p.Mode, writers)
+	}
+	return fmt.Sprintf("%s-w%d", p.Mode, writers)
 }
 
 const mainModule = "github.com/ringstore/ringstore"

@@ -5,10 +5,15 @@
 //   - device-fdatasync: the device's own flush (a 1 KiB overwrite in place,
 //     only the fdatasync timed), the limit every durable write pays;
 //   - ringstore's wal on io_uring with 1, 16, 64 and 256 writers, and with
-//     64 writers on SQPOLL and on the syscall backend;
+//     64 writers on SQPOLL and on the syscall backend (pwrite + fdatasync);
+//     the report says, for every writer count the syscall backend ran at,
+//     whether io_uring beat it;
 //   - the peers, hashicorp/raft-wal, tidwall/wal and etcd's wal, with 1 and
-//     64 writers, built from their own module in bench/peers so that
-//     ringstore's module never depends on them.
+//     64 writers one entry per call, and with 64 writers in their batch
+//     APIs fed by a batching leader (StoreLogs, WriteBatch, Save), built
+//     from their own module in bench/peers so that ringstore's module
+//     never depends on them. "The best peer" is the best of all these
+//     peer modes.
 //
 // Every trial of every mode runs in a fresh process, in a fresh empty
 // directory (removed afterwards), modes interleaved; see package bench.
@@ -52,13 +57,16 @@ type Options struct {
 
 // Result is one row of the JSON report.
 type Result struct {
-	System          string  `json:"system"`
-	Mode            string  `json:"mode"`
-	Label           string  `json:"label"`
-	Writers         int     `json:"writers"`
-	Backend         string  `json:"backend,omitempty"` // ringstore's I/O backend
-	Version         string  `json:"version,omitempty"` // a peer's module version
-	OpsPerS         float64 `json:"ops_per_s"`         // appends per second, median of trials
+	System  string `json:"system"`
+	Mode    string `json:"mode"`
+	Label   string `json:"label"`
+	Writers int    `json:"writers"`
+	Backend string `json:"backend,omitempty"` // ringstore's I/O backend
+	Version string `json:"version,omitempty"` // a peer's module version
+	// Batch, for a peer's batch mode, is the most entries its leader puts
+	// in one call of the peer's batch API; absent: one entry per call.
+	Batch           int     `json:"batch,omitempty"`
+	OpsPerS         float64 `json:"ops_per_s"` // appends per second, median of trials
 	OpsBest         float64 `json:"ops_per_s_best"`
 	OpsMin          float64 `json:"ops_per_s_min"`
 	OpsMax          float64 `json:"ops_per_s_max"`
@@ -95,6 +103,16 @@ type LatencyRatio struct {
 	Ratio float64 `json:"ratio"`
 }
 
+// BackendVerdict says whether ringstore's log on io_uring beat it on the
+// syscall backend at one writer count, in this run.
+type BackendVerdict struct {
+	Writers     int     `json:"writers"`
+	URingMode   string  `json:"uring_mode"`
+	SyscallMode string  `json:"syscall_mode"`
+	Ratio       float64 `json:"ratio"`      // io_uring's appends/s over the syscall backend's, medians of trials
+	URingWins   bool    `json:"uring_wins"` // Ratio above 1
+}
+
 // report is bench.Report with what only this benchmark has.
 type report struct {
 	bench.Report
@@ -103,6 +121,9 @@ type report struct {
 	LatencyRatios []LatencyRatio    `json:"latency_ratios,omitempty"`
 	Bars          []bench.Bar       `json:"bars"`
 	PeerVersions  map[string]string `json:"peer_versions,omitempty"`
+	// URingVsSyscall has one verdict per writer count at which both
+	// backends ran.
+	URingVsSyscall []BackendVerdict `json:"uring_vs_syscall,omitempty"`
 }
 
 // mode is a bench.Mode with what the report needs to know of it.
@@ -112,6 +133,7 @@ type mode struct {
 	writers int
 	backend string
 	peer    bool
+	batch   int    // a peer's batch mode: the most entries a call
 	version string // a peer's module version
 }
 
@@ -128,7 +150,8 @@ const (
 )
 
 // The bars: 64 writers on io_uring at least BarVsFsync× fsync per write
-// and BarVsPeer× the best peer with 64 writers, their append p99 at most
+// and BarVsPeer× the best peer mode (any writers, one entry per call or
+// batched), their append p99 at most
 // BarP99VsGroup× the device's p99 for one group's in-place write +
 // fdatasync; kv's 64 writers at least BarKVScale× its one, and a lone kv
 // write at most BarKVVsLog× a lone log append's time.
@@ -213,7 +236,7 @@ func Run(o Options) error {
 				Exec: bench.ChildExec(Workload, cfg("kv", w, "uring"))}, system: "kv", writers: w, backend: "uring"})
 		}
 	}
-	modes = append(modes, ring("syscall", "syscall", 64))
+	modes = append(modes, ring("syscall", "syscall backend (pwrite + fdatasync)", 64))
 
 	var versions map[string]string
 	if o.Peers {
@@ -258,8 +281,13 @@ func Run(o Options) error {
 		tmpfs := onTmpfs(machine)
 		rows := make([]Result, 0, len(results))
 		labels := map[string]string{}
-		t := bench.Table{Header: []string{"mode", "writers", "appends/s (median)", "best", "min–max", "p50 µs", "p99 µs", "flush p50/p99 µs", "entries/flush", "flushes/s", "CPU µs/append", "× fsync-per-write"}}
+		t := bench.Table{Header: []string{"mode", "writers", "appends/s (median)", "best", "min–max", "p50 µs", "p99 µs", "flush p50/p99 µs", "entries/flush", "flushes/s", "CPU µs/append", "× fsync-per-write", "× best peer"}}
 		fsync := bench.Find(results, modeFsync)
+		bestAny := bestPeer(results, modes, 0)
+		var bestRate float64
+		if r := bench.Find(results, bestAny); r != nil {
+			bestRate = r.Median().Rate()
+		}
 		for i, r := range results {
 			m := modes[i]
 			labels[r.Mode.Name] = r.Mode.Label
@@ -267,7 +295,7 @@ func Run(o Options) error {
 				continue
 			}
 			med := r.Median()
-			row := Result{System: m.system, Mode: m.Name, Label: m.Label, Writers: m.writers, Backend: m.backend, Version: m.version,
+			row := Result{System: m.system, Mode: m.Name, Label: m.Label, Writers: m.writers, Backend: m.backend, Version: m.version, Batch: m.batch,
 				OpsPerS: med.Rate(), OpsBest: r.Best(), OpsMin: r.Min(), OpsMax: r.Max(), P50us: med.P50us, P99us: med.P99us, P90us: med.P90us, P999us: med.P999us, MaxUs: med.MaxUs, TrialOpsPerS: r.Rates()}
 			for _, tr := range r.Trials {
 				row.TrialP99us = append(row.TrialP99us, tr.P99us)
@@ -286,6 +314,10 @@ func Run(o Options) error {
 			if fsync != nil && len(fsync.Trials) > 0 && m.system != "device" {
 				x = fmt.Sprintf("%.2f×", row.OpsPerS/fsync.Median().Rate())
 			}
+			xp := "-"
+			if bestRate > 0 && m.system != "device" {
+				xp = fmt.Sprintf("%.2f×", row.OpsPerS/bestRate)
+			}
 			epf, fps := "-", "-"
 			if m.system != "device" && row.FlushesPerS > 0 {
 				mark := ""
@@ -299,14 +331,14 @@ func Run(o Options) error {
 				flush = fmt.Sprintf("%.0f / %.0f", row.FlushP50us, row.FlushP99us)
 			}
 			t.Add(m.Label, strconv.Itoa(m.writers), fmt.Sprintf("%.0f", row.OpsPerS), fmt.Sprintf("%.0f", row.OpsBest),
-				fmt.Sprintf("%.0f–%.0f", row.OpsMin, row.OpsMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), flush, epf, fps, fmt.Sprintf("%.1f", row.CPUusPerOp), x)
+				fmt.Sprintf("%.0f–%.0f", row.OpsMin, row.OpsMax), fmt.Sprintf("%.0f", row.P50us), fmt.Sprintf("%.0f", row.P99us), flush, epf, fps, fmt.Sprintf("%.1f", row.CPUusPerOp), x, xp)
 		}
 
 		// Ratios within this run.
 		var ratios []bench.Ratio
 		pairs := [][2]string{{mode64, modeFsync}}
-		if best := bestPeer(results, modes, 64); best != "" {
-			pairs = append(pairs, [2]string{mode64, best})
+		if bestAny != "" {
+			pairs = append(pairs, [2]string{mode64, bestAny})
 		}
 		if best := bestPeer(results, modes, 1); best != "" {
 			pairs = append(pairs, [2]string{"ringstore-uring-w1", best})
@@ -350,6 +382,7 @@ func Run(o Options) error {
 			}
 		}
 		bars := walBars(results, modes, group)
+		verdicts := backendVerdicts(results, modes)
 
 		notes = append(notes,
 			fmt.Sprintf("%d-byte entries; every append is durable (fdatasync or fsync) before it returns. Latency is per append call, waits for a lock or a group included.", EntrySize),
@@ -361,8 +394,11 @@ func Run(o Options) error {
 		)
 		if o.Peers && versions != nil {
 			notes = append(notes,
-				"Peers, as their users use them: one entry per call. Each needs consecutive indexes from one writer, so every call takes the next index and writes under one mutex; concurrent writers queue on it. None of them groups concurrent callers, and no grouping was done for them: that is the comparison. † = not counted: one sync per call, by the peer's code.",
-				"hashicorp/raft-wal: StoreLogs with one raft.Log (it fsyncs the segment on every StoreLogs). tidwall/wal: Write with NoSync=false (os.File.Sync, an fsync, on every Write). etcd wal: Save(empty HardState, one entry), which fdatasyncs when it has entries.")
+				"Peers, as their users use them, in two ways. One entry per call: each needs consecutive indexes from one writer, so every call takes the next index and writes under one mutex; concurrent writers queue on it, and none of them groups concurrent callers. Batched: as a batching raft leader feeds its log, each of the 64 writers queues one entry and waits; one leader goroutine takes everything queued (at most 64), writes it with one call of the peer's batch API and acknowledges every entry of it; entries/flush is the mean batch. × best peer is against the best of all peer modes. † = not counted: one sync per call, by the peer's code.",
+				"hashicorp/raft-wal: StoreLogs (it fsyncs the segment on every StoreLogs) with one raft.Log, or the batch. tidwall/wal with NoSync=false (os.File.Sync, an fsync, on every write): Write with one entry, WriteBatch with the batch. etcd wal: Save, which fdatasyncs when it has entries: an empty HardState and one entry, or the batch with the HardState a raft leader's Ready carries (term, vote, the commit index of the entries acknowledged before).")
+		}
+		for _, v := range verdicts {
+			notes = append(notes, "io_uring against the syscall backend, "+v.Sentence())
 		}
 		if tmpfs {
 			notes = append(notes, "CAUTION: "+o.Dir+" is on "+machine.FileSystem+", where fdatasync does nothing: these are not figures of durable writes. Use a directory on a disk (e.g. under /var/tmp).")
@@ -372,7 +408,7 @@ func Run(o Options) error {
 			Report: bench.Report{Benchmark: "wal", Machine: machine,
 				Config:  map[string]any{"dir": o.Dir, "duration_s": o.Duration.Seconds(), "trials": o.Trials, "entry_size": EntrySize, "warmup_frac": 0.1, "peers": o.Peers},
 				Results: rows, Ratios: ratios, Notes: notes},
-			Device: device, DeviceGroup: group, LatencyRatios: latRatios, PeerVersions: versions, Bars: bars,
+			Device: device, DeviceGroup: group, LatencyRatios: latRatios, PeerVersions: versions, Bars: bars, URingVsSyscall: verdicts,
 		}
 		return bench.Summary{Heading: fmt.Sprintf("wal — %d-byte durable appends", EntrySize), Bars: bars, Notes: notes, Report: rep, Body: func(out io.Writer) {
 			if device != nil {
@@ -387,6 +423,12 @@ func Run(o Options) error {
 			bench.WriteRatios(out, ratios, labels)
 			for _, r := range latRatios {
 				fmt.Fprintf(out, "  %-28s vs %-28s %6.2f×\n", r.A, r.B, r.Ratio)
+			}
+			if len(verdicts) > 0 {
+				fmt.Fprintln(out, "\nio_uring against the syscall backend:")
+				for _, v := range verdicts {
+					fmt.Fprintf(out, "  %s\n", v.Sentence())
+				}
 			}
 		}}, nil
 	}
@@ -414,8 +456,8 @@ func walBars(results []bench.ModeResult, modes []mode, group *DeviceSync) []benc
 	}
 	var bars []bench.Bar
 	bars = append(bars, ratio("io_uring 64 writers vs fsync per write (appends/s)", rate(mode64), rate(modeFsync), BarVsFsync, false, ""))
-	best := bestPeer(results, modes, 64)
-	bars = append(bars, ratio("io_uring 64 writers vs the best peer at 64 writers (appends/s)", rate(mode64), rate(best), BarVsPeer, false, "against "+best))
+	best := bestPeer(results, modes, 0)
+	bars = append(bars, ratio("io_uring 64 writers vs the best peer mode, one entry per call or batched (appends/s)", rate(mode64), rate(best), BarVsPeer, false, "against "+best))
 	var p99, groupP99 float64
 	if r := bench.Find(results, mode64); r != nil && len(r.Trials) > 0 {
 		p99 = r.Median().P99us
@@ -438,13 +480,14 @@ func walBars(results []bench.ModeResult, modes []mode, group *DeviceSync) []benc
 
 const deviceMeasurement = "a 1 KiB pwrite in place into an already written block of a preallocated (fallocate) file, then fdatasync, timing only the fdatasync"
 
-// bestPeer returns the peer mode with writers writers and the highest
-// median rate, or "".
+// bestPeer returns the peer mode (one entry per call or batched) with
+// writers writers, any when writers is 0, and the highest median rate, or
+// "" when none ran.
 func bestPeer(results []bench.ModeResult, modes []mode, writers int) string {
 	best, rate := "", 0.0
 	for i, r := range results {
 		m := modes[i]
-		if !m.peer || m.writers != writers || len(r.Trials) == 0 {
+		if !m.peer || writers != 0 && m.writers != writers || len(r.Trials) == 0 {
 			continue
 		}
 		if v := r.Median().Rate(); v > rate {
@@ -475,9 +518,13 @@ func peerModes(o Options, tmp string, cfg func(string, int, string) ChildConfig)
 			v = "unknown"
 		}
 		for _, w := range []int{1, 64} {
-			modes = append(modes, mode{Mode: bench.Mode{Name: fmt.Sprintf("%s-w%d", p.Mode, w), Label: fmt.Sprintf("%s, %s", p.System, plural(w)),
+			modes = append(modes, mode{Mode: bench.Mode{Name: PeerModeName(p, w, false), Label: fmt.Sprintf("%s, %s", p.System, plural(w)),
 				Exec: bench.BinaryExec(bin, PeerWorkload, cfg(p.Mode, w, ""))}, system: p.System, writers: w, peer: true, version: v})
 		}
+		bc := cfg(p.Mode, PeerBatchWriters, "")
+		bc.Batch = PeerBatchWriters
+		modes = append(modes, mode{Mode: bench.Mode{Name: PeerModeName(p, PeerBatchWriters, true), Label: fmt.Sprintf("%s, %s batches by a leader, %s", p.System, p.BatchAPI, plural(PeerBatchWriters)),
+			Exec: bench.BinaryExec(bin, PeerWorkload, bc)}, system: p.System, writers: PeerBatchWriters, peer: true, batch: PeerBatchWriters, version: v})
 	}
 	return modes, versions, nil
 }
@@ -496,4 +543,33 @@ func peerVersionLine(v map[string]string) string {
 		s += k + " " + v[k]
 	}
 	return s
+}
+
+// backendVerdicts compares ringstore's log on io_uring with it on the
+// syscall backend at every writer count where both ran, in the order the
+// syscall modes ran.
+func backendVerdicts(results []bench.ModeResult, modes []mode) []BackendVerdict {
+	var out []BackendVerdict
+	for i, r := range results {
+		m := modes[i]
+		if m.system != "ringstore" || m.backend != "syscall" || len(r.Trials) == 0 {
+			continue
+		}
+		u := fmt.Sprintf("ringstore-uring-w%d", m.writers)
+		ur := bench.Find(results, u)
+		if ur == nil || len(ur.Trials) == 0 || r.Median().Rate() <= 0 || ur.Median().Rate() <= 0 {
+			continue
+		}
+		ratio := ur.Median().Rate() / r.Median().Rate()
+		out = append(out, BackendVerdict{Writers: m.writers, URingMode: u, SyscallMode: m.Name, Ratio: ratio, URingWins: ratio > 1})
+	}
+	return out
+}
+
+// Sentence says the verdict in words, for the report's text and notes.
+func (v BackendVerdict) Sentence() string {
+	if v.URingWins {
+		return fmt.Sprintf("%s: io_uring wins, %.2f× the syscall backend's appends/s (medians of trials).", plural(v.Writers), v.Ratio)
+	}
+	return fmt.Sprintf("%s: io_uring does not win: the syscall backend makes %.2f× its appends/s (medians of trials).", plural(v.Writers), 1/v.Ratio)
 }

@@ -2,11 +2,14 @@ package walbench
 
 import (
 	"errors"
+	"math"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/wal"
 )
 
@@ -114,5 +117,87 @@ func TestMeasureFlushLatency(t *testing.T) {
 	}
 	if _, ok := tr.Extra[ExtraFlushP50us]; ok {
 		t.Errorf("a log without a flush histogram reported flush p50 %v", tr.Extra[ExtraFlushP50us])
+	}
+}
+
+// results makes one mode and one result of one trial per rate (appends/s);
+// a rate of 0 is a mode that did not run.
+func results(ms []mode, rates []float64) []bench.ModeResult {
+	out := make([]bench.ModeResult, len(ms))
+	for i, m := range ms {
+		out[i].Mode = m.Mode
+		if rates[i] > 0 {
+			out[i].Trials = []bench.Trial{{Ops: int64(rates[i]), Seconds: 1}}
+		}
+	}
+	return out
+}
+
+func TestBestPeerIncludesBatchModes(t *testing.T) {
+	var ms []mode
+	for _, p := range Peers {
+		for _, w := range []int{1, 64} {
+			ms = append(ms, mode{Mode: bench.Mode{Name: PeerModeName(p, w, false)}, system: p.System, writers: w, peer: true})
+		}
+		ms = append(ms, mode{Mode: bench.Mode{Name: PeerModeName(p, PeerBatchWriters, true)}, system: p.System, writers: PeerBatchWriters, peer: true, batch: PeerBatchWriters})
+	}
+	ms = append(ms, mode{Mode: bench.Mode{Name: mode64}, system: "ringstore", writers: 64, backend: "uring"})
+	// raft-wal w1, w64, batch; tidwall w1, w64, batch; etcd w1, w64, batch; ringstore.
+	cases := []struct {
+		name            string
+		rates           []float64
+		anyBest, w1Best string
+		barValue        float64
+	}{
+		{"a batch mode is best", []float64{900, 800, 20000, 700, 600, 30000, 1000, 1100, 5000, 90000}, "tidwall-wal-batch-w64", "etcd-wal-w1", 3},
+		{"a one-entry mode is best", []float64{900, 800, 500, 700, 600, 0, 1000, 1200, 0, 12000}, "etcd-wal-w64", "etcd-wal-w1", 10},
+		{"a lone writer is best", []float64{2000, 800, 0, 700, 600, 0, 1000, 1100, 0, 4000}, "raft-wal-w1", "raft-wal-w1", 2},
+		{"no peer ran", []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 4000}, "", "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rs := results(ms, c.rates)
+			if got := bestPeer(rs, ms, 0); got != c.anyBest {
+				t.Errorf("best peer of all: %q, want %q", got, c.anyBest)
+			}
+			if got := bestPeer(rs, ms, 1); got != c.w1Best {
+				t.Errorf("best peer with 1 writer: %q, want %q", got, c.w1Best)
+			}
+			var bar *bench.Bar
+			for _, b := range walBars(rs, ms, nil) {
+				if strings.Contains(b.Name, "best peer") {
+					bar = &b
+				}
+			}
+			if bar == nil {
+				t.Fatal("no best-peer bar")
+			}
+			if bar.Valid != (c.barValue > 0) || c.barValue > 0 && math.Abs(bar.Value-c.barValue) > 1e-9 {
+				t.Errorf("best-peer bar %+v, want value %v", *bar, c.barValue)
+			}
+		})
+	}
+}
+
+func TestBackendVerdicts(t *testing.T) {
+	ms := []mode{
+		{Mode: bench.Mode{Name: "ringstore-uring-w1"}, system: "ringstore", writers: 1, backend: "uring"},
+		{Mode: bench.Mode{Name: mode64}, system: "ringstore", writers: 64, backend: "uring"},
+		{Mode: bench.Mode{Name: "ringstore-syscall-w1"}, system: "ringstore", writers: 1, backend: "syscall"},
+		{Mode: bench.Mode{Name: "ringstore-syscall-w64"}, system: "ringstore", writers: 64, backend: "syscall"},
+		{Mode: bench.Mode{Name: "ringstore-syscall-w16"}, system: "ringstore", writers: 16, backend: "syscall"}, // no io_uring row to compare
+	}
+	vs := backendVerdicts(results(ms, []float64{6000, 150000, 5000, 160000, 90000}), ms)
+	if len(vs) != 2 {
+		t.Fatalf("got %+v, want verdicts at 1 and 64 writers", vs)
+	}
+	if v := vs[0]; v.Writers != 1 || !v.URingWins || math.Abs(v.Ratio-1.2) > 1e-9 || !strings.Contains(v.Sentence(), "1 writer: io_uring wins, 1.20×") {
+		t.Errorf("1 writer: %+v, %q", v, v.Sentence())
+	}
+	if v := vs[1]; v.Writers != 64 || v.URingWins || v.SyscallMode != "ringstore-syscall-w64" || !strings.Contains(v.Sentence(), "64 writers: io_uring does not win: the syscall backend makes 1.07×") {
+		t.Errorf("64 writers: %+v, %q", v, v.Sentence())
+	}
+	if vs := backendVerdicts(results(ms, []float64{0, 150000, 5000, 0, 0}), ms); len(vs) != 0 {
+		t.Errorf("verdicts for modes that did not run: %+v", vs)
 	}
 }

@@ -36,7 +36,8 @@ Workloads:
   wal     1 KiB durable appends: os.File + fdatasync, the device's own
           fdatasync, ringstore's wal with 1/16/64/256 writers (io_uring) and
           64 (SQPOLL, syscall), and the peers hashicorp/raft-wal, tidwall/wal
-          and etcd's wal (built from bench/peers when go is on PATH)
+          and etcd's wal, one entry per call and in their batch APIs fed by
+          a batching leader (built from bench/peers when go is on PATH)
   scan    12 concurrent analytic queries over Arrow files twice the memory
           limit: mmap, pread, direct (O_DIRECT) and pool (O_DIRECT + bufpool),
           each child under a memory cgroup, beside the device's sequential

@@ -271,7 +271,7 @@ func TestBenchWALEndToEnd(t *testing.T) {
 	if rep.Device.P50 <= 0 || rep.Machine.Kernel == "" || len(rep.Ratios) == 0 {
 		t.Errorf("device fdatasync, machine or ratios missing: %s", data)
 	}
-	if !strings.Contains(stdout, "peers skipped: --no-peers") || !strings.Contains(stdout, "| ringstore syscall, 64 writers") {
+	if !strings.Contains(stdout, "peers skipped: --no-peers") || !strings.Contains(stdout, "| ringstore syscall backend (pwrite + fdatasync), 64 writers") {
 		t.Errorf("report lacks the table or the peers note:\n%s", stdout)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -6,11 +6,17 @@
 //	walpeers versions
 //	    prints the peer modules' versions as a JSON object
 //
-// The peers are hashicorp/raft-wal, tidwall/wal and etcd's wal. Each is
-// used the way its users use it: one entry per call, every call durable
-// before it returns, no grouping done for it. All three need consecutive
-// indexes from one writer, so a call takes the next index and writes under
-// one mutex; concurrent writers queue on it.
+// The peers are hashicorp/raft-wal, tidwall/wal and etcd's wal, each used
+// the two ways its users use it, every call durable before it returns:
+//
+//   - one entry per call (ChildConfig.Batch 0): all three need consecutive
+//     indexes from one writer, so a call takes the next index and writes
+//     under one mutex; concurrent writers queue on it;
+//   - in its batch API (ChildConfig.Batch > 0), fed as a batching raft
+//     leader feeds its log: writers queue their entries and wait, one
+//     leader goroutine writes everything queued (at most Batch entries)
+//     with one call (raft-wal StoreLogs, etcd wal Save with a HardState,
+//     tidwall/wal WriteBatch) and acknowledges them all.
 package main
 
 import (
@@ -50,16 +56,42 @@ func runTrial(raw json.RawMessage) (bench.Trial, error) {
 	if !ok {
 		return bench.Trial{}, fmt.Errorf("unknown peer %q", c.Mode)
 	}
-	p, err := open(dir)
+	if c.Batch < 0 {
+		return bench.Trial{}, fmt.Errorf("%s: batch cap %d: want 0 (one entry per call) or more", c.Mode, c.Batch)
+	}
+	p, err := open(dir, c.Batch > 0)
 	if err != nil {
 		return bench.Trial{}, fmt.Errorf("%s: open: %w", c.Mode, err)
 	}
-	s := &serial{p: p, next: 1}
-	tr, err := walbench.Measure(c, func(_ int, payload []byte) error { return s.append(payload) }, walbench.PerCall(&s.calls))
+	var tr bench.Trial
+	if c.Batch > 0 {
+		tr, err = measureBatched(c, p)
+	} else {
+		s := &serial{p: p, next: 1}
+		tr, err = walbench.Measure(c, func(_ int, payload []byte) error { return s.append(payload) }, walbench.PerCall(&s.calls))
+	}
 	if cerr := p.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("%s: close: %w", c.Mode, cerr)
 	}
 	return walbench.MarkInferred(tr), err
+}
+
+// measureBatched measures p fed by a batchLeader with c.Batch entries a
+// call at most. Its flushes are its calls (one sync each, by the peer's
+// code), so entries per flush is the mean batch.
+func measureBatched(c walbench.ChildConfig, p peerLog) (bench.Trial, error) {
+	l, err := newBatchLeader(p, c.Batch)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer l.stop()
+	ws := make([]*pending, max(c.Writers, 0))
+	for i := range ws {
+		ws[i] = newPending()
+	}
+	return walbench.Measure(c, func(w int, payload []byte) error { return l.append(ws[w], payload) }, func() walbench.Counts {
+		return walbench.Counts{Entries: l.entries.Load(), Flushes: l.calls.Load()}
+	})
 }
 
 // peerModules are the module paths of walbench.Peers.
