@@ -400,7 +400,7 @@ func Run(opts Options) (err error) {
 			"dir": o.Dir, "data_bytes": data.Bytes, "data_target_bytes": o.DataBytes, "files": len(files), "rows": data.Rows,
 			"compression": o.Compression, "mem_limit_bytes": o.MemLimit, "no_mem_limit": o.NoMemLimit, "pool_bytes": o.PoolBytes,
 			"frame_size": o.FrameSize, "trials": o.Trials, "queries": o.Queries, "rounds": o.Rounds, "query_mix": mix,
-			"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep, "fio": fioLabel != "",
+			"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep, "no_sidecar_check": o.NoSidecarCheck, "fio": fioLabel != "",
 		}
 		return bench.Summary{Heading: heading(rep), Body: func(w io.Writer) { writeBody(w, rep, results) }, Bars: rep.Bars, Notes: rep.Notes, Report: rep}, nil
 	}
