@@ -95,6 +95,23 @@
 // File.Close fails with ErrBusy while Scanners are open. Scanner.Close waits
 // for its reads in flight.
 //
+// # Checksum sidecars
+//
+// Arrow IPC has no checksums, so a flipped byte in a batch's body decodes
+// to a different value. A file with a sidecar (FILE.crc, sidecar.go draws
+// it: a CRC32C per 4 KiB chunk of the file) has every byte range a mode
+// reads checked against it before it is decoded: Open's footer and
+// metadata reads and dictionaries widened to whole chunks; mmap the chunks
+// a batch's projected ranges cover, and pread reads and checks whole
+// chunks, each chunk once per open File (a bitmap); direct every chunk of
+// every O_DIRECT read; pool every frame once per load (bufpool.Frame's
+// Checked / MarkChecked). A mismatch is a *CorruptError naming the file,
+// the part and the chunk's offset. A sidecar of another size, or whose
+// blocks the footer does not name, is an error naming both files; a
+// format 1 sidecar (no chunk checksums) is ErrBadOptions.
+// Options.SkipSidecarCheck turns the checks off; a file without a sidecar
+// is read unchecked.
+//
 // # Checks before and after arrow-go
 //
 // arrow-go's readers trust the file: bad offsets panic (most panics are

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -28,6 +29,14 @@ func (x *mappedFetcher) next(i int) (*memory.Buffer, memory.Allocator, []placed,
 		x.place = append(x.place, placed{iv.start, iv.end, iv.start})
 	}
 	lo, hi := blk.BodyOffset(), blk.End()
+	if c := x.f.check; c != nil {
+		for _, iv := range x.ivs {
+			clo, chi := c.span(lo+iv.start, lo+iv.end)
+			if err := c.verify(clo, x.f.mapping[clo:chi], true); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+	}
 	return memory.NewBufferBytes(x.f.mapping[lo:hi:hi]), nil, x.place, nil
 }
 
@@ -44,6 +53,7 @@ type preadFetcher struct {
 	bodies *bodyPool
 	ivs    []interval
 	place  []placed
+	chunks []chunk // sidecar checks: the chunk-aligned reads
 }
 
 func newPreadFetcher(f *File, p *projection) *preadFetcher {
@@ -54,6 +64,9 @@ func (x *preadFetcher) next(i int) (*memory.Buffer, memory.Allocator, []placed, 
 	bm := &x.f.batches[i]
 	base := x.f.footer.RecordBatches[i].BodyOffset()
 	x.ivs = x.p.intervals(bm, preadGap, x.ivs)
+	if x.f.check != nil {
+		return x.nextChecked(i, base)
+	}
 	var n int64
 	x.place, n = packed(x.ivs, x.place)
 	if n == 0 {
@@ -72,6 +85,38 @@ func (x *preadFetcher) next(i int) (*memory.Buffer, memory.Allocator, []placed, 
 				err = io.ErrUnexpectedEOF
 			}
 			return nil, nil, nil, x.f.batchReadError(i, base+pl.start, int64(len(dst)), err)
+		}
+	}
+	body, ref := x.bodies.newBody(buf)
+	return body, ref, x.place, nil
+}
+
+// nextChecked reads batch i's intervals as whole sidecar chunks and checks
+// each chunk (once per File) before the body goes to the decoder.
+func (x *preadFetcher) nextChecked(i int, base int64) (*memory.Buffer, memory.Allocator, []placed, error) {
+	c := x.f.check
+	var n int64
+	x.chunks, x.place, n = alignedPlan(x.ivs, base, c.chunkSize(), x.chunks, x.place)
+	if n == 0 {
+		return memory.NewBufferBytes(nil), nil, x.place, nil
+	}
+	buf, err := x.bodies.get(int(n))
+	if err != nil {
+		return nil, nil, nil, x.f.batchReadError(i, base, n, err)
+	}
+	for _, ch := range x.chunks {
+		dst := buf[ch.at : ch.at+min(ch.hi, c.size)-ch.lo]
+		got, err := x.f.osf.ReadAt(dst, ch.lo)
+		if got < len(dst) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+		} else {
+			err = c.verify(ch.lo, dst, true)
+		}
+		if err != nil {
+			x.bodies.put(buf)
+			return nil, nil, nil, x.f.batchReadError(i, ch.lo, int64(len(dst)), err)
 		}
 	}
 	body, ref := x.bodies.newBody(buf)
@@ -163,20 +208,20 @@ func (x *directFetcher) next(i int) (*memory.Buffer, memory.Allocator, []placed,
 	return body, ref, r.place, nil
 }
 
-// chunk is a 4 KiB-aligned file range read into the body at at.
+// chunk is an aligned file range [lo, hi) read into a body at at.
 type chunk struct{ lo, hi, at int64 }
 
-// read reads batch r.i's intervals into a new aligned body.
-func (x *directFetcher) read(r *directRead) {
-	f := x.f
-	bm := &f.batches[r.i]
-	base := f.footer.RecordBatches[r.i].BodyOffset()
-	ivs := x.p.intervals(bm, 0, nil)
-	var chunks []chunk
+// alignedPlan places intervals (body offsets; the body starts at file
+// offset base) in a buffer of whole align-sized file ranges: chunks are the
+// covering aligned ranges (merged where they touch), one after another in
+// the buffer, so each interval keeps its file offset modulo align. It
+// returns the chunks, the placements and the buffer's length. hi may run
+// past the end of the file (a read there is cut short).
+func alignedPlan(ivs []interval, base, align int64, chunks []chunk, place []placed) ([]chunk, []placed, int64) {
+	chunks, place = chunks[:0], place[:0]
 	var total int64
-	r.place = make([]placed, len(ivs))
-	for k, iv := range ivs {
-		lo, hi := alignDown(base+iv.start), alignUp(base+iv.end)
+	for _, iv := range ivs {
+		lo, hi := (base+iv.start)&^(align-1), (base+iv.end+align-1)&^(align-1)
 		if n := len(chunks); n > 0 && lo <= chunks[n-1].hi {
 			c := &chunks[n-1]
 			if hi > c.hi {
@@ -188,8 +233,19 @@ func (x *directFetcher) read(r *directRead) {
 			total += hi - lo
 		}
 		c := chunks[len(chunks)-1]
-		r.place[k] = placed{iv.start, iv.end, c.at + base + iv.start - c.lo}
+		place = append(place, placed{iv.start, iv.end, c.at + base + iv.start - c.lo})
 	}
+	return chunks, place, total
+}
+
+// read reads batch r.i's intervals into a new aligned body.
+func (x *directFetcher) read(r *directRead) {
+	f := x.f
+	base := f.footer.RecordBatches[r.i].BodyOffset()
+	ivs := x.p.intervals(&f.batches[r.i], 0, nil)
+	var chunks []chunk
+	var total int64
+	chunks, r.place, total = alignedPlan(ivs, base, directio.BlockSize, nil, nil)
 	if total == 0 {
 		return
 	}
@@ -213,6 +269,16 @@ func (x *directFetcher) read(r *directRead) {
 			x.bodies.put(buf)
 			r.err = f.batchReadError(r.i, q.Off, int64(len(q.Buf)), err)
 			return
+		}
+	}
+	if c := f.check; c != nil {
+		// Every read is the device's bytes: checked each time.
+		for _, ch := range chunks {
+			if err := c.verify(ch.lo, buf[ch.at:ch.at+min(ch.hi, c.size)-ch.lo], false); err != nil {
+				x.bodies.put(buf)
+				r.err = err
+				return
+			}
 		}
 	}
 	r.buf = buf

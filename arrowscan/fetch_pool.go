@@ -135,7 +135,11 @@ func (x *poolFetcher) copyOut(spans []bufpool.Span, buf []byte, place []placed) 
 		if err != nil {
 			return err
 		}
+		err = x.checkFrames(x.frames)
 		for _, pc := range pieces {
+			if err != nil {
+				break
+			}
 			if err = bufpool.CopyOut(pc.dst, x.frames, pc.span.Off); err != nil {
 				break
 			}
@@ -191,7 +195,9 @@ func (x *poolFetcher) zeroCopy(i int, ivs []interval, spans []bufpool.Span, lo, 
 		return nil, nil, nil, x.f.batchReadError(i, lo, hi-lo, err)
 	}
 	var data []byte
+	err = x.checkFrames(frames)
 	switch fr := frames[0]; { // fr covers lo
+	case err != nil:
 	case hi <= fr.Offset()+int64(fr.Len()):
 		data = fr.Bytes()[lo-fr.Offset():]
 	case lo/x.frameSize == (hi-1)/x.frameSize:
@@ -216,6 +222,26 @@ func (x *poolFetcher) zeroCopy(i int, ivs []interval, spans []bufpool.Span, lo, 
 	}
 	pf := &pinnedFrames{frames: frames}
 	return memory.NewBufferWithAllocator(data, pf), pf, x.place, nil
+}
+
+// checkFrames checks pinned frames against the file's sidecar, if it has
+// one: each frame once per load (bufpool.Frame.Checked), all of it (a
+// frame is whole chunks: its size is a multiple of 4096).
+func (x *poolFetcher) checkFrames(frames []*bufpool.Frame) error {
+	c := x.f.check
+	if c == nil {
+		return nil
+	}
+	for _, fr := range frames {
+		if fr.Checked() {
+			continue
+		}
+		if err := c.verify(fr.Offset(), fr.Bytes(), false); err != nil {
+			return err
+		}
+		fr.MarkChecked()
+	}
+	return nil
 }
 
 // close retracts the announcements of the batches the scan did not reach.

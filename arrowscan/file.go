@@ -36,6 +36,7 @@ type File struct {
 	borrowed   bool           // mapping is not ours to unmap (openBytes)
 	poolID     bufpool.FileID // pool
 	registered bool           // pool: Close unregisters poolID
+	check      *sidecarCheck  // the sidecar's checks; nil without a sidecar or with SkipSidecarCheck
 
 	mu       sync.Mutex
 	scanners int  // guarded by mu: open Scanners
@@ -58,7 +59,10 @@ type dictEntry struct {
 // Open opens the Arrow IPC file at path for scans in opts.Mode. It reads
 // the footer, the schema and every block's metadata itself and checks them
 // (a truncated or corrupt file gives a *CorruptError naming the file, the
-// part and the offset).
+// part and the offset). A file with a checksum sidecar (path +
+// SidecarSuffix) has what it reads checked against the sidecar, at Open
+// and in every Scan, unless opts.SkipSidecarCheck; a sidecar that does not
+// describe the file (its size, its blocks) is an error naming both.
 func Open(path string, opts Options) (*File, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -126,6 +130,14 @@ func (f *File) open() error {
 	if f.ranges == nil {
 		f.ranges = preadRanges{f.osf}
 	}
+	if !f.opts.SkipSidecarCheck {
+		if f.check, err = loadSidecarCheck(f.path, f.size); err != nil {
+			return err
+		}
+		if f.check != nil {
+			f.ranges = checkedRanges{f.ranges, f.check}
+		}
+	}
 	if err := f.parse(); err != nil {
 		return err
 	}
@@ -154,6 +166,11 @@ func (f *File) parse() error {
 	var err error
 	if f.footer, err = ParseFooter(readerAt{f.ranges}, f.size, f.path); err != nil {
 		return f.readErr(err, "footer", -1, 0)
+	}
+	if f.check != nil {
+		if err := f.check.checkBlocks(f.footer); err != nil {
+			return err
+		}
 	}
 	all := make([]int, len(f.footer.schema.fields))
 	for i := range all {
@@ -315,6 +332,10 @@ func (f *File) NumRows() int64 {
 
 // Size returns the file size.
 func (f *File) Size() int64 { return f.size }
+
+// SidecarChecked reports whether the file's reads are checked against a
+// checksum sidecar (it has one and Options.SkipSidecarCheck is not set).
+func (f *File) SidecarChecked() bool { return f.check != nil }
 
 // Mode returns the mode the file was opened in.
 func (f *File) Mode() Mode { return f.opts.Mode }

@@ -117,11 +117,21 @@ type Options struct {
 	// validateColumn). CAUTION: with it, a corrupt file can make code that reads
 	// the records panic. For files this process wrote itself.
 	TrustData bool
+	// SkipSidecarCheck: do not check what is read against the file's
+	// checksum sidecar (FILE.crc). Without it, a file that has a sidecar
+	// has every byte range a mode reads (footer, metadata, dictionaries,
+	// the projected ranges of each batch, widened to whole chunks) checked
+	// against the sidecar's chunk checksums before it is decoded, and a
+	// mismatch is a *CorruptError naming the file and the chunk's offset.
+	// CAUTION: with it, a flipped byte in a batch's body decodes to a
+	// different value without an error. A file without a sidecar is read
+	// unchecked either way.
+	SkipSidecarCheck bool
 }
 
 func (o *Options) String() string {
-	return fmt.Sprintf("arrowscan.Options{Mode: %s, Pool: %v, Engine: %v, IOMode: %s, Prefetch: %d, TrustData: %v}",
-		o.Mode, o.Pool != nil, o.Engine != nil, o.IOMode, o.Prefetch, o.TrustData)
+	return fmt.Sprintf("arrowscan.Options{Mode: %s, Pool: %v, Engine: %v, IOMode: %s, Prefetch: %d, TrustData: %v, SkipSidecarCheck: %v}",
+		o.Mode, o.Pool != nil, o.Engine != nil, o.IOMode, o.Prefetch, o.TrustData, o.SkipSidecarCheck)
 }
 
 // withDefaults checks the options and fills in the defaults, in one place.

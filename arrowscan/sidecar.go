@@ -16,16 +16,20 @@ import (
 // structural damage. Where ringstore writes the file itself (events.Generate,
 // `ringstore gen events`), it can write a sidecar of CRC32C checksums next
 // to it, FILE.crc, that VerifySidecar checks every byte of the file
-// against:
+// against, and that every scan of a File checks the byte ranges it reads
+// against (chunk by chunk, see sidecarCheck):
 //
 //	offset  size  field
 //	0       8     magic "RSARCRC1"
-//	8       4     format version (1), little endian like every field
+//	8       4     format version (2; 1 has no chunk checksums), little
+//	              endian like every field
 //	12      4     n: the number of blocks
 //	16      8     the Arrow file's size
 //	24      4     CRC32C of the file's bytes outside every block (magic,
 //	              schema message, footer), in file order
-//	28      4     reserved, zero
+//	28      4     chunk size c: a power of two from 512 to 4096, so that
+//	              every 4 KiB-aligned range (an O_DIRECT read, a pool
+//	              frame) is whole chunks (format 1: reserved, zero)
 //	32      32×n  one entry per block, dictionaries first, then record
 //	              batches, each in footer order:
 //	                0  4  kind: 0 dictionary batch, 1 record batch
@@ -34,7 +38,9 @@ import (
 //	               16  4  metadata length (prefix, flatbuffer, padding)
 //	               20  4  CRC32C of the message's bytes: metadata + body
 //	               24  8  body length
-//	32+32n  4     CRC32C of every byte before it
+//	32+32n  4×m   CRC32C of chunk k = the file's bytes [k×c, min((k+1)×c,
+//	              size)), m = ceil(size / c) (format 2 only)
+//	end-4   4     CRC32C of every byte before it
 //
 // The sidecar is written after the Arrow file is durable: to a temporary
 // file, fsynced, renamed, and the directory fsynced, so FILE.crc is whole
@@ -46,12 +52,18 @@ const SidecarSuffix = ".crc"
 
 const (
 	sidecarMagic   = "RSARCRC1"
-	sidecarVersion = 1
+	sidecarVersion = 2 // written; 1 is read too
 	sidecarHead    = 32
 	sidecarEntry   = 32
 	// sidecarMaxBlocks bounds the entries a sidecar may claim, so a damaged
 	// count cannot make the decoder allocate without limit.
 	sidecarMaxBlocks = 1 << 24
+	// SidecarChunkSize is the chunk size WriteSidecar uses: a chunk is the
+	// unit a scan checks, so a read of a few bytes checks (and, in pread
+	// mode, reads) at most two chunks more than it needs.
+	SidecarChunkSize = 4096
+	minSidecarChunk  = 512
+	maxSidecarChunk  = 4096
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -59,12 +71,20 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrNoSidecar: the Arrow file has no sidecar of checksums.
 var ErrNoSidecar = errors.New("arrowscan: no checksum sidecar (Arrow IPC files have no checksums of their own; only their bounds and offsets are checked)")
 
-// Sidecar is a decoded sidecar.
+// Sidecar is a decoded sidecar. ChunkSize 0 is format 1 (no chunk
+// checksums); otherwise Chunks has one CRC32C per ChunkSize bytes of the
+// file, the last chunk ending at FileSize.
 type Sidecar struct {
-	FileSize int64
-	RestCRC  uint32
-	Entries  []SidecarEntry
+	FileSize  int64
+	RestCRC   uint32
+	Entries   []SidecarEntry
+	ChunkSize int
+	Chunks    []uint32
 }
+
+// numChunks is the number of chunks of size c (a power of two) in a file of
+// size bytes.
+func numChunks(size int64, c int) int64 { return (size + int64(c) - 1) / int64(c) }
 
 // SidecarEntry is the checksum of one block of the Arrow file.
 type SidecarEntry struct {
@@ -81,14 +101,20 @@ func (e SidecarEntry) what() string {
 	return fmt.Sprintf("record batch %d", e.Index)
 }
 
-// EncodeSidecar returns the bytes of s.
+// EncodeSidecar returns the bytes of s: format 2 with its chunk checksums,
+// or format 1 when s.ChunkSize is 0.
 func EncodeSidecar(s Sidecar) []byte {
-	b := make([]byte, sidecarHead, sidecarHead+sidecarEntry*len(s.Entries)+4)
+	b := make([]byte, sidecarHead, sidecarHead+sidecarEntry*len(s.Entries)+4*len(s.Chunks)+4)
 	copy(b, sidecarMagic)
-	binary.LittleEndian.PutUint32(b[8:], sidecarVersion)
+	version := uint32(sidecarVersion)
+	if s.ChunkSize == 0 {
+		version = 1
+	}
+	binary.LittleEndian.PutUint32(b[8:], version)
 	binary.LittleEndian.PutUint32(b[12:], uint32(len(s.Entries)))
 	binary.LittleEndian.PutUint64(b[16:], uint64(s.FileSize))
 	binary.LittleEndian.PutUint32(b[24:], s.RestCRC)
+	binary.LittleEndian.PutUint32(b[28:], uint32(s.ChunkSize))
 	for _, e := range s.Entries {
 		var ent [sidecarEntry]byte
 		binary.LittleEndian.PutUint32(ent[0:], uint32(e.Kind))
@@ -98,6 +124,9 @@ func EncodeSidecar(s Sidecar) []byte {
 		binary.LittleEndian.PutUint32(ent[20:], e.CRC)
 		binary.LittleEndian.PutUint64(ent[24:], uint64(e.Block.BodyLen))
 		b = append(b, ent[:]...)
+	}
+	for _, c := range s.Chunks {
+		b = binary.LittleEndian.AppendUint32(b, c)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -114,24 +143,37 @@ func DecodeSidecar(b []byte, name string) (Sidecar, error) {
 	if string(b[:8]) != sidecarMagic {
 		return bad(0, "magic %q, want %q", b[:8], sidecarMagic)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != sidecarVersion {
-		return bad(8, "format version %d, this build reads %d", v, sidecarVersion)
+	version := binary.LittleEndian.Uint32(b[8:])
+	if version != 1 && version != sidecarVersion {
+		return bad(8, "format version %d, this build reads 1 and %d", version, sidecarVersion)
 	}
 	n := binary.LittleEndian.Uint32(b[12:])
-	if n > sidecarMaxBlocks || int64(len(b)) != sidecarHead+sidecarEntry*int64(n)+4 {
-		return bad(12, "%d blocks need %d bytes, the sidecar has %d", n, sidecarHead+sidecarEntry*int64(n)+4, len(b))
+	size := int64(binary.LittleEndian.Uint64(b[16:]))
+	chunk := int(binary.LittleEndian.Uint32(b[28:]))
+	if size < 0 {
+		return bad(16, "file size %d", size)
+	}
+	var m int64 // chunk checksums
+	if version == 1 {
+		if chunk != 0 {
+			return bad(28, "reserved bytes of a format 1 sidecar are not zero")
+		}
+	} else {
+		if chunk < minSidecarChunk || chunk > maxSidecarChunk || chunk&(chunk-1) != 0 {
+			return bad(28, "chunk size %d (want a power of two from %d to %d)", chunk, minSidecarChunk, maxSidecarChunk)
+		}
+		if m = numChunks(size, chunk); m > int64(len(b))/4 {
+			return bad(16, "a file of %d bytes has %d chunks of %d bytes, more than the sidecar's %d bytes hold", size, m, chunk, len(b))
+		}
+	}
+	if need := sidecarHead + sidecarEntry*int64(n) + 4*m + 4; n > sidecarMaxBlocks || int64(len(b)) != need {
+		return bad(12, "%d blocks and %d chunk checksums need %d bytes, the sidecar has %d", n, m, need, len(b))
 	}
 	end := len(b) - 4
 	if got, want := binary.LittleEndian.Uint32(b[end:]), crc32.Checksum(b[:end], castagnoli); got != want {
 		return bad(int64(end), "checksum %#08x, computed %#08x", got, want)
 	}
-	if binary.LittleEndian.Uint32(b[28:]) != 0 {
-		return bad(28, "reserved bytes are not zero")
-	}
-	s := Sidecar{FileSize: int64(binary.LittleEndian.Uint64(b[16:])), RestCRC: binary.LittleEndian.Uint32(b[24:])}
-	if s.FileSize < 0 {
-		return bad(16, "file size %d", s.FileSize)
-	}
+	s := Sidecar{FileSize: size, RestCRC: binary.LittleEndian.Uint32(b[24:]), ChunkSize: chunk}
 	for i := range int(n) {
 		e := b[sidecarHead+sidecarEntry*i:]
 		ent := SidecarEntry{Kind: int(binary.LittleEndian.Uint32(e[0:])), Index: int(binary.LittleEndian.Uint32(e[4:])),
@@ -142,6 +184,13 @@ func DecodeSidecar(b []byte, name string) (Sidecar, error) {
 				i, ent.Kind, ent.Block.Offset, ent.Block.MetaLen, ent.Block.BodyLen, s.FileSize)
 		}
 		s.Entries = append(s.Entries, ent)
+	}
+	if m > 0 {
+		s.Chunks = make([]uint32, m)
+		at := sidecarHead + sidecarEntry*int(n)
+		for k := range s.Chunks {
+			s.Chunks[k] = binary.LittleEndian.Uint32(b[at+4*k:])
+		}
 	}
 	return s, nil
 }
@@ -158,7 +207,8 @@ func fileChecksums(f *os.File, path string) (Sidecar, *Footer, error) {
 	if err != nil {
 		return Sidecar{}, nil, err
 	}
-	s := Sidecar{FileSize: st.Size()}
+	s := Sidecar{FileSize: st.Size(), ChunkSize: SidecarChunkSize}
+	s.Chunks = make([]uint32, numChunks(s.FileSize, s.ChunkSize))
 	for i, b := range ft.Dictionaries {
 		s.Entries = append(s.Entries, SidecarEntry{Kind: 0, Index: i, Block: b})
 	}
@@ -182,6 +232,12 @@ func fileChecksums(f *os.File, path string) (Sidecar, *Footer, error) {
 				return 0, &ReadError{Path: path, Part: "file", Offset: off, Len: n, Err: err}
 			}
 			crc = crc32.Update(crc, castagnoli, buf[:n])
+			for at, data := off, buf[:n]; len(data) > 0; {
+				k := at / int64(s.ChunkSize)
+				take := min(int64(len(data)), (k+1)*int64(s.ChunkSize)-at)
+				s.Chunks[k] = crc32.Update(s.Chunks[k], castagnoli, data[:take])
+				at, data = at+take, data[take:]
+			}
 			off += n
 		}
 		return crc, nil
@@ -313,6 +369,24 @@ func VerifySidecar(path string) (SidecarReport, error) {
 	}
 	if got.RestCRC != want.RestCRC {
 		return rep, corrupt(path, "schema or footer", -1, "checksum of the bytes outside the batches %#08x, its sidecar says %#08x", got.RestCRC, want.RestCRC)
+	}
+	if want.ChunkSize != 0 {
+		// Computed with SidecarChunkSize; a sidecar written with another
+		// chunk size is checked chunk by chunk against the file again.
+		wc, err := newSidecarCheck(path, want)
+		if err != nil {
+			return rep, err
+		}
+		if want.ChunkSize == got.ChunkSize {
+			for k, c := range want.Chunks {
+				if got.Chunks[k] != c {
+					off := int64(k) * int64(want.ChunkSize)
+					return rep, corrupt(path, wc.partAt(off), off, "chunk checksum %#08x, its sidecar says %#08x", got.Chunks[k], c)
+				}
+			}
+		} else if err := wc.verifyFile(f); err != nil {
+			return rep, err
+		}
 	}
 	rep.Bytes, rep.Blocks = got.FileSize, len(got.Entries)
 	return rep, nil

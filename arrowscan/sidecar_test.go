@@ -22,9 +22,10 @@ func genWithSidecar(t *testing.T) string {
 }
 
 // TestSidecarCatchesWhatCheckCannot: a flipped byte in a record batch's
-// body still decodes and the query still equals the reference computed from
-// the same bytes, but VerifySidecar names the batch, its offset and the two
-// checksums.
+// body, read without the sidecar's checks, still decodes and the query
+// still equals the reference computed from the same bytes, but
+// VerifySidecar names the batch, its offset and the two checksums, and a
+// scan with the checks fails.
 func TestSidecarCatchesWhatCheckCannot(t *testing.T) {
 	path := genWithSidecar(t)
 	rep, err := arrowscan.VerifySidecar(path)
@@ -50,7 +51,12 @@ func TestSidecarCatchesWhatCheckCannot(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file, err := arrowscan.Open(path, arrowscan.Options{Mode: arrowscan.ModePread})
+	// Checked against the sidecar as it is read, the scan fails: the
+	// chunk holding the byte does not match.
+	if err := scanOnce(path, arrowscan.Options{Mode: arrowscan.ModePread}); !errors.Is(err, ringstore.ErrCorrupt) || !strings.Contains(err.Error(), "its checksum sidecar says") {
+		t.Fatalf("a scan checked against the sidecar: %v, want a corruption error", err)
+	}
+	file, err := arrowscan.Open(path, arrowscan.Options{Mode: arrowscan.ModePread, SkipSidecarCheck: true})
 	if err != nil {
 		t.Fatalf("the flipped file no longer opens: %v", err)
 	}
@@ -80,7 +86,7 @@ func TestSidecarErrors(t *testing.T) {
 		damage func()
 		want   string
 	}{
-		{"truncated sidecar", func() { os.WriteFile(side, orig[:len(orig)-7], 0o644) }, "blocks need"},
+		{"truncated sidecar", func() { os.WriteFile(side, orig[:len(orig)-7], 0o644) }, "need"},
 		{"flipped sidecar", func() { b := bytes.Clone(orig); b[40] ^= 1; os.WriteFile(side, b, 0o644) }, "checksum"},
 		{"not a sidecar", func() { os.WriteFile(side, []byte("hello, this is not a sidecar at all, really"), 0o644) }, "magic"},
 		{"another file's size", func() {
@@ -112,6 +118,8 @@ func TestSidecarErrors(t *testing.T) {
 func FuzzDecodeSidecar(f *testing.F) {
 	f.Add(arrowscan.EncodeSidecar(arrowscan.Sidecar{FileSize: 100, RestCRC: 7,
 		Entries: []arrowscan.SidecarEntry{{Kind: 1, Index: 0, Block: arrowscan.Block{Offset: 8, MetaLen: 16, BodyLen: 40}, CRC: 9}}}))
+	f.Add(arrowscan.EncodeSidecar(arrowscan.Sidecar{FileSize: 5000, ChunkSize: 4096, Chunks: []uint32{1, 2},
+		Entries: []arrowscan.SidecarEntry{{Kind: 0, Index: 0, Block: arrowscan.Block{Offset: 8, MetaLen: 16, BodyLen: 4000}, CRC: 3}}}))
 	f.Add(arrowscan.EncodeSidecar(arrowscan.Sidecar{}))
 	f.Add([]byte("RSARCRC1"))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -35,6 +35,11 @@ const modeDevice = "device"
 // pool's latency.
 const modeMemory = "memory"
 
+// modePoolNoCheck is the pool mode without the sidecar checks
+// (arrowscan.Options.SkipSidecarCheck): beside pool, it shows what
+// checking every read against the files' checksum sidecars costs.
+const modePoolNoCheck = "pool-nocheck"
+
 // childConfig is one trial's instructions.
 type childConfig struct {
 	// Mode is an arrowscan mode (mmap, pread, direct, pool) or "device".
@@ -49,6 +54,8 @@ type childConfig struct {
 	// IOMode is the backend of direct, pool and device: uring or syscall.
 	IOMode   string `json:"io_mode"`
 	Prefetch int    `json:"prefetch"`
+	// NoSidecarCheck skips the sidecar checks in every mode.
+	NoSidecarCheck bool `json:"no_sidecar_check,omitempty"`
 	// RefPath holds the reference results: the first child to run queries
 	// writes it, every later one compares with it.
 	RefPath string `json:"ref_path"`
@@ -168,7 +175,7 @@ type run struct {
 func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 	memory := c.Mode == modeMemory
 	mode := arrowscan.ModePool
-	if !memory {
+	if !memory && c.Mode != modePoolNoCheck {
 		var err error
 		if mode, err = arrowscan.ParseMode(c.Mode); err != nil {
 			return bench.Trial{}, err
@@ -177,7 +184,7 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 	if len(c.Files) == 0 || len(c.Queries) == 0 || c.Rounds < 1 {
 		return bench.Trial{}, fmt.Errorf("bad child config: %d files, %d queries, %d rounds", len(c.Files), len(c.Queries), c.Rounds)
 	}
-	opts := arrowscan.Options{Mode: mode, IOMode: ioMode, Prefetch: c.Prefetch}
+	opts := arrowscan.Options{Mode: mode, IOMode: ioMode, Prefetch: c.Prefetch, SkipSidecarCheck: c.NoSidecarCheck || c.Mode == modePoolNoCheck}
 	var eng *ioengine.Engine
 	var pool *bufpool.Pool
 	var err error

@@ -9,12 +9,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ringstore/ringstore/arrowscan"
 	"github.com/ringstore/ringstore/arrowscan/events"
 )
 
 // dataVersion changes when the way a data set is sized or cut changes, so
 // an old one is not taken for a new one.
-const dataVersion = 1
+const dataVersion = 2 // 2: every file has a checksum sidecar
 
 // dataSeed makes the data; fixed, so every run scans the same events.
 const dataSeed = 20240601
@@ -91,7 +92,7 @@ func prepareData(dir string, target int64, compression string, progress io.Write
 	}
 	rows := max(int64(files), int64(float64(target)/perRow))
 	rowsPerBatch := int(min(events.DefaultRowsPerBatch, max(4096, rows/int64(files)/8)))
-	gen := events.GenOptions{Rows: rows, RowsPerBatch: rowsPerBatch, Files: files, Compression: compression, Seed: dataSeed}
+	gen := events.GenOptions{Rows: rows, RowsPerBatch: rowsPerBatch, Files: files, Compression: compression, Seed: dataSeed, Sidecar: true}
 	fmt.Fprintf(progress, "generating %d MiB of events into %s (%s; %.1f bytes per row from a sample)...\n", target>>20, d.Dir, gen.String(), perRow)
 	t0 := time.Now()
 	paths, err := events.Generate(d.Dir, gen)
@@ -167,6 +168,9 @@ func (d *dataSet) check() error {
 		if st.Size() != d.Sizes[i] {
 			return fmt.Errorf("%s has %d bytes, the manifest says %d", f, st.Size(), d.Sizes[i])
 		}
+		if _, err := os.Stat(filepath.Join(d.Dir, f+arrowscan.SidecarSuffix)); err != nil {
+			return fmt.Errorf("%s has no checksum sidecar: %w", f, err)
+		}
 		total += st.Size()
 	}
 	if total != d.Bytes {
@@ -205,8 +209,10 @@ func (d *dataSet) remove() error {
 		errs = append(errs, err)
 	}
 	for _, f := range d.Files {
-		if err := os.Remove(filepath.Join(d.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		for _, name := range []string{f, f + arrowscan.SidecarSuffix} {
+			if err := os.Remove(filepath.Join(d.Dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if d.Created {

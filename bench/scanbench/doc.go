@@ -1,6 +1,9 @@
 // Package scanbench is `ringstore bench scan`: concurrent analytic queries
 // over Arrow IPC files that do not fit in memory, in the four arrowscan
-// modes side by side, beside the device's own sequential bandwidth.
+// modes side by side, beside the device's own sequential bandwidth. The
+// data set has checksum sidecars, which every mode checks its reads
+// against; pool-nocheck is pool without the checks, so pool ÷ pool-nocheck
+// is their cost (--no-sidecar-check turns them off in every mode).
 //
 // # What one run does
 //

@@ -132,7 +132,7 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		}
 		return lr, true
 	}
-	for _, p := range [][2]string{{"pool", "mmap"}, {"direct", "mmap"}, {"pread", "mmap"}, {"pool", "direct"}} {
+	for _, p := range [][2]string{{"pool", "mmap"}, {"direct", "mmap"}, {"pread", "mmap"}, {"pool", "direct"}, {"pool", modePoolNoCheck}} {
 		for _, m := range []struct {
 			name string
 			f    trialFigure
@@ -147,7 +147,7 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 			rep.LatencyRatios = append(rep.LatencyRatios, lr)
 		}
 	}
-	for _, p := range [][2]string{{"pool", "mmap"}, {"direct", "mmap"}, {"pool", "direct"}} {
+	for _, p := range [][2]string{{"pool", "mmap"}, {"direct", "mmap"}, {"pool", "direct"}, {"pool", modePoolNoCheck}} {
 		if r, ok := bench.Compare(results, p[0], p[1]); ok {
 			rep.Ratios = append(rep.Ratios, r)
 		}
@@ -221,6 +221,15 @@ func floors(byMode map[string]*Result, dev *Device) *Floors {
 	return fl
 }
 
+// sidecarNote says which modes checked their reads against the files'
+// checksum sidecars.
+func sidecarNote(o Options) string {
+	if o.NoSidecarCheck {
+		return "No mode checked its reads against the files' checksum sidecars (--no-sidecar-check): pool-nocheck is pool."
+	}
+	return "Every mode but pool-nocheck checks each range it reads against the files' checksum sidecars (CRC32C per 4 KiB chunk; mmap and pread once per chunk and open file, direct per read, pool per frame load); pool-nocheck is pool without the checks, so pool ÷ pool-nocheck is their cost."
+}
+
 func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, results []bench.ModeResult, residentMax int64) []string {
 	limit := "no memory limit (" + ml.Reason + ")"
 	if ml.Applied {
@@ -240,7 +249,7 @@ func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, r
 			o.Rounds, o.Queries, strings.Join(queryMix(o.Queries), ", "), o.Rounds*o.Queries),
 		"Every query result of every trial is compared with the first mode's (cell for cell, floats bit for bit); a difference fails the run.",
 		fmt.Sprintf("GB/s = /proc/self/io read_bytes of the child over the measured part ÷ its wall time: bytes fetched from the device, readahead included, whatever the path (page-cache misses and mmap faults, O_DIRECT preads, io_uring). Major and minor faults and max RSS are the child's getrusage; the cgroup peak is %s.", peakSource(ml)),
-		fmt.Sprintf("Modes: mmap = a read-only mapping of each file, record bodies sliced out of it and decoded by arrow-go's IPC reader, projecting columns (arrow-go's own NewMappedFileReader fails on files with dictionary columns, see the arrowscan package doc); pread = the needed ranges with pread through the page cache; direct = the needed ranges with O_DIRECT on ioengine (%s), read ahead of the decoder; pool = O_DIRECT through one bufpool.Pool of %d MiB in %d KiB frames shared by all queries, with prefetch.", ioMode, o.PoolBytes>>20, o.FrameSize>>10),
+		fmt.Sprintf("Modes: mmap = a read-only mapping of each file, record bodies sliced out of it and decoded by arrow-go's IPC reader, projecting columns (arrow-go's own NewMappedFileReader fails on files with dictionary columns, see the arrowscan package doc); pread = the needed ranges with pread through the page cache; direct = the needed ranges with O_DIRECT on ioengine (%s), read ahead of the decoder; pool = O_DIRECT through one bufpool.Pool of %d MiB in %d KiB frames shared by all queries, with prefetch. %s", ioMode, o.PoolBytes>>20, o.FrameSize>>10, sidecarNote(o)),
 		fmt.Sprintf("Device: %s, on the same files and file system, in its own child process per trial, interleaved with the modes; where fio is installed it does the same reads (io_uring, O_DIRECT, same block size and depth) as a mode of its own, a measurement by a tool that is not ours.", DeviceOptions{Duration: o.DeviceTime, IOMode: ioModeOf(ioMode)}.withDefaults()),
 	}
 	if ra := readAheadKB(data.Dir); ra != "" {

@@ -56,6 +56,10 @@ type Options struct {
 	// NoFio skips the device measurement by fio (run beside ours when fio
 	// is on PATH).
 	NoFio bool
+	// NoSidecarCheck skips the checks of every read against the files'
+	// checksum sidecars in every mode (arrowscan.Options.SkipSidecarCheck);
+	// pool-nocheck always skips them, to show their cost beside pool.
+	NoSidecarCheck bool
 	// Keep keeps a data set this run generated, for the next run to reuse;
 	// without it the data set is removed at the end. A data set that was
 	// there already is always kept.
@@ -77,8 +81,8 @@ func (o *Options) String() string {
 	if o.NoMemLimit {
 		limit = "none"
 	}
-	return fmt.Sprintf("scanbench.Options{Dir: %s, DataBytes: %d MiB, MemLimit: %s, PoolBytes: %d MiB, FrameSize: %d KiB, Trials: %d, Queries: %d, Rounds: %d, DeviceTime: %s, ChildTimeout: %s, Compression: %s, Keep: %v}",
-		o.Dir, o.DataBytes>>20, limit, o.PoolBytes>>20, o.FrameSize>>10, o.Trials, o.Queries, o.Rounds, o.DeviceTime, o.ChildTimeout, o.Compression, o.Keep)
+	return fmt.Sprintf("scanbench.Options{Dir: %s, DataBytes: %d MiB, MemLimit: %s, PoolBytes: %d MiB, FrameSize: %d KiB, Trials: %d, Queries: %d, Rounds: %d, DeviceTime: %s, ChildTimeout: %s, Compression: %s, NoSidecarCheck: %v, Keep: %v}",
+		o.Dir, o.DataBytes>>20, limit, o.PoolBytes>>20, o.FrameSize>>10, o.Trials, o.Queries, o.Rounds, o.DeviceTime, o.ChildTimeout, o.Compression, o.NoSidecarCheck, o.Keep)
 }
 
 // withDefaults fills in the defaults and checks the options, in one place.
@@ -259,6 +263,7 @@ var scanModes = []mode{
 	{"pread", "pread (page cache)"},
 	{"direct", "direct (O_DIRECT, no cache)"},
 	{"pool", "pool (O_DIRECT + bufpool)"},
+	{modePoolNoCheck, "pool without sidecar checks"},
 	{modeMemory, "memory: pool holding all data (CPU floor)"},
 }
 
@@ -317,7 +322,7 @@ func Run(opts Options) (err error) {
 
 	mix := queryMix(o.Queries)
 	base := childConfig{Files: files, Queries: mix, Rounds: o.Rounds, PoolBytes: o.PoolBytes, FrameSize: o.FrameSize,
-		IOMode: ioMode, RefPath: filepath.Join(runDir, "reference.json"), DeviceSeconds: o.DeviceTime.Seconds(), TimeoutSeconds: o.ChildTimeout.Seconds()}
+		IOMode: ioMode, NoSidecarCheck: o.NoSidecarCheck, RefPath: filepath.Join(runDir, "reference.json"), DeviceSeconds: o.DeviceTime.Seconds(), TimeoutSeconds: o.ChildTimeout.Seconds()}
 	var residentMax int64
 	run := func(m string) func() (bench.Trial, error) {
 		return func() (bench.Trial, error) {
@@ -397,7 +402,7 @@ func Run(opts Options) (err error) {
 			"dir": o.Dir, "data_bytes": data.Bytes, "data_target_bytes": o.DataBytes, "files": len(files), "rows": data.Rows,
 			"compression": o.Compression, "mem_limit_bytes": o.MemLimit, "no_mem_limit": o.NoMemLimit, "pool_bytes": o.PoolBytes,
 			"frame_size": o.FrameSize, "trials": o.Trials, "queries": o.Queries, "rounds": o.Rounds, "query_mix": mix,
-			"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep, "fio": fioLabel != "",
+			"device_seconds": o.DeviceTime.Seconds(), "io_mode": ioMode, "data_reused": data.Reused, "keep": o.Keep, "no_sidecar_check": o.NoSidecarCheck, "fio": fioLabel != "",
 		}
 		return bench.Summary{Heading: heading(rep), Body: func(w io.Writer) { writeBody(w, rep, results) }, Bars: rep.Bars, Notes: rep.Notes, Report: rep}, nil
 	}

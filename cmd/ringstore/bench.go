@@ -158,7 +158,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	var queries, rounds *int
 	var devTime *time.Duration
 	var compression *string
-	var keep *bool
+	var keep, noSidecarCheck *bool
 	if scan {
 		dataSize = fs.String("data", humanSize(scanbench.DefaultDataBytes), "scan: size of the Arrow data set (at least twice --mem-limit for the comparison the benchmark is for)")
 		memSize = fs.String("mem-limit", humanSize(scanbench.DefaultMemLimit), "scan: memory cgroup limit of every child, page cache included; none for no limit")
@@ -169,6 +169,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		devTime = fs.Duration("device-time", scanbench.DefaultDeviceTime, "scan: time of each trial of the device's sequential-read measurement")
 		compression = fs.String("compression", scanbench.DefaultCompression, "scan: compression of the data set: none, lz4 or zstd")
 		keep = fs.Bool("keep", false, "scan: keep a data set this run generated in --dir, for the next run to reuse")
+		noSidecarCheck = fs.Bool("no-sidecar-check", false, "scan: no mode checks its reads against the files' checksum sidecars (the pool-nocheck mode never does: pool ÷ pool-nocheck is the checks' cost)")
 	}
 	// The main job's quick run: state several times the caches, and a
 	// short large-state pass over the queries that read the most state.
@@ -356,7 +357,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	if scan {
 		errs = append(errs, scanbench.Run(scanbench.Options{Modes: bench.Selection(*modes), Dir: *dir, DataBytes: dataBytes, MemLimit: memBytes, NoMemLimit: memBytes == 0,
 			PoolBytes: poolBytes, FrameSize: int(frameBytes), Trials: *trials, Queries: *queries, Rounds: *rounds, DeviceTime: *devTime,
-			Compression: *compression, Keep: *keep, NoFio: *noFio, JSON: scanJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
+			Compression: *compression, Keep: *keep, NoFio: *noFio, NoSidecarCheck: *noSidecarCheck, JSON: scanJSON, JSONTo: jsonTo, Out: stdout, Progress: stderr}))
 	}
 	if kvb {
 		errs = append(errs, kvbench.Run(kvbench.Options{Modes: bench.Selection(*modes), Dir: *dir, Keys: *kvKeys, CacheSize: kvCacheBytes, Batch: *kvBatch, Callers: *kvCallers,

@@ -69,7 +69,14 @@ func TestBenchScanEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 5 || rep.Config["queries"] != float64(3) || rep.Config["pool_bytes"] != float64(8<<20) || rep.Config["frame_size"] != float64(64<<10) {
+	modes := map[any]bool{}
+	for _, r := range rep.Results {
+		modes[r["mode"]] = true
+	}
+	if !modes["pool"] || !modes["pool-nocheck"] || rep.Config["no_sidecar_check"] != false {
+		t.Errorf("report: modes %v, config %v: want pool and pool-nocheck (the sidecar checks' cost), no_sidecar_check false", modes, rep.Config)
+	}
+	if len(rep.Results) != 6 || rep.Config["queries"] != float64(3) || rep.Config["pool_bytes"] != float64(8<<20) || rep.Config["frame_size"] != float64(64<<10) {
 		t.Errorf("report: %d results, config %v", len(rep.Results), rep.Config)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -37,7 +37,9 @@ Modes:
 --verify checks every byte of each file against its checksum sidecar
 (FILE.crc, written by 'ringstore gen events'): Arrow IPC files have no
 checksums of their own, and --check compares the engine with a reference
-computed from the same bytes, so only --verify finds a changed byte.
+computed from the same bytes. A query over files with sidecars checks every
+range it reads against them (a changed byte fails the query, naming the file
+and the offset); --no-sidecar-check skips that.
 Flags:
 `
 
@@ -56,13 +58,14 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 	check := fs.Bool("check", false, "also compute the query the slow way (row at a time over arrow-go's FileReader) and fail unless equal: checks the engine against the reference, not the file's integrity (see --verify)")
 	asJSON := fs.Bool("json", false, "print JSON: the query's result and figures, --verify's checks, or --query list's queries")
 	verify := fs.Bool("verify", false, "check every byte of each file against its checksum sidecar FILE.crc, and run no query")
+	noSidecarCheck := fs.Bool("no-sidecar-check", false, "do not check what the query reads against the files' checksum sidecars (CAUTION: a changed byte in a batch then reads as a different value, without an error)")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if *verify {
-		if *queryName != "" || *modeName != "" || *check {
-			return usagef("scan: --verify runs no query: give it no --query, --mode or --check")
+		if *queryName != "" || *modeName != "" || *check || *noSidecarCheck {
+			return usagef("scan: --verify runs no query: give it no --query, --mode, --check or --no-sidecar-check")
 		}
 		if len(paths) == 0 {
 			return usagef("scan: no files given")
@@ -121,7 +124,7 @@ func cmdScan(args []string, stdout, stderr io.Writer) error {
 		return usagef("scan: %v", err)
 	}
 	sc := scanConfig{mode: mode, ioMode: ioMode, prefetch: *prefetch, poolBytes: poolBytes,
-		frameBytes: int(frameBytes), json: *asJSON, logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: "+format+"\n", args...) }}
+		frameBytes: int(frameBytes), json: *asJSON, noSidecarCheck: *noSidecarCheck, logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ringstore: "+format+"\n", args...) }}
 	return runScan(sc, q, files, *check, stdout)
 }
 
@@ -133,7 +136,9 @@ type scanConfig struct {
 	poolBytes  int64
 	frameBytes int
 	json       bool
-	logf       func(string, ...any)
+	// noSidecarCheck: arrowscan.Options.SkipSidecarCheck.
+	noSidecarCheck bool
+	logf           func(string, ...any)
 }
 
 func runScan(sc scanConfig, q events.Query, paths []string, check bool, stdout io.Writer) (err error) {
@@ -168,7 +173,7 @@ func runScan(sc scanConfig, q events.Query, paths []string, check bool, stdout i
 			return fmt.Errorf("scan: %w", err)
 		}
 	}
-	opts := arrowscan.Options{Mode: sc.mode, Pool: pool, Engine: eng, IOMode: sc.ioMode, Prefetch: sc.prefetch}
+	opts := arrowscan.Options{Mode: sc.mode, Pool: pool, Engine: eng, IOMode: sc.ioMode, Prefetch: sc.prefetch, SkipSidecarCheck: sc.noSidecarCheck}
 	for _, p := range paths {
 		f, err := arrowscan.Open(p, opts)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -253,5 +254,31 @@ func TestScanJSONEverywhere(t *testing.T) {
 	}
 	if code, _, stderr := runCLI("bench", "read", "--json", "-", "--html", "x.html"); code != 2 || !strings.Contains(stderr, "give --json a file name, not -") {
 		t.Errorf("--json - with --html: exit %d, %s", code, stderr)
+	}
+}
+
+// TestScanChecksSidecar: a query over a file whose batch body has one
+// flipped byte fails in every mode, naming the file and the offset of the
+// chunk; with --no-sidecar-check it answers (with the changed value).
+func TestScanChecksSidecar(t *testing.T) {
+	dir := testdir.Direct(t)
+	if code, _, stderr := runCLI("gen", "events", "--rows", "20000", "--batch-rows", "4096", "--dir", dir); code != 0 {
+		t.Fatalf("gen: %s", stderr)
+	}
+	path := filepath.Join(dir, "events-000000.arrow")
+	data, _ := os.ReadFile(path)
+	off := len(data) / 2
+	data[off] ^= 1
+	os.WriteFile(path, data, 0o644)
+	want := fmt.Sprintf("%s: record batch", path)
+	at := fmt.Sprintf("at offset %d", off&^4095)
+	for _, mode := range []string{"mmap", "pread", "direct", "pool"} {
+		code, out, stderr := runCLI("scan", "--mode", mode, "--query", "event_summary", path)
+		if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, at) || !strings.Contains(stderr, "checksum sidecar says") {
+			t.Errorf("%s: exit %d, want a failure naming %q and %q\n%s%s", mode, code, want, at, out, stderr)
+		}
+		if code, out, stderr := runCLI("scan", "--mode", mode, "--query", "event_summary", "--no-sidecar-check", path); code != 0 {
+			t.Errorf("%s --no-sidecar-check: exit %d\n%s%s", mode, code, out, stderr)
+		}
 	}
 }
