@@ -3,6 +3,8 @@ package kv
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ringstore/ringstore/internal/testdir"
@@ -64,5 +66,48 @@ func BenchmarkMultiGet(b *testing.B) {
 				b.ReportMetric(float64(st.BlockReads)/float64(b.N*64), "blocks/key")
 			})
 		}
+	}
+}
+
+// BenchmarkPut runs durable Puts of 100-byte values (every Put on stable
+// storage when it returns) from 1 and 64 goroutines on io_uring: the ratio
+// of the two is what group commit through the write queue gives. The log's
+// appends/s at 64 writers (wal's BenchmarkAppend) is the ceiling.
+func BenchmarkPut(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			db, err := Open(testdir.Direct(b), Options{Engine: testengine.New(b, ioengine.URing, ioengine.Options{}), Logf: b.Logf})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			val := make([]byte, 100)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					key := make([]byte, 0, 32)
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						key = fmt.Appendf(key[:0], "w%02d-%012d", w, i)
+						if err := db.Put(key, val); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
+			st := db.Stats()
+			b.ReportMetric(float64(st.Writes)/float64(max(1, st.Commits)), "batches/group")
+		})
 	}
 }

@@ -70,14 +70,14 @@ type DB struct {
 	log     *wal.Log
 	visible atomic.Uint64 // reads see writes with seq <= visible
 
-	// The write queue: the writer at the front is the leader; it numbers
-	// every queued batch and queues them to the log in one request, then
-	// leaves the front to the next leader while its request is flushed
-	// (the commit pipeline, write.go). lastSeq is the leaders'; applied is
-	// closed once the newest group in the pipeline has been applied (nil
-	// before the first).
+	// The write queue (guarded by wmu): the writer at the front is the
+	// leader; it numbers every queued batch and queues them to the log in
+	// one request, then leaves the front to the next leader while its
+	// request is flushed (the commit pipeline, write.go). A queued writer
+	// sleeps on its own channel until it leads or is done: no broadcast.
+	// lastSeq is the leaders'; applied is closed once the newest group in
+	// the pipeline has been applied (nil before the first).
 	wmu     sync.Mutex
-	wcond   *sync.Cond
 	writers []*writer
 	lastSeq uint64
 	applied chan struct{}
@@ -136,7 +136,6 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	db := &DB{dir: dir, opts: opts}
-	db.wcond = sync.NewCond(&db.wmu)
 	db.cond = sync.NewCond(&db.mu)
 	ok := false
 	defer func() {
@@ -388,14 +387,15 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	db.bgWG.Wait()
 	// Wait for the writes in progress: a leader checks closed before it
-	// queues to the log, so once the queue is empty no group joins the
-	// pipeline, and the newest group is applied after all the others.
-	db.wmu.Lock()
-	for len(db.writers) > 0 {
-		db.wcond.Wait()
-	}
+	// queues to the log, so once a barrier queued now is at the front no
+	// group joins the pipeline after it, and the newest group is applied
+	// after all the others.
+	w := getWriter(nil)
+	db.enqueue(w) // a barrier is never taken into a group: it leads
 	last := db.applied
+	db.leaveLocked(1)
 	db.wmu.Unlock()
+	putWriter(w)
 	if last != nil {
 		<-last
 	}
