@@ -69,6 +69,9 @@ type DB struct {
 	pool    *bufpool.Pool // nil without a block cache
 	log     *wal.Log
 	visible atomic.Uint64 // reads see writes with seq <= visible
+	// reads is the published read set (read.go): replaced under mu at
+	// every change of mem, imm or current; nil once Close has begun.
+	reads atomic.Pointer[readSet]
 
 	// The write queue (guarded by wmu): the writer at the front is the
 	// leader; it numbers every queued batch and queues them to the log in
@@ -214,6 +217,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		}
 	}
 	db.mem = &memTable{Memtable: memtable.New()}
+	db.mu.Lock()
+	db.publishReadSetLocked()
+	db.mu.Unlock()
 
 	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly || opts.DisableWAL}
 	walOpts.Unsafe.NoSync = opts.NoSync
@@ -383,6 +389,7 @@ func (db *DB) Close() error {
 		return fmt.Errorf("%w: %d iterators, %d snapshots", ErrOpenIterators, db.iterators, db.snapshots.len())
 	}
 	db.closed = true
+	db.unpublishReadSetLocked()
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.bgWG.Wait()
@@ -415,6 +422,7 @@ func (db *DB) closeResources() error {
 	}
 	if db.current != nil {
 		db.mu.Lock()
+		db.unpublishReadSetLocked()
 		db.unrefVersionLocked(db.current)
 		db.current = nil
 		db.mu.Unlock()

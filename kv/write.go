@@ -281,6 +281,7 @@ func (db *DB) rotateLocked() *memTable {
 	old := db.mem
 	db.imm = append(db.imm, old)
 	db.mem = &memTable{Memtable: memtable.New()}
+	db.publishReadSetLocked()
 	db.cond.Broadcast()
 	return old
 }
