@@ -388,6 +388,12 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		// in as many Pins as it takes, each released before the next (so
 		// concurrent callers never wait on each other's pins for good).
 		limit := db.pool.Frames()
+		// The common case, every span's frames (counted with repeats)
+		// within the cache, is one Pin without counting distinct blocks.
+		total := 0
+		for _, i := range which {
+			total += blockFrames(reads[i].h)
+		}
 		type blockKey struct {
 			fid bufpool.FileID
 			off uint64
@@ -395,6 +401,9 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		var seen map[blockKey]bool
 		for start := 0; start < len(which); {
 			end, nf := start, 0
+			if start == 0 && total <= limit {
+				end = len(which)
+			}
 			clear(seen)
 			for end < len(which) {
 				r := reads[which[end]]
