@@ -25,6 +25,11 @@ const batchHeaderLen = 12
 type Batch struct {
 	data  []byte
 	count uint32
+	// bad is the first operation over the store's limits (key or value
+	// too long), found when it was added; Write refuses the batch with it.
+	// With bad nil, data is a valid encoding by construction: Write checks
+	// nothing else and the batch is decoded once, when it is applied.
+	bad error
 }
 
 func (b *Batch) init() {
@@ -36,6 +41,10 @@ func (b *Batch) init() {
 // Put adds a write of value under key.
 func (b *Batch) Put(key, value []byte) {
 	b.init()
+	if b.bad == nil && (len(key) > sstable.MaxKeyLen || len(value) > sstable.MaxValueLen) {
+		b.bad = fmt.Errorf("operation %d (a put): key of %d bytes, value of %d bytes: over the limits of %d and %d",
+			b.count, len(key), len(value), sstable.MaxKeyLen, sstable.MaxValueLen)
+	}
 	b.data = append(b.data, byte(sstable.KindSet))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -47,6 +56,9 @@ func (b *Batch) Put(key, value []byte) {
 // Delete adds a deletion of key.
 func (b *Batch) Delete(key []byte) {
 	b.init()
+	if b.bad == nil && len(key) > sstable.MaxKeyLen {
+		b.bad = fmt.Errorf("operation %d (a delete): key of %d bytes over the limit of %d", b.count, len(key), sstable.MaxKeyLen)
+	}
 	b.data = append(b.data, byte(sstable.KindDelete))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -63,6 +75,7 @@ func (b *Batch) Size() int { return len(b.data) }
 func (b *Batch) Reset() {
 	b.data = b.data[:0]
 	b.count = 0
+	b.bad = nil
 }
 
 // encode stamps the batch with its first sequence number and returns its
@@ -74,14 +87,9 @@ func (b *Batch) encode(seq uint64) []byte {
 	return b.data
 }
 
-// check validates the batch's operations against the store's limits.
-func (b *Batch) check() error {
-	if b.count == 0 {
-		return nil
-	}
-	_, err := decodeBatch(b.encode(1), func(uint64, sstable.Kind, []byte, []byte) error { return nil })
-	return err
-}
+// check returns the first operation of the batch over the store's limits
+// (recorded as it was added: no decoding).
+func (b *Batch) check() error { return b.bad }
 
 // errBadBatch is wrapped by the errors decodeBatch returns.
 var errBadBatch = errors.New("bad batch encoding")

@@ -104,6 +104,7 @@ func (db *DB) flushLocked() error {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
 	db.imm = db.imm[1:]
+	db.publishReadSetLocked()
 	db.stats.flushes.Add(1)
 	for _, m := range metas {
 		db.stats.flushedBytes.Add(m.Size)
@@ -171,6 +172,7 @@ func (db *DB) installLocked(edit func(cur *version) ([numLevels][]*table, uint64
 	v.ref()
 	db.current = v
 	db.unrefVersionLocked(old)
+	db.publishReadSetLocked()
 	return nil
 }
 

@@ -69,15 +69,18 @@ type DB struct {
 	pool    *bufpool.Pool // nil without a block cache
 	log     *wal.Log
 	visible atomic.Uint64 // reads see writes with seq <= visible
+	// reads is the published read set (read.go): replaced under mu at
+	// every change of mem, imm or current; nil once Close has begun.
+	reads atomic.Pointer[readSet]
 
-	// The write queue: the writer at the front is the leader; it numbers
-	// every queued batch and queues them to the log in one request, then
-	// leaves the front to the next leader while its request is flushed
-	// (the commit pipeline, write.go). lastSeq is the leaders'; applied is
-	// closed once the newest group in the pipeline has been applied (nil
-	// before the first).
+	// The write queue (guarded by wmu): the writer at the front is the
+	// leader; it numbers every queued batch and queues them to the log in
+	// one request, then leaves the front to the next leader while its
+	// request is flushed (the commit pipeline, write.go). A queued writer
+	// sleeps on its own channel until it leads or is done: no broadcast.
+	// lastSeq is the leaders'; applied is closed once the newest group in
+	// the pipeline has been applied (nil before the first).
 	wmu     sync.Mutex
-	wcond   *sync.Cond
 	writers []*writer
 	lastSeq uint64
 	applied chan struct{}
@@ -136,7 +139,6 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	db := &DB{dir: dir, opts: opts}
-	db.wcond = sync.NewCond(&db.wmu)
 	db.cond = sync.NewCond(&db.mu)
 	ok := false
 	defer func() {
@@ -215,6 +217,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		}
 	}
 	db.mem = &memTable{Memtable: memtable.New()}
+	db.mu.Lock()
+	db.publishReadSetLocked()
+	db.mu.Unlock()
 
 	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly || opts.DisableWAL}
 	walOpts.Unsafe.NoSync = opts.NoSync
@@ -384,18 +389,20 @@ func (db *DB) Close() error {
 		return fmt.Errorf("%w: %d iterators, %d snapshots", ErrOpenIterators, db.iterators, db.snapshots.len())
 	}
 	db.closed = true
+	db.unpublishReadSetLocked()
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.bgWG.Wait()
 	// Wait for the writes in progress: a leader checks closed before it
-	// queues to the log, so once the queue is empty no group joins the
-	// pipeline, and the newest group is applied after all the others.
-	db.wmu.Lock()
-	for len(db.writers) > 0 {
-		db.wcond.Wait()
-	}
+	// queues to the log, so once a barrier queued now is at the front no
+	// group joins the pipeline after it, and the newest group is applied
+	// after all the others.
+	w := getWriter(nil)
+	db.enqueue(w) // a barrier is never taken into a group: it leads
 	last := db.applied
+	db.leaveLocked(1)
 	db.wmu.Unlock()
+	putWriter(w)
 	if last != nil {
 		<-last
 	}
@@ -415,6 +422,7 @@ func (db *DB) closeResources() error {
 	}
 	if db.current != nil {
 		db.mu.Lock()
+		db.unpublishReadSetLocked()
 		db.unrefVersionLocked(db.current)
 		db.current = nil
 		db.mu.Unlock()

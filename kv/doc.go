@@ -33,7 +33,10 @@
 // the memtable (its single writer) and publishes the visible sequence number,
 // in order. A batch is one wal entry, so after a crash it is there whole or
 // not at all. A failed log request turns the store read-only; the groups
-// behind it fail too.
+// behind it fail too. Each queued writer sleeps on a channel of its own and
+// is woken once: when it reaches the front, or when its leader completes its
+// group. A batch is checked against the limits as it is built and decoded
+// once, when its group is applied.
 //
 // When the memtable reaches MemtableSize it becomes immutable and the
 // flush goroutine writes it to a new L0 table; writes stall while two
@@ -41,9 +44,11 @@
 //
 // # Read path
 //
-// A read takes a read state under the mutex: the memtables, the current
-// version (referenced, so its tables stay open) and the sequence number it
-// reads at (a Snapshot's, or the latest visible). It looks in the memtables
+// A read takes a read state without a lock: a reference (one atomic add) to
+// the read set the store publishes at every change of its memtables or
+// version — the memtables and the current version, whose tables stay open
+// while any read holds it — and the sequence number it reads at (a
+// Snapshot's, or the latest visible). It looks in the memtables
 // newest first, then in the tables that may hold the key: L0's newest first,
 // then at most one table per lower level, each past its key range and its
 // bloom filter, with no I/O. MultiGet reads in rounds: each round takes, for

@@ -367,7 +367,7 @@ func (m *mergingIter) err() error               { return m.e }
 // one goroutine and must be closed; it keeps the tables it reads from alive.
 type Iterator struct {
 	db           *DB
-	rs           *readState
+	rs           readState
 	m            *mergingIter
 	lower, upper []byte
 	started      bool

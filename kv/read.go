@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync/atomic"
 
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
@@ -13,40 +14,98 @@ import (
 	"github.com/ringstore/ringstore/kv/sstable"
 )
 
-// readState is what one read looks at: the memtables newest first, a
-// referenced version and the snapshot seq.
-type readState struct {
-	mems []*memTable
-	v    *version
-	seq  uint64
+// readSet is what reads look at: the memtables newest first and a
+// referenced version. The DB publishes a new one (publishReadSetLocked) at
+// every change of its memtables or version; a read takes a reference with
+// one atomic add and no lock, and the version is unreferenced, under DB.mu,
+// only when the last reference of a replaced set goes.
+type readSet struct {
+	// refs counts the DB's pointer (while the set is published) and the
+	// reads using it; a set at 0 is dead and never revived.
+	refs atomic.Int64
+	mems []*memTable // immutable
+	v    *version    // immutable; the set holds one reference
 }
 
-// acquire takes a consistent read state for ro; release it with release.
-func (db *DB) acquire(ro ReadOptions) (*readState, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return nil, ErrClosed
-	}
-	rs := &readState{v: db.current, seq: db.visible.Load()}
-	if ro.Snapshot != nil {
-		if ro.Snapshot.db != db || ro.Snapshot.closed {
-			return nil, errors.New("kv: read with a snapshot that is closed or of another DB")
+// tryRef takes a reference unless the set is dead.
+func (s *readSet) tryRef() bool {
+	for {
+		n := s.refs.Load()
+		if n == 0 {
+			return false
 		}
-		rs.seq = ro.Snapshot.seq
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
-	rs.v.ref()
-	rs.mems = append(rs.mems, db.mem)
-	for i := len(db.imm) - 1; i >= 0; i-- {
-		rs.mems = append(rs.mems, db.imm[i])
-	}
-	return rs, nil
 }
 
-func (db *DB) release(rs *readState) {
-	db.mu.Lock()
-	db.unrefVersionLocked(rs.v)
-	db.mu.Unlock()
+// readState is one read's view: a referenced readSet and the seq it reads
+// at.
+type readState struct {
+	*readSet
+	seq uint64
+}
+
+// publishReadSetLocked publishes the read set of the current memtables and
+// version and drops the DB's reference to the one it replaces. Called with
+// DB.mu held after every change of mem, imm or current.
+func (db *DB) publishReadSetLocked() {
+	s := &readSet{mems: make([]*memTable, 0, 1+len(db.imm)), v: db.current}
+	s.refs.Store(1)
+	s.v.ref()
+	s.mems = append(s.mems, db.mem)
+	for i := len(db.imm) - 1; i >= 0; i-- {
+		s.mems = append(s.mems, db.imm[i])
+	}
+	if old := db.reads.Swap(s); old != nil {
+		db.unrefReadSetLocked(old)
+	}
+}
+
+// unpublishReadSetLocked withdraws the read set, so that every later read
+// fails with ErrClosed. Called with DB.mu held.
+func (db *DB) unpublishReadSetLocked() {
+	if old := db.reads.Swap(nil); old != nil {
+		db.unrefReadSetLocked(old)
+	}
+}
+
+func (db *DB) unrefReadSetLocked(s *readSet) {
+	if s.refs.Add(-1) == 0 {
+		db.unrefVersionLocked(s.v)
+	}
+}
+
+// acquire takes a consistent read state for ro without taking DB.mu;
+// release it with release.
+func (db *DB) acquire(ro ReadOptions) (readState, error) {
+	seq := db.visible.Load()
+	if ro.Snapshot != nil {
+		if ro.Snapshot.db != db || ro.Snapshot.closed.Load() {
+			return readState{}, errors.New("kv: read with a snapshot that is closed or of another DB")
+		}
+		seq = ro.Snapshot.seq
+	}
+	for {
+		s := db.reads.Load()
+		if s == nil {
+			return readState{}, ErrClosed
+		}
+		// A set replaced between the load and the reference is dead (its
+		// refs reached 0): load the new one.
+		if s.tryRef() {
+			return readState{readSet: s, seq: seq}, nil
+		}
+	}
+}
+
+func (db *DB) release(rs readState) {
+	if rs.refs.Add(-1) == 0 {
+		db.mu.Lock()
+		db.unrefVersionLocked(rs.v)
+		db.mu.Unlock()
+	}
 }
 
 // Get returns the value of key, or ErrNotFound. The value is the caller's.
@@ -329,6 +388,12 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		// in as many Pins as it takes, each released before the next (so
 		// concurrent callers never wait on each other's pins for good).
 		limit := db.pool.Frames()
+		// The common case, every span's frames (counted with repeats)
+		// within the cache, is one Pin without counting distinct blocks.
+		total := 0
+		for _, i := range which {
+			total += blockFrames(reads[i].h)
+		}
 		type blockKey struct {
 			fid bufpool.FileID
 			off uint64
@@ -336,6 +401,9 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		var seen map[blockKey]bool
 		for start := 0; start < len(which); {
 			end, nf := start, 0
+			if start == 0 && total <= limit {
+				end = len(which)
+			}
 			clear(seen)
 			for end < len(which) {
 				r := reads[which[end]]

@@ -1,6 +1,9 @@
 package kv
 
-import "sort"
+import (
+	"sort"
+	"sync/atomic"
+)
 
 // Snapshot is a consistent view of the store as of the moment it was taken:
 // reads through ReadOptions.Snapshot (or its own methods) see every write
@@ -9,7 +12,7 @@ import "sort"
 type Snapshot struct {
 	db     *DB
 	seq    uint64
-	closed bool // guarded by db.mu
+	closed atomic.Bool // set under db.mu; read without it
 }
 
 // NewSnapshot takes a snapshot of the store.
@@ -18,7 +21,7 @@ func (db *DB) NewSnapshot() *Snapshot {
 	defer db.mu.Unlock()
 	s := &Snapshot{db: db, seq: db.visible.Load()}
 	if db.closed {
-		s.closed = true
+		s.closed.Store(true)
 		return s
 	}
 	db.snapshots.add(s.seq)
@@ -47,10 +50,9 @@ func (s *Snapshot) NewIterator(lower, upper []byte) *Iterator {
 func (s *Snapshot) Close() {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
-	if s.closed {
+	if s.closed.Swap(true) {
 		return
 	}
-	s.closed = true
 	s.db.snapshots.remove(s.seq)
 }
 

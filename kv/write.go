@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ringstore/ringstore/kv/memtable"
 	"github.com/ringstore/ringstore/kv/sstable"
@@ -11,16 +12,67 @@ import (
 // maxGroupBytes bounds the batches one leader commits in one log append.
 const maxGroupBytes = 4 << 20
 
-// writer is one Write (batch != nil) or Flush (batch == nil) in the write
-// queue.
+// writer is one Write (batch != nil) or barrier (batch == nil: a Flush, or
+// Close waiting for the writes queued before it) in the write queue.
 type writer struct {
 	batch *Batch
-	taken bool // a leader took it into its group (guarded by DB.wmu)
-	done  bool
-	err   error
+	// wake gets exactly one send for each time the writer waits in the
+	// queue: from the writer ahead of it when it reaches the front (it
+	// leads; done is false), or from the leader that took its batch into
+	// its group, once the group is applied or has failed (done is true).
+	// Buffered, so that the sender never waits for the receiver.
+	wake chan struct{}
+	done bool  // written by the waking leader before its send; read after the receive
+	err  error // likewise
+	// group is the leader's scratch: the writers it took (itself first).
+	group []*writer
 	// flushed is set for a Flush writer: the memtable it made immutable
 	// (nil when the memtable was empty).
 	flushed *memTable
+}
+
+// writerPool recycles writers with their channels: a writer goes back only
+// once its one send has been received, so a recycled wake is empty.
+var writerPool = sync.Pool{New: func() any { return &writer{wake: make(chan struct{}, 1)} }}
+
+func getWriter(b *Batch) *writer {
+	w := writerPool.Get().(*writer)
+	w.batch = b
+	return w
+}
+
+func putWriter(w *writer) {
+	w.batch, w.done, w.err, w.flushed = nil, false, nil, nil
+	writerPool.Put(w)
+}
+
+// enqueue puts w at the back of the write queue and waits until it is at
+// the front — then it returns true with wmu held, and w leads — or a leader
+// took its batch and completed it (false: w.err is its result).
+func (db *DB) enqueue(w *writer) bool {
+	db.wmu.Lock()
+	db.writers = append(db.writers, w)
+	if len(db.writers) == 1 {
+		return true
+	}
+	db.wmu.Unlock()
+	<-w.wake
+	if w.done {
+		return false
+	}
+	db.wmu.Lock()
+	return true
+}
+
+// leaveLocked takes the n writers at the front off the queue and wakes the
+// writer then at the front, the next leader: one wake-up per change of
+// leader. Called by the leader with wmu held.
+func (db *DB) leaveLocked(n int) {
+	clear(db.writers[:n])
+	db.writers = db.writers[n:]
+	if len(db.writers) > 0 {
+		db.writers[0].wake <- struct{}{}
+	}
 }
 
 // commitGroup is one leader's batches on their way through the commit
@@ -74,27 +126,19 @@ func (db *DB) Write(b *Batch) error {
 	if err := b.check(); err != nil {
 		return fmt.Errorf("kv: Write: %w", err)
 	}
-	w := &writer{batch: b}
-	db.wmu.Lock()
-	db.writers = append(db.writers, w)
-	for !w.done && (w.taken || db.writers[0] != w) {
-		db.wcond.Wait()
-	}
-	if w.done {
-		db.wmu.Unlock()
+	w := getWriter(b)
+	defer putWriter(w)
+	if !db.enqueue(w) {
 		return w.err
 	}
-	// w leads: take the queued batches behind it.
+	// w leads: take the queued batches behind it (a barrier ends the group).
 	n, size := 1, w.batch.Size()
 	for n < len(db.writers) && db.writers[n].batch != nil && size+db.writers[n].batch.Size() <= maxGroupBytes {
 		size += db.writers[n].batch.Size()
 		n++
 	}
-	group := append([]*writer(nil), db.writers[:n]...)
-	for _, g := range group {
-		g.taken = true
-	}
-	g := &commitGroup{applied: make(chan struct{})}
+	group := append(w.group[:0], db.writers[:n]...)
+	g := &commitGroup{applied: make(chan struct{}), payloads: make([][]byte, 0, n)}
 	var err error
 	g.mem, err = db.makeRoom()
 	if err == nil {
@@ -117,20 +161,20 @@ func (db *DB) Write(b *Batch) error {
 			err = db.logFailed(err)
 		}
 	}
-	db.writers = db.writers[n:]
-	db.wcond.Broadcast()
+	db.leaveLocked(n)
 	db.wmu.Unlock()
 
 	if err == nil {
 		err = db.finishCommit(g)
 	}
-
-	db.wmu.Lock()
-	for _, x := range group {
+	// Each follower is woken by its own send, once its batch is applied
+	// (or has failed with the group).
+	for _, x := range group[1:] {
 		x.done, x.err = true, err
+		x.wake <- struct{}{}
 	}
-	db.wcond.Broadcast()
-	db.wmu.Unlock()
+	clear(group)
+	w.group = group[:0]
 	return err
 }
 
@@ -168,7 +212,9 @@ func (db *DB) applyLocked(g *commitGroup) {
 	if g.err == nil {
 		var last uint64
 		for _, p := range g.payloads {
-			decodeBatch(p, func(seq uint64, kind sstable.Kind, key, value []byte) error { //nolint:errcheck // checked in Write
+			// The one decode of the batch: valid by construction (Write
+			// refused a batch with Batch.bad set).
+			decodeBatch(p, func(seq uint64, kind sstable.Kind, key, value []byte) error { //nolint:errcheck // valid by construction
 				g.mem.Add(seq, kind, key, value)
 				last = seq
 				return nil
@@ -235,6 +281,7 @@ func (db *DB) rotateLocked() *memTable {
 	old := db.mem
 	db.imm = append(db.imm, old)
 	db.mem = &memTable{Memtable: memtable.New()}
+	db.publishReadSetLocked()
 	db.cond.Broadcast()
 	return old
 }
@@ -246,12 +293,9 @@ func (db *DB) Flush() error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	w := &writer{}
-	db.wmu.Lock()
-	db.writers = append(db.writers, w)
-	for db.writers[0] != w {
-		db.wcond.Wait()
-	}
+	w := getWriter(nil)
+	defer putWriter(w)
+	db.enqueue(w) // a barrier is never taken into a group: it leads
 	db.mu.Lock()
 	var err error
 	switch {
@@ -265,8 +309,7 @@ func (db *DB) Flush() error {
 		w.flushed = db.imm[len(db.imm)-1]
 	}
 	db.mu.Unlock()
-	db.writers = db.writers[1:]
-	db.wcond.Broadcast()
+	db.leaveLocked(1)
 	db.wmu.Unlock()
 	if err != nil || w.flushed == nil {
 		return err

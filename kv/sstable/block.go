@@ -178,8 +178,10 @@ func checkBlockFrame(buf []byte, s site, verified bool) (used, nr, dataEnd int, 
 	if used < 4 || used > t || alignUp(used+blockTrailerLen) != len(buf) {
 		return 0, 0, 0, s.corrupt(t, "data block used length %d does not fit its %d-byte block", used, len(buf))
 	}
-	if got := blockCRC(buf[:used]); !verified && got != sum {
-		return 0, 0, 0, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
+	if !verified {
+		if got := blockCRC(buf[:used]); got != sum {
+			return 0, 0, 0, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
+		}
 	}
 	if pad := buf[used:t]; !bytes.Equal(pad, zeros[:len(pad)]) {
 		i := used

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync"
 )
 
 // Lookup is what a point lookup found in one data block.
@@ -88,7 +89,7 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 type blockShape struct {
 	used      int
 	first     InternalKey // aliases the block
-	last      InternalKey // aliases the lookup's scratch; set when readToEnd
+	last      InternalKey // the caller's; set when readToEnd
 	readToEnd bool
 }
 
@@ -149,7 +150,8 @@ func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verified boo
 	// Walk from there. Keys that share a prefix are rebuilt in one of two
 	// scratch buffers, in turn, so the previous key stays intact for the
 	// order check.
-	var scratch [2][]byte
+	scratch := lookupScratch.Get().(*[2][]byte)
+	defer lookupScratch.Put(scratch)
 	var prevRaw []byte
 	var prev InternalKey
 	spills := false
@@ -191,6 +193,13 @@ func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verified boo
 	if want := (n + restartInterval - 1) / restartInterval; want != nr {
 		return Lookup{}, blockShape{}, s.corrupt(used-4, "data block has %d restarts for %d entries", nr, n)
 	}
+	// prev may alias the scratch, which goes back to the pool.
+	prev.UserKey = append([]byte(nil), prev.UserKey...)
 	shape.last, shape.readToEnd = prev, true
 	return Lookup{Spills: spills}, shape, nil
 }
+
+// lookupScratch holds the two key buffers of lookupInBlock's walk, reused
+// across lookups: nothing the walk returns aliases them (errors are
+// formatted at once, the last key is copied).
+var lookupScratch = sync.Pool{New: func() any { return new([2][]byte) }}

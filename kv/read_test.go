@@ -1,0 +1,107 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// TestReadsTakeNoLock: Get, MultiGet and ReadAhead complete while DB.mu is
+// held: a read takes its state from the published read set with an atomic
+// reference, not under the store's lock.
+func TestReadsTakeNoLock(t *testing.T) {
+	db := openTest(t, t.TempDir(), config{"uring", ioengine.URing, Options{NoSync: true}})
+	defer db.Close()
+	for i := range 100 {
+		if err := db.Put([]byte(fmt.Sprintf("k%03d", i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if i == 50 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.mu.Lock()
+	done := make(chan error, 1)
+	go func() {
+		if _, err := db.Get([]byte("k007")); err != nil {
+			done <- err
+			return
+		}
+		_, found, err := db.MultiGet([][]byte{[]byte("k001"), []byte("k099"), []byte("none")})
+		if err == nil && (!found[0] || !found[1] || found[2]) {
+			err = fmt.Errorf("MultiGet found %v, want [true true false]", found)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		db.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		db.mu.Unlock()
+		<-done
+		t.Fatal("a read waited for DB.mu")
+	}
+}
+
+// TestReadSetKeepsTables: a read state taken before a compaction keeps the
+// tables it looks at, open and on disk, until it is released; the compacted
+// tables' files go at that release, and after Close reads fail with
+// ErrClosed.
+func TestReadSetKeepsTables(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, config{"uring", ioengine.URing, Options{NoSync: true}})
+	for round := range 3 {
+		for i := range 200 {
+			if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%d", round))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, err := db.acquire(ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := rs.v.levels[0]
+	if len(old) != 3 {
+		t.Fatalf("%d L0 tables, want 3", len(old))
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range old {
+		if _, err := os.Stat(tb.path); err != nil {
+			t.Fatalf("a table of a read state in use was removed: %v", err)
+		}
+	}
+	if db.reads.Load() == rs.readSet {
+		t.Fatal("the compaction did not publish a new read set")
+	}
+	db.release(rs)
+	for _, tb := range old {
+		if _, err := os.Stat(tb.path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("compacted %s still there after the last read released it: %v", filepath.Base(tb.path), err)
+		}
+	}
+	if v, err := db.Get([]byte("k0007")); err != nil || string(v) != "v2" {
+		t.Fatalf("Get after the compaction: %q, %v", v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Get([]byte("k0007")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close: %v, want ErrClosed", err)
+	}
+}
