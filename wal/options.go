@@ -187,8 +187,9 @@ var (
 
 // CorruptError reports damage found in a segment or in the meta file: the
 // file, the byte offset and what was wrong. It unwraps to ErrCorrupt (or
-// ErrTruncated), so errors.Is(err, ErrCorrupt) holds. Repair cuts the log
-// at such a place.
+// ErrTruncated), so errors.Is(err, ErrCorrupt) holds, and errors.As gives
+// it as a *ringstore.CorruptError too (its What is the message after the
+// offset). Repair cuts the log at such a place.
 type CorruptError struct {
 	Path    string
 	Offset  int64
@@ -201,9 +202,14 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	return fmt.Sprintf("wal: %s at offset %d: %s", e.Path, e.Offset, e.what())
+}
+
+// what is the message without the path and offset.
+func (e *CorruptError) what() string {
 	// e.Err is often made of wal sentinels ("wal: corrupt: wal: gap"):
-	// their prefix is said once, here.
-	s := fmt.Sprintf("wal: %s at offset %d: %s", e.Path, e.Offset, strings.ReplaceAll(e.Err.Error(), "wal: ", ""))
+	// their prefix is said once, in Error.
+	s := strings.ReplaceAll(e.Err.Error(), "wal: ", "")
 	switch {
 	case e.LastLost >= e.FirstLost && e.FirstLost > 0:
 		s += fmt.Sprintf("; a cut here would lose entries %d to %d (%d entries)", e.FirstLost, e.LastLost, e.Lost)
@@ -214,6 +220,16 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// As sets a **ringstore.CorruptError target to the file, offset and
+// message of e.
+func (e *CorruptError) As(target any) bool {
+	t, ok := target.(**ringstore.CorruptError)
+	if ok {
+		*t = &ringstore.CorruptError{Path: e.Path, Offset: e.Offset, What: e.what()}
+	}
+	return ok
+}
 
 // Is makes every *CorruptError corruption (ringstore.ErrCorrupt), also one
 // that unwraps to ErrTruncated: an entry cut short where the log cannot
