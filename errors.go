@@ -21,8 +21,12 @@
 // The package types (*wal.CorruptError, *sstable.CorruptError,
 // *manifest.CorruptError, *arrowscan.CorruptError) keep their own fields and
 // messages and answer errors.As for a *CorruptError with a new one made of
-// their path, offset and detail (an As method); a kv log entry that is not
-// a batch and the decoders of package state and nexmark return one.
+// their path, offset and detail (an As method). A kv log entry that is not
+// a batch gives one too, and so do the decoders of packages state (stored
+// values, lists, the registry) and nexmark (checkpoint metas, final-stage
+// snapshots, stored operator values); state's key and codec errors
+// (state.ErrBadKey, state.ErrBadValue, a codec's own error) are
+// ErrCorrupt without a place.
 //
 // The engines themselves are in the packages below this one: wal, kv,
 // arrowscan, and the I/O core ioengine, bufpool, directio and uring.
