@@ -10,11 +10,32 @@
 // package's own sentinels and types keep working with errors.Is and
 // errors.As as before; their messages are unchanged.
 //
+// Where a corruption error knows the file and the place, errors.As gives
+// them in one form whichever package found the damage:
+//
+//	var ce *ringstore.CorruptError
+//	if errors.As(err, &ce) {
+//		log.Printf("damage in %s at %d: %s", ce.Path, ce.Offset, ce.What)
+//	}
+//
+// The package types (*wal.CorruptError, *sstable.CorruptError,
+// *manifest.CorruptError, *arrowscan.CorruptError) keep their own fields and
+// messages and answer errors.As for a *CorruptError with a new one made of
+// their path, offset and detail (an As method). A kv log entry that is not
+// a batch gives one too, and so do the decoders of packages state (stored
+// values, lists, the registry) and nexmark (checkpoint metas, final-stage
+// snapshots, stored operator values); state's key and codec errors
+// (state.ErrBadKey, state.ErrBadValue, a codec's own error) are
+// ErrCorrupt without a place.
+//
 // The engines themselves are in the packages below this one: wal, kv,
 // arrowscan, and the I/O core ioengine, bufpool, directio and uring.
 package ringstore
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // ErrCorrupt is what every corruption error of ringstore's packages is:
 // stored bytes that fail their checks (a checksum, a magic number, a bound,
@@ -51,3 +72,38 @@ func (e *corruptMark) Is(target error) bool { return target == ErrCorrupt }
 // IsCorrupt reports whether err is, or wraps, a corruption error of any
 // ringstore package.
 func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// CorruptError names damaged stored bytes: the file, the byte offset in it
+// and what was wrong. Path is "" when the bytes did not come from a file
+// of their own (a value read through kv, a key given by a caller); Offset
+// is -1 when no single offset applies, otherwise the offset of the bad
+// bytes in Path (or in the decoded buffer when Path is ""), the start of
+// the field or record being decoded when the exact byte is unknown. What
+// says what was wrong, in lowercase, without the path or offset.
+//
+// A *CorruptError is ErrCorrupt: errors.Is(err, ErrCorrupt) holds.
+type CorruptError struct {
+	Path   string
+	Offset int64
+	What   string
+}
+
+// Error returns "<path>: offset <n>: <what>", leaving out the path when it
+// is "" and the offset when it is negative.
+func (e *CorruptError) Error() string {
+	what := e.What
+	if what == "" {
+		what = "corrupt data"
+	}
+	s := ""
+	if e.Path != "" {
+		s = e.Path + ": "
+	}
+	if e.Offset >= 0 {
+		s += "offset " + strconv.FormatInt(e.Offset, 10) + ": "
+	}
+	return s + what
+}
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }

@@ -60,6 +60,29 @@ func checkCorruptResult(t *testing.T, name, what string, open func() (*File, err
 		if !errors.As(err, &ce) && !errors.As(err, &re) && !errors.Is(err, ErrUnknownColumn) {
 			t.Errorf("%s: error is neither *CorruptError nor *ReadError: %T %v", what, err, err)
 		}
+		if ce != nil {
+			checkRingstoreCorrupt(t, what, err, ce)
+		}
+	}
+}
+
+// checkRingstoreCorrupt fails unless errors.As gives err, whose
+// *CorruptError is ce, as a *ringstore.CorruptError with ce's path and
+// offset and a What made of its part, detail and cause.
+func checkRingstoreCorrupt(t *testing.T, what string, err error, ce *CorruptError) {
+	t.Helper()
+	var rce *ringstore.CorruptError
+	if !errors.As(err, &rce) || rce.Path != ce.Path || rce.Offset != ce.Offset {
+		t.Errorf("%s: %v: as a *ringstore.CorruptError %+v, want %s at offset %d", what, err, rce, ce.Path, ce.Offset)
+		return
+	}
+	for _, s := range []string{ce.Part, ce.Detail} {
+		if !strings.Contains(rce.What, s) {
+			t.Errorf("%s: %v: as a *ringstore.CorruptError says %q, without %q", what, err, rce.What, s)
+		}
+	}
+	if ce.Err != nil && !strings.HasSuffix(rce.What, ce.Err.Error()) {
+		t.Errorf("%s: %v: as a *ringstore.CorruptError says %q, without the cause %q", what, err, rce.What, ce.Err)
 	}
 }
 

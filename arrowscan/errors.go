@@ -3,6 +3,7 @@ package arrowscan
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ringstore/ringstore"
 )
@@ -27,7 +28,9 @@ var (
 // CorruptError says what is wrong with a file and where: the file, the
 // part of it (footer, schema, record batch 3, dictionary batch 0), the file
 // offset of the bad bytes (-1 when no single offset applies), and the
-// detail. It unwraps to ErrCorrupt and to the cause, if any.
+// detail. It unwraps to ErrCorrupt and to the cause, if any, and errors.As
+// gives it as a *ringstore.CorruptError too (its What is the part, the
+// detail and the cause).
 type CorruptError struct {
 	Path   string
 	Part   string
@@ -44,6 +47,12 @@ func (e *CorruptError) Error() string {
 	if e.Offset >= 0 {
 		s += fmt.Sprintf(" at offset %d", e.Offset)
 	}
+	return s + e.detail()
+}
+
+// detail is ": <Detail>: <Err>", each part left out when empty.
+func (e *CorruptError) detail() string {
+	s := ""
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
@@ -51,6 +60,20 @@ func (e *CorruptError) Error() string {
 		s += ": " + e.Err.Error()
 	}
 	return s
+}
+
+// As sets a **ringstore.CorruptError target to e's path and offset, with
+// the part, the detail and the cause as its What.
+func (e *CorruptError) As(target any) bool {
+	t, ok := target.(**ringstore.CorruptError)
+	if ok {
+		what := e.Part + e.detail()
+		if e.Part == "" {
+			what = strings.TrimPrefix(what, ": ")
+		}
+		*t = &ringstore.CorruptError{Path: e.Path, Offset: e.Offset, What: what}
+	}
+	return ok
 }
 
 func (e *CorruptError) Unwrap() []error {

@@ -105,10 +105,10 @@
 // the engine itself, all in one call whatever files they are in (with the
 // queued prefetches it now needs): no hop to an I/O goroutine and back.
 // The I/O goroutines serve Prefetch, and every load on the syscall backend
-// (or with Options.DemandViaWorkers): there one engine call runs its reads
-// one after another, so a worker takes only its share of the queue (queued
-// loads divided by the workers not inside an engine call) and the workers
-// read in parallel. Either way other Pins of a frame being loaded wait on
+// (or with the demandViaWorkers test hook): there one engine call runs its
+// reads one after another, so a worker takes only its share of the queue
+// (queued loads divided by the workers not inside an engine call) and the
+// workers read in parallel. Either way other Pins of a frame being loaded wait on
 // it (load once).
 //
 // LoadStart is Prefetch issued by the caller: on io_uring its loads go to

@@ -73,13 +73,6 @@ type Options struct {
 	// one call. Default 64. (A Pin that issues its own loads hands all of
 	// them over in one call.)
 	MaxBatch int
-	// DemandViaWorkers sends a Pin's own misses to the I/O goroutines, as
-	// prefetches go, instead of issuing them from the Pin's goroutine (the
-	// default on io_uring: the caller waits anyway, and the hop to a worker
-	// and back is two goroutine hand-offs). For measurements. The syscall
-	// backend always uses the workers, whose parallel preads are its only
-	// read parallelism.
-	DemandViaWorkers bool
 	// ProbationPercent is the share of frames the probation FIFO aims for
 	// (S3-FIFO's small queue), 1 to 90. Default 10.
 	ProbationPercent int
@@ -102,6 +95,14 @@ type Options struct {
 	// Logf receives the engine's fallback reason and the pool's rare
 	// notices (the first failed prefetch). Default: the standard logger.
 	Logf func(format string, args ...any)
+
+	// demandViaWorkers, a test hook, sends a Pin's own misses to the I/O
+	// goroutines, as prefetches go, instead of issuing them from the Pin's
+	// goroutine (the default on io_uring: the caller waits anyway, and the
+	// hop to a worker and back is two goroutine hand-offs). The syscall
+	// backend always uses the workers, whose parallel preads are its only
+	// read parallelism.
+	demandViaWorkers bool
 }
 
 // String returns the options as New uses them (zero fields shown as 0;

@@ -221,7 +221,7 @@ type LoadCall struct {
 // waiting (the rest is dropped, Stats.PrefetchDropped), skips bad spans
 // (Stats.PrefetchRejected), counts Stats.PrefetchIssued, and a later Pin of
 // one of its frames is a prefetch hit. Where loads go to the I/O goroutines
-// (the syscall backend, Options.DemandViaWorkers) it is Prefetch.
+// (the syscall backend, the demandViaWorkers test hook) it is Prefetch.
 func (p *Pool) LoadStart(spans []Span) *LoadCall {
 	c := &LoadCall{p: p}
 	if !p.callerLoads {

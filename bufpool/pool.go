@@ -144,7 +144,7 @@ func New(opts Options) (*Pool, error) {
 		}
 		p.ownEngine = true
 	}
-	p.callerLoads = !o.DemandViaWorkers && p.eng.Backend() != ioengine.BackendSyscall
+	p.callerLoads = !o.demandViaWorkers && p.eng.Backend() != ioengine.BackendSyscall
 	p.workers.Add(o.IOWorkers)
 	for range o.IOWorkers {
 		go p.ioWorker()

@@ -850,7 +850,7 @@ func TestPinWaitsForPrefetch(t *testing.T) {
 
 // TestBatchAcrossFiles: the misses of one Pin across files go to the
 // engine in one call from the Pin's goroutine, or, through the I/O
-// goroutines (DemandViaWorkers), in ceil(misses / MaxBatch) calls.
+// goroutines (demandViaWorkers), in ceil(misses / MaxBatch) calls.
 func TestBatchAcrossFiles(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
 		for _, c := range []struct {
@@ -861,7 +861,7 @@ func TestBatchAcrossFiles(t *testing.T) {
 			dir := testdir.Direct(t)
 			eng := newEngine(t, mode, nil)
 			const fs = 4096
-			p := newPool(t, eng, Options{FrameSize: fs, Budget: 128 * fs, MaxBatch: maxBatch, IOWorkers: 2, DemandViaWorkers: c.viaWorkers})
+			p := newPool(t, eng, Options{FrameSize: fs, Budget: 128 * fs, MaxBatch: maxBatch, IOWorkers: 2, demandViaWorkers: c.viaWorkers})
 			var files []*testFile
 			for i := range 4 {
 				files = append(files, register(t, p, dir, "f"+string(rune('a'+i)), 20*fs, uint64(i)))

@@ -106,6 +106,10 @@ func checkSSTCorrupt(t *testing.T, what string, err error, path string, lo, hi u
 	if ce.Path != path || ce.Offset < int64(lo) || ce.Offset >= int64(hi) {
 		t.Errorf("%s: %v: names %s at offset %d, the damage is in %s at [%d, %d)", what, err, ce.Path, ce.Offset, path, lo, hi)
 	}
+	var rce *ringstore.CorruptError
+	if !errors.As(err, &rce) || rce.Path != ce.Path || rce.Offset != ce.Offset || rce.What != ce.What {
+		t.Errorf("%s: %v: as a *ringstore.CorruptError %+v, want %s at offset %d: %s", what, err, rce, ce.Path, ce.Offset, ce.What)
+	}
 	if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, fmt.Sprint(ce.Offset)) {
 		t.Errorf("%s: the message %q does not name the file %s and the offset %d", what, msg, path, ce.Offset)
 	}
@@ -406,6 +410,8 @@ func TestCorruptLog(t *testing.T) {
 		t.Errorf("Open of a store whose log entry %d is not a batch succeeded", seq)
 	} else if !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), fmt.Sprintf("entry %d", seq)) || !errors.Is(err, errBadBatch) || !errors.Is(err, ringstore.ErrCorrupt) {
 		t.Errorf("Open: %v: does not name the entry %d, where it is (%s), errBadBatch and ringstore.ErrCorrupt", err, seq, where)
+	} else if rce := (*ringstore.CorruptError)(nil); !errors.As(err, &rce) || rce.Path != segPath || rce.Offset != segOff || !strings.Contains(rce.What, fmt.Sprintf("entry %d", seq)) {
+		t.Errorf("Open: %v: as a *ringstore.CorruptError %+v, want %s at offset %d", err, rce, segPath, segOff)
 	} else {
 		t.Logf("Open: %v", err)
 	}

@@ -283,11 +283,11 @@ func (db *DB) replay(flushedSeq uint64) error {
 			return nil
 		})
 		if err != nil {
-			where := filepath.Join(db.dir, walDir)
+			e := &logEntryError{seq: walSeq, path: filepath.Join(db.dir, walDir), off: -1, err: err}
 			if path, off, lerr := db.log.Locate(walSeq); lerr == nil {
-				where = fmt.Sprintf("%s at offset %d", path, off)
+				e.path, e.off = path, off
 			}
-			return fmt.Errorf("kv: log entry %d (%s) is not a valid batch: %w", walSeq, where, ringstore.MarkCorrupt(err))
+			return e
 		}
 		if applied {
 			db.mem.walLast = walSeq
@@ -304,6 +304,38 @@ func (db *DB) replay(flushedSeq uint64) error {
 		}
 	}
 	return nil
+}
+
+// logEntryError is a log entry, intact in the log, whose payload is not a
+// batch: damage, found by replay. It unwraps to the decoder's error, is
+// ringstore.ErrCorrupt, and errors.As gives it as a
+// *ringstore.CorruptError.
+type logEntryError struct {
+	seq  uint64
+	path string // the entry's segment, or the log's directory when off is -1
+	off  int64  // the entry's offset in path; -1 when it could not be found
+	err  error  // what decodeBatch said
+}
+
+func (e *logEntryError) Error() string {
+	where := e.path
+	if e.off >= 0 {
+		where = fmt.Sprintf("%s at offset %d", e.path, e.off)
+	}
+	return fmt.Sprintf("kv: log entry %d (%s) is not a valid batch: %v", e.seq, where, e.err)
+}
+
+func (e *logEntryError) Unwrap() error        { return e.err }
+func (e *logEntryError) Is(target error) bool { return target == ringstore.ErrCorrupt }
+
+// As sets a **ringstore.CorruptError target to the entry's segment and
+// offset.
+func (e *logEntryError) As(target any) bool {
+	t, ok := target.(**ringstore.CorruptError)
+	if ok {
+		*t = &ringstore.CorruptError{Path: e.path, Offset: e.off, What: fmt.Sprintf("log entry %d is not a valid batch: %v", e.seq, e.err)}
+	}
+	return ok
 }
 
 // refuseUnmanaged fails when dir has no manifest but holds tables or a log:

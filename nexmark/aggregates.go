@@ -2,7 +2,6 @@ package nexmark
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/fnv"
 
 	"github.com/ringstore/ringstore/state"
@@ -88,7 +87,7 @@ func (d distinct) add(b *Bid, mb *state.MiniBatch, l *Lookups) (distinctCounts, 
 	m := hourMinuteOf(b.DateTime)
 	if ok {
 		if len(v) != want {
-			return c, "", fmt.Errorf("a stored count of %d bytes, want %d", len(v), want)
+			return c, "", damaged("", -1, "a stored count of %d bytes, want %d", len(v), want)
 		}
 		for i := range 4 {
 			c.bids[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
@@ -188,7 +187,7 @@ func (o q17Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 	var acc [7]int64 // total, rank1, rank2, rank3, min, max, sum
 	if ok {
 		if len(v) != 56 {
-			return fmt.Errorf("a stored q17 accumulator of %d bytes", len(v))
+			return damaged("", -1, "a stored q17 accumulator of %d bytes", len(v))
 		}
 		for i := range acc {
 			acc[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
@@ -250,7 +249,7 @@ func (o q19Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 		return err
 	}
 	if len(v)%8 != 0 || len(v) > 80 {
-		return fmt.Errorf("a stored q19 top ten of %d bytes", len(v))
+		return damaged("", -1, "a stored q19 top ten of %d bytes", len(v))
 	}
 	rank := 1
 	for ; 8*(rank-1) < len(v) && int64(binary.BigEndian.Uint64(v[8*(rank-1):])) >= b.Price; rank++ {

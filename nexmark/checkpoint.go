@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/state"
 )
 
@@ -81,12 +82,14 @@ func (m checkpointMeta) encode() []byte {
 	return b
 }
 
-// decodeCheckpointMeta reads what encode wrote, or says what is wrong.
-func decodeCheckpointMeta(b []byte) (checkpointMeta, error) {
+// decodeCheckpointMeta reads what encode wrote, the meta of the checkpoint
+// part in dir, or says what is wrong: a *ringstore.CorruptError naming dir
+// (the meta is a record in the part's state, at no file offset).
+func decodeCheckpointMeta(dir string, b []byte) (checkpointMeta, error) {
 	var m checkpointMeta
 	const head = 4 + 4*8 + 4*2
 	if len(b) < head || string(b[:4]) != metaMagic {
-		return m, fmt.Errorf("a checkpoint meta of %d bytes that does not start with %q (a checkpoint of an earlier version?)", len(b), metaMagic)
+		return m, damaged(dir, -1, "a checkpoint meta of %d bytes that does not start with %q (a checkpoint of an earlier version?)", len(b), metaMagic)
 	}
 	u64 := func(i int) uint64 { return binary.BigEndian.Uint64(b[4+8*i:]) }
 	u16 := func(i int) int { return int(binary.BigEndian.Uint16(b[36+2*i:])) }
@@ -94,20 +97,27 @@ func decodeCheckpointMeta(b []byte) (checkpointMeta, error) {
 	m.parallelism, m.worker, m.keyGroups = u16(0), u16(1), u16(2)
 	n := u16(3)
 	if m.parallelism < 1 || m.worker >= m.parallelism || m.keyGroups < m.parallelism {
-		return m, fmt.Errorf("a checkpoint meta of worker %d of %d with %d key groups", m.worker, m.parallelism, m.keyGroups)
+		return m, damaged(dir, -1, "a checkpoint meta of worker %d of %d with %d key groups", m.worker, m.parallelism, m.keyGroups)
 	}
 	rest := b[head:]
 	if len(rest) != 12*n {
-		return m, fmt.Errorf("a checkpoint meta with %d key-group ranges in %d bytes, want %d", n, len(rest), 12*n)
+		return m, damaged(dir, -1, "a checkpoint meta with %d key-group ranges in %d bytes, want %d", n, len(rest), 12*n)
 	}
 	for i := range n {
 		r := groupFrom{int(binary.BigEndian.Uint16(rest[12*i:])), int(binary.BigEndian.Uint16(rest[12*i+2:])), int64(binary.BigEndian.Uint64(rest[12*i+4:]))}
 		if r.first > r.last || r.last >= m.keyGroups || i > 0 && r.first <= m.from[i-1].last {
-			return m, fmt.Errorf("a checkpoint meta's key-group range %d: %d–%d of %d groups, out of order", i, r.first, r.last, m.keyGroups)
+			return m, damaged(dir, -1, "a checkpoint meta's key-group range %d: %d–%d of %d groups, out of order", i, r.first, r.last, m.keyGroups)
 		}
 		m.from = append(m.from, r)
 	}
 	return m, nil
+}
+
+// damaged is damage in what the job stored: in the file or checkpoint part
+// path at offset off ("" and -1 for a value in state, where neither is
+// known).
+func damaged(path string, off int64, format string, args ...any) error {
+	return &ringstore.CorruptError{Path: path, Offset: off, What: fmt.Sprintf(format, args...)}
 }
 
 // fromOf is the first event id of group g the meta's worker had not
@@ -203,9 +213,9 @@ func (w *worker) restoreWorker(j *jobCheckpoint, live string, opts state.Options
 			return err
 		}
 		w.backend = b
-		m, err := decodeCheckpointMeta(raw)
+		m, err := decodeCheckpointMeta(j.worker(w.i), raw)
 		if err != nil {
-			return fmt.Errorf("nexmark: checkpoint %s: %w", j.worker(w.i), err)
+			return fmt.Errorf("nexmark: restoring worker %d: %w", w.i, err)
 		}
 		if m.keyGroups != w.keyGroups || m.worker != w.i {
 			return fmt.Errorf("nexmark: checkpoint %s: worker %d with %d key groups, restored as worker %d with %d", j.worker(w.i), m.worker, m.keyGroups, w.i, w.keyGroups)
@@ -226,9 +236,9 @@ func (w *worker) restoreWorker(j *jobCheckpoint, live string, opts state.Options
 	}
 	w.backend = b
 	for k, raw := range metas {
-		m, err := decodeCheckpointMeta(raw)
+		m, err := decodeCheckpointMeta(sources[k], raw)
 		if err != nil {
-			return fmt.Errorf("nexmark: checkpoint %s: %w", sources[k], err)
+			return fmt.Errorf("nexmark: restoring worker %d: %w", w.i, err)
 		}
 		if m.keyGroups != w.keyGroups {
 			return fmt.Errorf("nexmark: checkpoint %s: %d key groups, restored with %d", sources[k], m.keyGroups, w.keyGroups)

@@ -182,22 +182,22 @@ func (f *finalStage) encodeSnapshot() ([]byte, error) {
 	return binary.BigEndian.AppendUint32(buf.Bytes(), crc32.Checksum(buf.Bytes(), castagnoli)), nil
 }
 
-// decodeFinalSnapshot reads what encodeSnapshot wrote, or says what is
-// wrong with it.
-func decodeFinalSnapshot(b []byte) (finalSnapshot, error) {
+// decodeFinalSnapshot reads what encodeSnapshot wrote, the file path, or
+// says what is wrong with it: a *ringstore.CorruptError naming path.
+func decodeFinalSnapshot(path string, b []byte) (finalSnapshot, error) {
 	var s finalSnapshot
 	if len(b) < 4 {
-		return s, fmt.Errorf("a final-stage snapshot of %d bytes", len(b))
+		return s, damaged(path, 0, "a final-stage snapshot of %d bytes", len(b))
 	}
 	body := b[:len(b)-4]
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(b[len(b)-4:]); got != want {
-		return s, fmt.Errorf("a final-stage snapshot of %d bytes fails its checksum (%08x, recorded %08x)", len(b), got, want)
+		return s, damaged(path, int64(len(body)), "a final-stage snapshot of %d bytes fails its checksum (%08x, recorded %08x)", len(b), got, want)
 	}
 	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&s); err != nil {
-		return s, fmt.Errorf("a final-stage snapshot: %w", err)
+		return s, damaged(path, -1, "a final-stage snapshot: %v", err)
 	}
 	if len(s.WMs) == 0 {
-		return s, errors.New("a final-stage snapshot with no inputs")
+		return s, damaged(path, -1, "a final-stage snapshot with no inputs")
 	}
 	return s, nil
 }

@@ -292,7 +292,7 @@ func (o q20Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 			return o.early.Add(mb, l[1], r.bidRow(b).bytes())
 		}
 		if len(v) < 8 {
-			return fmt.Errorf("a stored auction of %d bytes", len(v))
+			return damaged("", -1, "a stored auction of %d bytes", len(v))
 		}
 		if binary.BigEndian.Uint64(v) == 10 {
 			var r row

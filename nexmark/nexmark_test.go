@@ -281,7 +281,7 @@ func FuzzDecodeCheckpointMeta(f *testing.F) {
 	f.Add(m.encode())
 	f.Add([]byte("nxck"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeCheckpointMeta(b)
+		m, err := decodeCheckpointMeta("fuzz", b)
 		if err != nil {
 			return
 		}
@@ -351,7 +351,7 @@ func FuzzDecodeFinalSnapshot(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)-1])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := decodeFinalSnapshot(b)
+		s, err := decodeFinalSnapshot("fuzz", b)
 		if err != nil {
 			return
 		}
@@ -361,7 +361,7 @@ func FuzzDecodeFinalSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s2, err := decodeFinalSnapshot(again)
+		s2, err := decodeFinalSnapshot("fuzz", again)
 		if err != nil || s2.Done != s.Done || s2.Sink != s.Sink || len(s2.Pending) != len(s.Pending) || len(s2.Timers) != len(s.Timers) {
 			t.Fatalf("a restored snapshot does not snapshot the same: %v", err)
 		}

@@ -144,7 +144,7 @@ func u64s(v ...int64) []byte {
 // fromU64s reads n int64s from v, or says what is wrong with it.
 func fromU64s(v []byte, n int, what string) ([]int64, error) {
 	if len(v) < 8*n {
-		return nil, fmt.Errorf("a stored %s of %d bytes, want at least %d", what, len(v), 8*n)
+		return nil, damaged("", -1, "a stored %s of %d bytes, want at least %d", what, len(v), 8*n)
 	}
 	out := make([]int64, n)
 	for i := range out {

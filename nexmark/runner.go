@@ -408,16 +408,16 @@ func Run(cfg RunConfig) (Result, error) {
 		fin = newFinalStage(q, cfg.Parallelism)
 		if j != nil {
 			b, err := os.ReadFile(j.final())
-			if err == nil {
-				var s finalSnapshot
-				if s, err = decodeFinalSnapshot(b); err == nil {
-					fin.restore(s)
-				}
-			}
 			if err != nil {
 				closeAll()
 				return Result{}, fmt.Errorf("nexmark: checkpoint %s: %w", j.final(), err)
 			}
+			s, err := decodeFinalSnapshot(j.final(), b)
+			if err != nil {
+				closeAll()
+				return Result{}, fmt.Errorf("nexmark: restoring the final stage: %w", err)
+			}
+			fin.restore(s)
 		}
 	}
 	if rescaled {

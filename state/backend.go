@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/internal/durable"
 	"github.com/ringstore/ringstore/kv"
 )
@@ -176,7 +177,7 @@ func (b *Backend) open() error {
 		r, ok := decodeRegistration(it.Value())
 		if !ok {
 			it.Close()
-			return fmt.Errorf("state: %s: the registry record of %q is damaged (%d bytes: %x)", b.dir, name, len(it.Value()), it.Value())
+			return fmt.Errorf("state: %w", &ringstore.CorruptError{Path: b.dir, Offset: -1, What: fmt.Sprintf("the registry record of %q is damaged (%d bytes: %x)", name, len(it.Value()), it.Value())})
 		}
 		b.names[name] = r
 		b.next = max(b.next, r.id+1)
@@ -193,7 +194,7 @@ func (b *Backend) open() error {
 		}
 		b.opts.MaxKeyGroups = recorded
 	case err == nil:
-		return fmt.Errorf("state: %s: the record of the key-group count is damaged (%d bytes: %x)", b.dir, len(v), v)
+		return fmt.Errorf("state: %w", &ringstore.CorruptError{Path: b.dir, Offset: -1, What: fmt.Sprintf("the record of the key-group count is damaged (%d bytes: %x)", len(v), v)})
 	case !errors.Is(err, kv.ErrNotFound):
 		return fmt.Errorf("state: %s: reading the key-group count: %w", b.dir, err)
 	default:

@@ -94,7 +94,11 @@
 // Every call after Close returns ErrClosed; Put and Clear return errors
 // as the other writes do. With Options.StrictReads a Get of an entry its
 // batch did not want (nor wrote) is ErrNotWanted instead of a kv.Get of
-// its own.
+// its own. Stored bytes that fail their layout are corruption
+// (ringstore.IsCorrupt): a key or timer is ErrBadKey, a value a codec
+// cannot decode is the codec's error marked as corruption (ErrBadValue from
+// the codecs here), and a damaged value header, list or registry record is
+// a *ringstore.CorruptError (naming the directory for the registry).
 //
 // # Concurrency
 //

@@ -2,12 +2,21 @@ package state
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
+
+	"github.com/ringstore/ringstore"
 )
 
-// ErrBadKey: bytes that are not a state key.
-var ErrBadKey = errors.New("state: not a state key")
+// ErrBadKey: bytes that are not a state key. It is ringstore.ErrCorrupt:
+// a stored key that fails its layout is damage.
+var ErrBadKey = ringstore.NewCorruptSentinel("state: not a state key")
+
+// damaged is a stored value or record that fails its layout, found where
+// no file or offset is known: a *ringstore.CorruptError whose message is
+// what was wrong.
+func damaged(format string, args ...any) error {
+	return &ringstore.CorruptError{Offset: -1, What: fmt.Sprintf(format, args...)}
+}
 
 // internalID is the state id of the backend's own records.
 const internalID = 0xFFFF
@@ -98,7 +107,7 @@ func encodeValue(expires int64, payload []byte) []byte {
 // decodeValue splits a stored value into its expiry and payload.
 func decodeValue(b []byte) (expires int64, payload []byte, err error) {
 	if len(b) < valueHeader {
-		return 0, nil, fmt.Errorf("state: a stored value of %d bytes, shorter than its %d-byte header", len(b), valueHeader)
+		return 0, nil, damaged("state: a stored value of %d bytes, shorter than its %d-byte header", len(b), valueHeader)
 	}
 	return int64(binary.BigEndian.Uint64(b)), b[valueHeader:], nil
 }
@@ -115,7 +124,7 @@ func decodeList(b []byte) ([][]byte, error) {
 	for len(b) > 0 {
 		n, m := binary.Uvarint(b)
 		if m <= 0 || n > uint64(len(b)-m) {
-			return nil, fmt.Errorf("state: a list item's length is damaged (%d bytes left)", len(b))
+			return nil, damaged("state: a list item's length is damaged (%d bytes left)", len(b))
 		}
 		items = append(items, b[m:m+int(n)])
 		b = b[m+int(n):]

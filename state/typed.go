@@ -2,13 +2,15 @@ package state
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ringstore/ringstore"
 )
 
 // Codec turns values of T into bytes and back; Decode reports bytes that
-// are not a T.
+// are not a T. The states return Decode's error marked as corruption
+// (ringstore.IsCorrupt): the bytes were stored.
 type Codec[T any] interface {
 	Append(dst []byte, v T) []byte
 	Decode(b []byte) (T, error)
@@ -72,7 +74,7 @@ func (v *Value[T]) Get(mb *MiniBatch, l Lookup) (T, bool, error) {
 	}
 	t, err := v.codec.Decode(b)
 	if err != nil {
-		return zero, false, fmt.Errorf("state: key %x: %w", l.k, err)
+		return zero, false, fmt.Errorf("state: key %x: %w", l.k, ringstore.MarkCorrupt(err))
 	}
 	return t, true, nil
 }
@@ -136,7 +138,7 @@ func (s *List[T]) Get(mb *MiniBatch, l Lookup) ([]T, error) {
 	items := make([]T, len(raw))
 	for i, b := range raw {
 		if items[i], err = s.codec.Decode(b); err != nil {
-			return nil, fmt.Errorf("state: key %x, item %d: %w", l.k, i, err)
+			return nil, fmt.Errorf("state: key %x, item %d: %w", l.k, i, ringstore.MarkCorrupt(err))
 		}
 	}
 	return items, nil
@@ -198,5 +200,6 @@ type stringCodec struct{}
 func (stringCodec) Append(dst []byte, v string) []byte { return append(dst, v...) }
 func (stringCodec) Decode(b []byte) (string, error)    { return string(b), nil }
 
-// ErrBadValue: stored bytes a codec cannot decode.
-var ErrBadValue = errors.New("state: a stored value its codec cannot decode")
+// ErrBadValue: stored bytes a codec cannot decode. It is
+// ringstore.ErrCorrupt.
+var ErrBadValue = ringstore.NewCorruptSentinel("state: a stored value its codec cannot decode")

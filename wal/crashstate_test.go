@@ -73,7 +73,7 @@ func (r *recorder) add(e recEvent) {
 func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode, zeroFill, recycle bool) []recEvent {
 	rec := &recorder{}
 	dir := t.TempDir()
-	opts := Options{SegmentSize: 64 << 10, PipelineDepth: depth, IOMode: mode, Logf: t.Logf, ZeroFillSegments: zeroFill, RecycleSegments: recycle,
+	opts := Options{SegmentSize: 64 << 10, PipelineDepth: depth, IOMode: mode, Logf: t.Logf, zeroFillSegments: zeroFill, RecycleSegments: recycle,
 		trace: func(ev traceEvent) { rec.add(recEvent{kind: recTrace, tr: ev}) }}
 	l, err := Open(dir, opts)
 	if err != nil {

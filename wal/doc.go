@@ -32,7 +32,7 @@
 // wait ends as soon as as many requests are queued as were acknowledged
 // plus those already waiting, and after a quarter of the last flush's
 // duration (20 µs to 1 ms) at most, so a lone writer never waits
-// (Options.NoGather turns it off).
+// (a test hook, noGather, turns it off to measure what it gains).
 //
 // The first failed write or sync turns the log read-only: that append and
 // every later one fail with ErrReadOnly wrapping the cause, and no fsync is

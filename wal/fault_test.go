@@ -143,12 +143,13 @@ func faultOpen(t *testing.T, dir string, opts wal.Options) *wal.Log {
 		opts.Logf = t.Logf
 	}
 	// The faults are aimed by counting the engine's requests in order, so
-	// ZeroFillSegments stays off: its spare goroutine would add writes and
-	// an fdatasync of its own, at times of its own, to that count. And
+	// the zeroFillSegments hook stays off: its spare goroutine would add
+	// writes and an fdatasync of its own, at times of its own, to that
+	// count. And
 	// every durable write is a write and a linked fdatasync, so that a
 	// fault can be aimed at either (RWF_DSYNC writes, the io_uring default,
 	// get their faults as writes: TestFaultDSync).
-	opts.LinkedFdatasync = true
+	wal.SetLinkedFdatasync(&opts)
 	l, err := wal.Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)

@@ -107,7 +107,7 @@ func TestGatherSkipped(t *testing.T) {
 		want    int
 		closing bool
 	}{
-		{"NoGather", Options{NoGather: true}, 64, false},
+		{"noGather", Options{noGather: true}, 64, false},
 		{"already there", Options{}, 1, false},
 		{"nothing asked", Options{}, 0, false},
 		{"closing", Options{}, 64, true},

@@ -10,7 +10,7 @@ import (
 // TestInlineFlushEngine: at depth 1 on io_uring the group flushes go
 // through the committer's own inline engine — also when the log is given a
 // shared engine, as kv gives it one — and entries written through it read
-// back; NoInlineFlush, depth 2 and the syscall backend keep them on the
+// back; noInlineFlush, depth 2 and the syscall backend keep them on the
 // log's engine.
 func TestInlineFlushEngine(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,7 +20,7 @@ func TestInlineFlushEngine(t *testing.T) {
 	}{
 		{"uring default", Options{IOMode: ioengine.URing}, true},
 		{"uring shared engine", Options{Engine: sharedEngine(t)}, true},
-		{"uring NoInlineFlush", Options{IOMode: ioengine.URing, NoInlineFlush: true}, false},
+		{"uring noInlineFlush", Options{IOMode: ioengine.URing, noInlineFlush: true}, false},
 		{"uring depth 2", Options{IOMode: ioengine.URing, PipelineDepth: 2}, false},
 		{"syscall", Options{IOMode: ioengine.Syscall}, false},
 	} {

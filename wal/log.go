@@ -207,7 +207,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		l.ownEngine = true
 	}
-	if b := l.eng.Backend(); !opts.LinkedFdatasync && (b == ioengine.BackendURing || b == ioengine.BackendSQPoll) {
+	if b := l.eng.Backend(); !opts.linkedFdatasync && (b == ioengine.BackendURing || b == ioengine.BackendSQPoll) {
 		l.dsync = true
 	}
 	if opts.PipelineDepth == 0 {
@@ -217,7 +217,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		l.opts.PipelineDepth = opts.PipelineDepth
 	}
-	if opts.PipelineDepth == 1 && l.eng.Backend() == ioengine.BackendURing && !opts.NoInlineFlush && !opts.ReadOnly {
+	if opts.PipelineDepth == 1 && l.eng.Backend() == ioengine.BackendURing && !opts.noInlineFlush && !opts.ReadOnly {
 		// The log's own engine or a shared one (kv's): the committer
 		// flushes inline either way. A failure leaves the flushes on eng.
 		if fe, err := l.eng.NewInline(); err == nil {
@@ -434,7 +434,7 @@ func (l *Log) commitLoop() {
 func (l *Log) gatherLocked() {
 	want := l.gatherWant
 	l.gatherWant = 0
-	if l.opts.NoGather || want <= len(l.pending) || l.closing {
+	if l.opts.noGather || want <= len(l.pending) || l.closing {
 		return
 	}
 	bound := l.gatherMax
@@ -804,9 +804,9 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 }
 
 // writeFile writes buf at off of f and, if sync, makes it durable: on
-// io_uring with RWF_DSYNC on the write itself, otherwise (or with
-// LinkedFdatasync) with an fdatasync linked to the write — one submission,
-// and the flush runs only after the write completed in full.
+// io_uring with RWF_DSYNC on the write itself, otherwise (or with the
+// linkedFdatasync test hook) with an fdatasync linked to the write — one
+// submission, and the flush runs only after the write completed in full.
 func (l *Log) writeFile(f *ioengine.File, path string, off int64, buf []byte, sync bool) error {
 	return l.writeFileOn(l.eng, f, path, off, buf, sync)
 }

@@ -32,11 +32,6 @@ type Options struct {
 	// (ioengine Engine.NewInline: submitted and waited for on its own
 	// thread).
 	PipelineDepth int
-	// LinkedFdatasync makes every durable write a write and an fdatasync
-	// linked after it (two requests), instead of one write with RWF_DSYNC,
-	// the default on io_uring (docs/DECISIONS.md). The syscall backend
-	// always does both: pwrite, then fdatasync.
-	LinkedFdatasync bool
 	// IOMode chooses the backend of the engine the log opens when Engine
 	// is nil; Auto follows RINGSTORE_IO_URING.
 	IOMode ioengine.IOMode
@@ -46,12 +41,6 @@ type Options struct {
 	// the data CRC) from Open to the first read of each segment. Headers,
 	// trailers and the sequence of segments are always checked at Open.
 	LazyVerify bool
-	// ZeroFillSegments writes each new segment full of zeros (O_DIRECT,
-	// ahead of need, the first one too) before entries go in, so that group
-	// flushes overwrite written blocks instead of converting the unwritten
-	// extents fallocate leaves. Off by default: it writes every segment
-	// twice for no gain measured end to end (docs/DECISIONS.md).
-	ZeroFillSegments bool
 	// RecycleSegments reuses the files of segments TruncateFront removes
 	// (two at most are kept) for the segments that come next, so that group
 	// flushes overwrite written blocks instead of converting the unwritten
@@ -69,15 +58,6 @@ type Options struct {
 	// truncated segment's file rewritten under it (damage, to that reader)
 	// where without it the file would have been removed.
 	RecycleSegments bool
-	// NoGather turns off the short wait (at most a quarter of the last
-	// flush, and never more than 1 ms) in which the committer lets the
-	// writers it just acknowledged append again before it takes the next
-	// group.
-	NoGather bool
-	// NoInlineFlush keeps the group flushes of pipeline depth 1 on the
-	// log's engine instead of an inline io_uring engine of the committer's
-	// own (for measurements).
-	NoInlineFlush bool
 	// ReadOnly opens the log to read it and changes nothing on disk: the
 	// files are opened read-only, no lock is taken (so it works on a
 	// read-only file system and beside a writer that has the log open), no
@@ -95,6 +75,30 @@ type Options struct {
 	// Unsafe holds knobs that trade durability for speed.
 	Unsafe UnsafeOptions
 
+	// The fields below are for tests and measurements only (set in package
+	// wal's tests, or through export_test.go); each keeps a path the
+	// defaults do not take, so a test can compare it with the default.
+
+	// linkedFdatasync makes every durable write on io_uring a write and an
+	// fdatasync linked after it (two requests) instead of one write with
+	// RWF_DSYNC (docs/DECISIONS.md). The syscall backend always does both:
+	// pwrite, then fdatasync.
+	linkedFdatasync bool
+	// zeroFillSegments writes each new segment full of zeros (O_DIRECT,
+	// ahead of need, the first one too) before entries go in, so that group
+	// flushes overwrite written blocks instead of converting the unwritten
+	// extents fallocate leaves. It writes every segment twice for no gain
+	// measured end to end (docs/DECISIONS.md).
+	zeroFillSegments bool
+	// noGather turns off the short wait (at most a quarter of the last
+	// flush, and never more than 1 ms) in which the committer lets the
+	// writers it just acknowledged append again before it takes the next
+	// group.
+	noGather bool
+	// noInlineFlush keeps the group flushes of pipeline depth 1 on the
+	// log's engine instead of an inline io_uring engine of the committer's
+	// own.
+	noInlineFlush bool
 	// trace, for the crash-state tests, sees every change to the files.
 	trace func(traceEvent)
 	// queued, for tests, is called (under the log's mutex) each time a
@@ -119,8 +123,8 @@ const (
 )
 
 func (o *Options) String() string {
-	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LinkedFdatasync: %v, LazyVerify: %v, ZeroFillSegments: %v, RecycleSegments: %v, ReadOnly: %v, Unsafe.NoSync: %v}",
-		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LinkedFdatasync, o.LazyVerify, o.ZeroFillSegments, o.RecycleSegments, o.ReadOnly, o.Unsafe.NoSync)
+	return fmt.Sprintf("wal.Options{SegmentSize: %d, MaxEntrySize: %d, MaxGroupBytes: %d, PipelineDepth: %d, IOMode: %s, SharedEngine: %v, LazyVerify: %v, RecycleSegments: %v, ReadOnly: %v, Unsafe.NoSync: %v}",
+		o.SegmentSize, o.MaxEntrySize, o.MaxGroupBytes, o.PipelineDepth, o.IOMode, o.Engine != nil, o.LazyVerify, o.RecycleSegments, o.ReadOnly, o.Unsafe.NoSync)
 }
 
 // segmentLimit is where entries end in every new segment: before the stale
@@ -183,8 +187,9 @@ var (
 
 // CorruptError reports damage found in a segment or in the meta file: the
 // file, the byte offset and what was wrong. It unwraps to ErrCorrupt (or
-// ErrTruncated), so errors.Is(err, ErrCorrupt) holds. Repair cuts the log
-// at such a place.
+// ErrTruncated), so errors.Is(err, ErrCorrupt) holds, and errors.As gives
+// it as a *ringstore.CorruptError too (its What is the message after the
+// offset). Repair cuts the log at such a place.
 type CorruptError struct {
 	Path    string
 	Offset  int64
@@ -197,9 +202,14 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	return fmt.Sprintf("wal: %s at offset %d: %s", e.Path, e.Offset, e.what())
+}
+
+// what is the message without the path and offset.
+func (e *CorruptError) what() string {
 	// e.Err is often made of wal sentinels ("wal: corrupt: wal: gap"):
-	// their prefix is said once, here.
-	s := fmt.Sprintf("wal: %s at offset %d: %s", e.Path, e.Offset, strings.ReplaceAll(e.Err.Error(), "wal: ", ""))
+	// their prefix is said once, in Error.
+	s := strings.ReplaceAll(e.Err.Error(), "wal: ", "")
 	switch {
 	case e.LastLost >= e.FirstLost && e.FirstLost > 0:
 		s += fmt.Sprintf("; a cut here would lose entries %d to %d (%d entries)", e.FirstLost, e.LastLost, e.Lost)
@@ -210,6 +220,16 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// As sets a **ringstore.CorruptError target to the file, offset and
+// message of e.
+func (e *CorruptError) As(target any) bool {
+	t, ok := target.(**ringstore.CorruptError)
+	if ok {
+		*t = &ringstore.CorruptError{Path: e.Path, Offset: e.Offset, What: e.what()}
+	}
+	return ok
+}
 
 // Is makes every *CorruptError corruption (ringstore.ErrCorrupt), also one
 // that unwraps to ErrTruncated: an entry cut short where the log cannot

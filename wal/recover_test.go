@@ -3,6 +3,7 @@ package wal
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,6 +172,11 @@ func TestRecoveryDamage(t *testing.T) {
 			var ce *CorruptError
 			if !errors.As(err, &ce) || (want.offset >= 0 && ce.Offset != want.offset) {
 				t.Fatalf("Open's error %v: want a *CorruptError at offset %d", err, want.offset)
+			}
+			var rce *ringstore.CorruptError
+			if !errors.As(err, &rce) || rce.Path != ce.Path || rce.Offset != ce.Offset || rce.What == "" ||
+				err.Error() != fmt.Sprintf("wal: %s at offset %d: %s", rce.Path, rce.Offset, rce.What) {
+				t.Fatalf("Open's error %v: as a *ringstore.CorruptError %+v, want %s at offset %d and the rest of the message", err, rce, ce.Path, ce.Offset)
 			}
 			if _, verr := Verify(dir); !errors.Is(verr, want.openErr) {
 				t.Fatalf("Verify: %v, want %v", verr, want.openErr)

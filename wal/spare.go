@@ -14,9 +14,9 @@ import (
 // segment file ready, preallocated with fallocate, so a rotation only
 // writes a header, flushes it, renames the file and flushes the directory.
 //
-// With Options.ZeroFillSegments the spare is also written full of zeros
-// (O_DIRECT, through the engine) and flushed: on ext4 (and xfs) a write into
-// space fallocate reserved converts an unwritten extent, and the fdatasync
+// With the zeroFillSegments test hook the spare is also written full of
+// zeros (O_DIRECT, through the engine) and flushed: on ext4 (and xfs) a write
+// into space fallocate reserved converts an unwritten extent, and the fdatasync
 // after it must commit the journal too. Why it is off by default is in
 // docs/DECISIONS.md.
 // The spare is asked for when the active segment passes half full. At
@@ -269,7 +269,7 @@ func (l *Log) makeSpare() (*ioengine.File, error) {
 	if err := preallocate(f.OS(), size); err != nil {
 		return fail(err)
 	}
-	if !l.opts.ZeroFillSegments {
+	if !l.opts.zeroFillSegments {
 		// Nothing to flush: the fdatasync after the header at rotation
 		// makes the allocation durable with the header.
 		return f, nil

@@ -89,7 +89,7 @@ var (
 
 // CorruptError reports a damaged manifest: its path, the offset of the bad
 // bytes (the start of the field or file record being decoded) and what was
-// wrong.
+// wrong. errors.As gives it as a *ringstore.CorruptError too.
 type CorruptError struct {
 	Path   string
 	Offset int64
@@ -102,6 +102,15 @@ func (e *CorruptError) Error() string {
 
 // Unwrap returns ErrCorrupt.
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// As sets a **ringstore.CorruptError target to e's path, offset and what.
+func (e *CorruptError) As(target any) bool {
+	t, ok := target.(**ringstore.CorruptError)
+	if ok {
+		*t = &ringstore.CorruptError{Path: e.Path, Offset: e.Offset, What: e.What}
+	}
+	return ok
+}
 
 // InvalidError reports a Version that breaks one of the rules (see the
 // package documentation): the level and the index in it of the file at

@@ -90,6 +90,10 @@ func checkCorrupt(t *testing.T, err error, path string, n int) *CorruptError {
 	if ce.Path != path || ce.Offset < 0 || ce.Offset > int64(n) {
 		t.Fatalf("error names %s offset %d for %d bytes of %s: %v", ce.Path, ce.Offset, n, path, err)
 	}
+	var rce *ringstore.CorruptError
+	if !errors.As(err, &rce) || *rce != (ringstore.CorruptError{Path: ce.Path, Offset: ce.Offset, What: ce.What}) {
+		t.Fatalf("error %v as a *ringstore.CorruptError: %+v, want %+v", err, rce, *ce)
+	}
 	return ce
 }
 

@@ -114,6 +114,10 @@ func TestTruncated(t *testing.T) {
 		if ce.Path != cut || ce.Offset < 0 || ce.Offset > int64(n) {
 			t.Fatalf("file cut to %d bytes: error names %s offset %d", n, ce.Path, ce.Offset)
 		}
+		var rce *ringstore.CorruptError
+		if !errors.As(err, &rce) || *rce != (ringstore.CorruptError{Path: ce.Path, Offset: ce.Offset, What: ce.What}) {
+			t.Fatalf("file cut to %d bytes: %v as a *ringstore.CorruptError: %+v, want %+v", n, err, rce, *ce)
+		}
 	}
 	// NewReader given a size larger than the file: the reads come up short.
 	f, err := os.Open(path)

@@ -29,7 +29,8 @@ var (
 
 // CorruptError reports damage found in an SST file: which file, the file
 // offset of the bad bytes (the start of the section or entry being decoded
-// when the exact byte is unknown), and what was wrong.
+// when the exact byte is unknown), and what was wrong. errors.As gives it
+// as a *ringstore.CorruptError too.
 type CorruptError struct {
 	Path   string
 	Offset int64
@@ -42,6 +43,15 @@ func (e *CorruptError) Error() string {
 
 // Unwrap returns ErrCorrupt.
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// As sets a **ringstore.CorruptError target to e's path, offset and what.
+func (e *CorruptError) As(target any) bool {
+	t, ok := target.(**ringstore.CorruptError)
+	if ok {
+		*t = &ringstore.CorruptError{Path: e.Path, Offset: e.Offset, What: e.What}
+	}
+	return ok
+}
 
 // site names where a decoder's input lies: the file and the file offset of
 // its first byte, so errors can name absolute offsets.
