@@ -26,6 +26,16 @@ func mapFrame(addr unsafe.Pointer, n int, memfd int, off int64) error {
 	return err
 }
 
+// moveFrame moves the n-byte mapping at from, page tables and all, over
+// to (inside a reserved range). from stays mapped to the same memory
+// with empty page tables (MREMAP_DONTUNMAP, for shared mappings since
+// Linux 5.13: EINVAL before), so no address of the reserved range is
+// ever a hole.
+func moveFrame(from, to unsafe.Pointer, n int) error {
+	_, err := unix.MremapPtr(from, uintptr(n), to, uintptr(n), unix.MREMAP_MAYMOVE|unix.MREMAP_FIXED|unix.MREMAP_DONTUNMAP)
+	return err
+}
+
 // mapGap turns n bytes at addr back into reserved, inaccessible space.
 func mapGap(addr unsafe.Pointer, n int) error {
 	_, err := unix.MmapPtr(-1, 0, addr, uintptr(n), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
