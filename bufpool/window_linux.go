@@ -20,9 +20,10 @@ func unmapRange(base unsafe.Pointer, n int64) error {
 }
 
 // mapFrame maps n bytes of memfd at off, read-only, over addr (inside a
-// reserved range), with its page tables filled in.
+// reserved range). The page tables are filled in by the first reads'
+// faults, on the readers' goroutines.
 func mapFrame(addr unsafe.Pointer, n int, memfd int, off int64) error {
-	_, err := unix.MmapPtr(memfd, off, addr, uintptr(n), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED|unix.MAP_POPULATE)
+	_, err := unix.MmapPtr(memfd, off, addr, uintptr(n), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED)
 	return err
 }
 
