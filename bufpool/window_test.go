@@ -46,6 +46,8 @@ func TestWindow(t *testing.T) {
 		}
 		check(a, 19*fs, fs+100) // the partial last frame
 		check(a, 0, 4*fs)
+		checkWindowLayout(t, p, a.id)
+		checkWindowLayout(t, p, b.id)
 
 		// Unregister while pinned: the window stays until the last Unpin.
 		frames, err := p.Pin([]Span{{b.id, 2 * fs, 3 * fs}}, nil)
@@ -243,6 +245,7 @@ func TestWindowMoveRefused(t *testing.T) {
 					unpinAll(frames)
 				}
 			}
+			checkWindowLayout(t, p, a.id)
 			st := p.Stats()
 			if st.WindowFailures != 0 {
 				t.Fatalf("stats: %s", st)
