@@ -51,9 +51,11 @@ const MaxWindowFrames = 1 << 14
 // A frame's load maps its slot, read-only, at its key's place in its file's
 // window (window base + index × FrameSize) after the read and before the
 // frame turns resident, so a Pin never returns a frame whose place is not
-// mapped yet. The same load first turns the slot's earlier place back into
-// a reserved gap, unless a later load of that key has mapped it to
-// another slot meanwhile. A place whose key is no longer in the table may
+// mapped yet. Where the slot is still mapped at its earlier place (no later
+// load of that key has mapped another slot there), the load moves that
+// mapping to the new place and turns the earlier place back into a
+// reserved gap; otherwise it maps the slot afresh. Every address of a
+// window is always either a gap or a mapping of a slot, never a hole. A place whose key is no longer in the table may
 // thus still show its old slot, whatever that now holds; no one reads it,
 // because Window is only for frames the caller holds pinned.
 //
