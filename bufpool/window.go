@@ -213,9 +213,8 @@ func (w *windows) slice(id FileID, off, n int64, frames []*Frame) ([]byte, error
 //
 // A slot still mapped at its earlier place is moved from there to the new
 // one (moveSlotLocked): the page tables go with it, so the new place needs
-// no faults and the load costs a move and a gap instead of a gap and a
-// mapping that fills the page tables in (MAP_POPULATE). A slot reloaded
-// with the key it is mapped at stays where it is.
+// no faults. A slot mapped nowhere is mapped afresh. A slot reloaded with
+// the key it is mapped at stays where it is.
 func (w *windows) mapLoads(loads []windowLoad) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
