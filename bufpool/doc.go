@@ -26,10 +26,14 @@
 // file gets a reserved range of addresses as long as the file: each load
 // maps its slot, read-only, at the frame's place there (window.go draws
 // it). Window then returns a range of pinned frames as one slice, in file
-// order, without a copy; arrowscan decodes record batches from it. A load
-// costs one mmap (and the reuse of its slot one more), about what copying
-// the frame once costs, however many readers use the frame afterwards.
-// The mappings are made on the loading goroutine, outside Pool.mu.
+// order, without a copy; arrowscan decodes record batches from it. The
+// load of a slot still mapped at its earlier place moves that mapping,
+// page tables and all, to the new place (mremap with MREMAP_DONTUNMAP) and
+// turns the earlier place back into a gap: two calls, no faults. A slot
+// mapped nowhere (its first load) is mapped afresh and its page tables
+// are filled by the first reads. That is paid once per load, however many
+// readers use the frame afterwards. The mappings are made on the loading
+// goroutine, outside Pool.mu.
 //
 // # Frames and the table
 //

@@ -456,6 +456,7 @@ type Stats struct {
 	ReadErrors uint64 `json:"read_errors"` // loads that failed
 
 	WindowMaps     uint64 `json:"window_maps,omitempty"`     // frames mapped into their files' windows (Options.Windows)
+	WindowMoves    uint64 `json:"window_moves,omitempty"`    // of WindowMaps, those whose slot's mapping was moved from its earlier place, page tables and all
 	WindowFailures uint64 `json:"window_failures,omitempty"` // frames or files left without a window because a mapping call failed
 }
 
@@ -471,11 +472,11 @@ func (s Stats) HitRatio() float64 {
 func (s Stats) String() string {
 	return fmt.Sprintf("frames %d × %d B: %d pinned, %d resident, %d loading; hits %d, misses %d, load waits %d (hit ratio %.3f); "+
 		"loads %d, %d B read in %d engine calls; evictions %d, promotions %d, ghost hits %d; "+
-		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d; window maps %d, failures %d",
+		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d; window maps %d (moved %d), failures %d",
 		s.Frames, s.FrameSize, s.Pinned, s.Resident, s.Loading, s.Hits, s.Misses, s.LoadWaits, s.HitRatio(),
 		s.Loads, s.BytesRead, s.EngineCalls, s.Evictions, s.Promotions, s.GhostHits,
 		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected,
-		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors, s.WindowMaps, s.WindowFailures)
+		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors, s.WindowMaps, s.WindowMoves, s.WindowFailures)
 }
 
 // Stats returns the pool's counters.
@@ -489,7 +490,7 @@ func (p *Pool) Stats() Stats {
 	s.OpenAnnouncements = p.openAnnouncementsLocked()
 	if p.win != nil {
 		p.win.mu.Lock()
-		s.WindowMaps, s.WindowFailures = p.win.maps, p.win.fails
+		s.WindowMaps, s.WindowMoves, s.WindowFailures = p.win.maps, p.win.moves, p.win.fails
 		p.win.mu.Unlock()
 	}
 	return s

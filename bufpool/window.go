@@ -1,9 +1,12 @@
 package bufpool
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Window returns the bytes [off, off+n) of file id as one slice of the
@@ -48,9 +51,11 @@ const MaxWindowFrames = 1 << 14
 // A frame's load maps its slot, read-only, at its key's place in its file's
 // window (window base + index × FrameSize) after the read and before the
 // frame turns resident, so a Pin never returns a frame whose place is not
-// mapped yet. The same load first turns the slot's earlier place back into
-// a reserved gap, unless a later load of that key has mapped it to
-// another slot meanwhile. A place whose key is no longer in the table may
+// mapped yet. Where the slot is still mapped at its earlier place (no later
+// load of that key has mapped another slot there), the load moves that
+// mapping to the new place and turns the earlier place back into a
+// reserved gap; otherwise it maps the slot afresh. Every address of a
+// window is always either a gap or a mapping of a slot, never a hole. A place whose key is no longer in the table may
 // thus still show its old slot, whatever that now holds; no one reads it,
 // because Window is only for frames the caller holds pinned.
 //
@@ -73,11 +78,14 @@ type windows struct {
 	at     []frameKey                // guarded by mu: by slot, the key whose place the slot is mapped at (0: none); a resident frame is windowed when it is its own key
 	by     map[frameKey]int32        // guarded by mu: key → the slot mapped at its place
 	broken bool                      // guarded by mu: a gap could not be restored; windows are off for good
-	maps   uint64                    // guarded by mu: frames mapped
+	noMove bool                      // guarded by mu: the kernel refused to move a mapping (EINVAL); map afresh instead
+	maps   uint64                    // guarded by mu: frames mapped (moved, mapped afresh, or left in place)
+	moves  uint64                    // guarded by mu: of maps, those moved from the slot's earlier place
 	fails  uint64                    // guarded by mu: frames left unmapped because a mapping call failed
 
 	// testFault, when set (tests only, before any load), runs before each
-	// mapping call ("map" a frame at key's place, "gap" to turn it back);
+	// mapping call ("map" a frame at key's place, "move" a slot's mapping
+	// to key's place, "gap" to turn key's place back);
 	// an error it returns is that call's, as if the kernel had refused it.
 	testFault func(op string, key frameKey) error
 }
@@ -202,17 +210,34 @@ func (w *windows) slice(id FileID, off, n int64, frames []*Frame) ([]byte, error
 
 // mapLoads maps the frames of finished loads at their places. Called by the
 // loader without Pool.mu, before completeLocked publishes the frames.
+//
+// A slot still mapped at its earlier place is moved from there to the new
+// one (moveSlotLocked): the page tables go with it, so the new place needs
+// no faults. A slot mapped nowhere is mapped afresh. A slot reloaded with
+// the key it is mapped at stays where it is.
 func (w *windows) mapLoads(loads []windowLoad) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, l := range loads {
-		// The slot's earlier place goes first, so that the slot is mapped
-		// at its own key only once this load has mapped it there.
-		if w.broken || !w.unmapSlotLocked(l.slot) || !l.ok {
+		if w.broken {
+			return
+		}
+		if l.ok && w.shownLocked(l.slot) == l.key {
+			w.maps++ // its place shows the slot already
 			continue
 		}
 		addr := w.placeLocked(l.key)
-		if addr == nil {
+		if l.ok && addr != nil {
+			if moved, ok := w.moveSlotLocked(l.slot, l.key, addr); moved || !ok {
+				if moved {
+					w.mappedLocked(l.slot, l.key)
+				}
+				continue
+			}
+		}
+		// The slot's earlier place goes first, so that the slot is mapped
+		// at its own key only once this load has mapped it there.
+		if !w.unmapSlotLocked(l.slot) || !l.ok || addr == nil {
 			continue
 		}
 		if err := w.call("map", l.key, func() error { return mapFrame(addr, w.frameSize, w.memfd, int64(l.slot)*int64(w.frameSize)) }); err != nil {
@@ -228,12 +253,59 @@ func (w *windows) mapLoads(loads []windowLoad) {
 			}
 			continue
 		}
-		if s, ok := w.by[l.key]; ok && int(s) != l.slot {
-			w.at[s] = 0 // its stale mapping was just replaced
-		}
-		w.at[l.slot], w.by[l.key] = l.key, int32(l.slot)
-		w.maps++
+		w.mappedLocked(l.slot, l.key)
 	}
+}
+
+// shownLocked returns the key at whose place slot is mapped, 0 if none.
+func (w *windows) shownLocked(slot int) frameKey {
+	k := w.at[slot]
+	if s, ok := w.by[k]; k == 0 || !ok || int(s) != slot {
+		return 0
+	}
+	return k
+}
+
+// mappedLocked records that slot is mapped at key's place, where it
+// replaced any other slot's stale mapping.
+func (w *windows) mappedLocked(slot int, key frameKey) {
+	if s, ok := w.by[key]; ok && int(s) != slot {
+		w.at[s] = 0
+	}
+	w.at[slot], w.by[key] = key, int32(slot)
+	w.maps++
+}
+
+// moveSlotLocked moves slot's mapping from its earlier place, if it is
+// still mapped there, to addr (key's place) and turns the earlier place
+// back into a gap. moved reports that the slot is now mapped at addr; ok
+// false that windows broke. Where the slot has no earlier place, or the
+// kernel refuses the move (it then changed nothing at the earlier place;
+// EINVAL, a kernel older than 5.13, turns moves off), it returns moved
+// false and ok true, and the caller maps the slot afresh.
+func (w *windows) moveSlotLocked(slot int, key frameKey, addr unsafe.Pointer) (moved, ok bool) {
+	old := w.shownLocked(slot)
+	if w.noMove || old == 0 {
+		return false, true
+	}
+	from := w.placeLocked(old)
+	if from == nil {
+		return false, true
+	}
+	if err := w.call("move", key, func() error { return moveFrame(from, addr, w.frameSize) }); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			w.noMove = true
+		}
+		return false, true
+	}
+	w.at[slot] = 0
+	delete(w.by, old)
+	w.moves++
+	if err := w.call("gap", old, func() error { return mapGap(from, w.frameSize) }); err != nil {
+		w.broken = true
+		return true, false
+	}
+	return true, true
 }
 
 // unmapSlotLocked turns slot's earlier place, if it still shows the slot,

@@ -20,9 +20,20 @@ func unmapRange(base unsafe.Pointer, n int64) error {
 }
 
 // mapFrame maps n bytes of memfd at off, read-only, over addr (inside a
-// reserved range), with its page tables filled in.
+// reserved range). The page tables are filled in by the first reads'
+// faults, on the readers' goroutines.
 func mapFrame(addr unsafe.Pointer, n int, memfd int, off int64) error {
-	_, err := unix.MmapPtr(memfd, off, addr, uintptr(n), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED|unix.MAP_POPULATE)
+	_, err := unix.MmapPtr(memfd, off, addr, uintptr(n), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_FIXED)
+	return err
+}
+
+// moveFrame moves the n-byte mapping at from, page tables and all, over
+// to (inside a reserved range). from stays mapped to the same memory
+// with empty page tables (MREMAP_DONTUNMAP, for shared mappings since
+// Linux 5.13: EINVAL before), so no address of the reserved range is
+// ever a hole.
+func moveFrame(from, to unsafe.Pointer, n int) error {
+	_, err := unix.MremapPtr(from, uintptr(n), to, uintptr(n), unix.MREMAP_MAYMOVE|unix.MREMAP_FIXED|unix.MREMAP_DONTUNMAP)
 	return err
 }
 

@@ -46,6 +46,8 @@ func TestWindow(t *testing.T) {
 		}
 		check(a, 19*fs, fs+100) // the partial last frame
 		check(a, 0, 4*fs)
+		checkWindowLayout(t, p, a.id)
+		checkWindowLayout(t, p, b.id)
 
 		// Unregister while pinned: the window stays until the last Unpin.
 		frames, err := p.Pin([]Span{{b.id, 2 * fs, 3 * fs}}, nil)
@@ -67,7 +69,9 @@ func TestWindow(t *testing.T) {
 			t.Fatalf("window of a released file: %v, want ErrNotWindowed", err)
 		}
 		check(a, 0, 8*fs)
-		if st := p.Stats(); st.WindowMaps == 0 || st.WindowFailures != 0 {
+		// Going round an 8-frame pool reuses slots still mapped at their
+		// earlier places: those loads move the mapping.
+		if st := p.Stats(); st.WindowMaps == 0 || st.WindowMoves == 0 || st.WindowFailures != 0 {
 			t.Fatalf("stats: %s", st)
 		}
 	})
@@ -204,6 +208,56 @@ func TestWindowGapFailure(t *testing.T) {
 		t.Errorf("Window after a failed gap: %v, want ErrNotWindowed (stopped)", err)
 	}
 	checkFrames(t, p, a, Span{a.id, 20 * fs, 2 * fs}, frames)
+}
+
+// TestWindowMoveRefused: a kernel that cannot move a shared mapping
+// (EINVAL, before Linux 5.13) turns moves off and every load maps its slot
+// afresh; a move refused for another reason (ENOMEM) falls back for that
+// load only. The bytes are the file's either way.
+func TestWindowMoveRefused(t *testing.T) {
+	for _, refusal := range []unix.Errno{unix.EINVAL, unix.ENOMEM} {
+		t.Run(refusal.Error(), func(t *testing.T) {
+			dir := testdir.Direct(t)
+			const fs = 8192
+			p := newPool(t, newEngine(t, ioengine.URing, nil), Options{FrameSize: fs, Budget: 8 * fs, Windows: true})
+			a := register(t, p, dir, "a", 40*fs, 1)
+			var tries int
+			p.setWindowFault(func(op string, key frameKey) error {
+				if op == "move" {
+					tries++
+					if tries%2 == 1 {
+						return refusal
+					}
+				}
+				return nil
+			})
+			for round := range 3 {
+				for k := int64(0); k < 24; k += 2 {
+					off := (k + int64(round)) * fs
+					frames, err := p.Pin([]Span{{a.id, off, 2 * fs}}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := p.Window(a.id, off, 2*fs, frames)
+					if err != nil || string(got) != string(a.data[off:off+2*fs]) {
+						t.Fatalf("Window(%d, %d): %v (bytes equal %v)", off, 2*fs, err, err == nil && string(got) == string(a.data[off:off+2*fs]))
+					}
+					unpinAll(frames)
+				}
+			}
+			checkWindowLayout(t, p, a.id)
+			st := p.Stats()
+			if st.WindowFailures != 0 {
+				t.Fatalf("stats: %s", st)
+			}
+			if refusal == unix.EINVAL && (tries != 1 || st.WindowMoves != 0) {
+				t.Fatalf("after EINVAL: %d moves tried, %d made; want 1 tried, none made (%s)", tries, st.WindowMoves, st)
+			}
+			if refusal == unix.ENOMEM && (tries < 4 || st.WindowMoves != uint64(tries/2)) {
+				t.Fatalf("after ENOMEM: %d moves tried, %d made; want every second one made (%s)", tries, st.WindowMoves, st)
+			}
+		})
+	}
 }
 
 // TestWindowsRefusedAtNew: where the memfd is refused (a sandbox), New

@@ -97,6 +97,7 @@ const (
 	xPoolAnnEvict  = "pool_announced_evictions"
 	xPoolWinMaps   = "pool_window_maps"
 	xPoolWinFails  = "pool_window_failures"
+	xPoolWinMoves  = "pool_window_moves"     // of pool_window_maps, those moved from the slot's earlier place
 	xDeviceBytes   = "device_bytes"          // device mode: bytes its reads returned
 	xCgroupPeak    = "cgroup_peak_bytes"     // parent
 	xCgroupHits    = "cgroup_limit_hits"     // parent
@@ -384,6 +385,7 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 			xPoolPfDrop: ps.PrefetchDropped - ps0.PrefetchDropped, xPoolStalls: ps.Stalls - ps0.Stalls,
 			xPoolAnnEvict: ps.AnnouncedEvictions - ps0.AnnouncedEvictions,
 			xPoolWinMaps:  ps.WindowMaps - ps0.WindowMaps, xPoolWinFails: ps.WindowFailures - ps0.WindowFailures,
+			xPoolWinMoves: ps.WindowMoves - ps0.WindowMoves,
 		} {
 			tr.Extra[k] = float64(v)
 		}

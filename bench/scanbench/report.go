@@ -271,14 +271,14 @@ func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, r
 	// Say whether the pool decoded batches in place (bufpool windows) or
 	// had to copy them out.
 	if r := bench.Find(results, "pool"); r != nil && len(r.Trials) > 0 {
-		maps, fails := median(figures(*r, extra(xPoolWinMaps))), median(figures(*r, extra(xPoolWinFails)))
+		maps, fails, moves := median(figures(*r, extra(xPoolWinMaps))), median(figures(*r, extra(xPoolWinFails))), median(figures(*r, extra(xPoolWinMoves)))
 		switch {
 		case maps == 0:
 			notes = append(notes, "pool: the pool has no windows here, so every batch spanning frames was copied out of them (bufpool.CopyOut)")
 		case fails > 0:
 			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows, but %.0f frame mappings failed (median trial) and their batches were copied", fails))
 		default:
-			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows (bufpool.Options.Windows): %.0f frame mappings per trial (median), none failed. Max RSS counts a frame read through a window twice (its slot in the arena and its place in the window map the same memory); the cgroup peak counts it once", maps))
+			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows (bufpool.Options.Windows): %.0f frame mappings per trial (median), %.0f of them a reused slot's mapping moved with its page tables, none failed. Max RSS counts a frame read through a window twice (its slot in the arena and its place in the window map the same memory); the cgroup peak counts it once", maps, moves))
 		}
 	}
 	// The device byte counts rest on read_bytes counting O_DIRECT and
