@@ -19,7 +19,7 @@ func BenchmarkMultiGet(b *testing.B) {
 	dir := testdir.Direct(b)
 	key := func(i int) []byte { return []byte(fmt.Sprintf("user%012d", i*2654435761%keys)) }
 	{
-		db, err := Open(dir, Options{NoSync: true, Logf: b.Logf, MemtableSize: 4 << 20})
+		db, err := Open(dir, Options{Unsafe: UnsafeOptions{NoSync: true}, Logf: b.Logf, MemtableSize: 4 << 20})
 		if err != nil {
 			b.Fatal(err)
 		}

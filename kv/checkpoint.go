@@ -23,7 +23,7 @@ import (
 // what it put in dir, and dir.
 func (db *DB) Checkpoint(dir string) error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return ErrOpenedReadOnly
 	}
 	if err := mkdirAll(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("kv: checkpoint: %w", err)

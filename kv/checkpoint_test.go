@@ -94,7 +94,7 @@ func TestCheckpointConcurrentWrites(t *testing.T) {
 			t.Parallel()
 			dir := testdir.Direct(t)
 			ckRoot := testdir.Direct(t)
-			c.opts.NoSync = true // the writers' pace, not durability, is under test here
+			c.opts.Unsafe.NoSync = true // the writers' pace, not durability, is under test here
 			db := openTest(t, dir, c)
 
 			var acked [ckptWriters]atomic.Int64 // writes acknowledged: 0..acked-1

@@ -32,9 +32,11 @@ var (
 	ErrClosed = errors.New("kv: closed")
 	// ErrLocked is returned by Open when another DB has the directory open.
 	ErrLocked = errors.New("kv: directory locked")
-	// ErrReadOnly is returned by writes to a store opened with
-	// Options.ReadOnly.
-	ErrReadOnly = errors.New("kv: opened read-only")
+	// ErrOpenedReadOnly is returned by writes, Flush, Compact and
+	// Checkpoint of a store opened with Options.ReadOnly (as
+	// wal.ErrOpenedReadOnly by a log's). A store whose log failed a write
+	// or sync returns the log's wal.ErrReadOnly instead.
+	ErrOpenedReadOnly = errors.New("kv: opened read-only")
 	// ErrOpenIterators is returned by Close while iterators or snapshots are
 	// still open.
 	ErrOpenIterators = errors.New("kv: iterators or snapshots still open")
@@ -217,7 +219,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.mem = &memTable{Memtable: memtable.New()}
 
 	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly || opts.DisableWAL}
-	walOpts.Unsafe.NoSync = opts.NoSync
+	walOpts.Unsafe.NoSync = opts.Unsafe.NoSync
 	_, statErr := os.Stat(filepath.Join(dir, walDir))
 	if !opts.DisableWAL || statErr == nil {
 		if db.log, err = wal.Open(filepath.Join(dir, walDir), walOpts); err != nil {

@@ -78,7 +78,7 @@ func TestReadOnlyStore(t *testing.T) {
 		"Put": r.Put([]byte("x"), []byte("y")), "Delete": r.Delete([]byte("k00001")), "Flush": r.Flush(),
 		"Compact": r.Compact(), "Checkpoint": r.Checkpoint(filepath.Join(t.TempDir(), "ck")),
 	} {
-		if !errors.Is(err, ErrReadOnly) {
+		if !errors.Is(err, ErrOpenedReadOnly) {
 			t.Errorf("%s on a read-only store: %v", name, err)
 		}
 	}

@@ -50,7 +50,7 @@ func (db *DB) Delete(key []byte) error {
 }
 
 // Write applies the batch atomically: once it returns nil every operation is
-// durable (one wal entry, flushed, unless Options.NoSync) and visible to
+// durable (one wal entry, flushed, unless Options.Unsafe.NoSync) and visible to
 // later reads; after a crash either all of the batch is there or none. On an
 // error the batch may or may not be in the log; the store turns read-only
 // after a log failure.
@@ -66,7 +66,7 @@ func (db *DB) Delete(key []byte) error {
 // their writers return.
 func (db *DB) Write(b *Batch) error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return ErrOpenedReadOnly
 	}
 	if b.Len() == 0 {
 		return nil
@@ -244,7 +244,7 @@ func (db *DB) rotateLocked() *memTable {
 // Flush go to the next memtable.
 func (db *DB) Flush() error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return ErrOpenedReadOnly
 	}
 	w := &writer{}
 	db.wmu.Lock()
