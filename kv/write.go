@@ -1,7 +1,10 @@
 package kv
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ringstore/ringstore/kv/memtable"
 	"github.com/ringstore/ringstore/kv/sstable"
@@ -49,7 +52,10 @@ func (db *DB) Delete(key []byte) error {
 	return db.Write(&b)
 }
 
-// Write applies the batch atomically: once it returns nil every operation is
+// Write is WriteContext with a context that is never done.
+func (db *DB) Write(b *Batch) error { return db.WriteContext(context.Background(), b) }
+
+// WriteContext applies the batch atomically: once it returns nil every operation is
 // durable (one wal entry, flushed, unless Options.Unsafe.NoSync) and visible to
 // later reads; after a crash either all of the batch is there or none. On an
 // error the batch may or may not be in the log; the store turns read-only
@@ -64,7 +70,15 @@ func (db *DB) Delete(key []byte) error {
 // fdatasync). Flushed groups are applied to the memtable one at a time in
 // sequence order, each becoming visible to reads as it is applied; then
 // their writers return.
-func (db *DB) Write(b *Batch) error {
+//
+// ctx bounds the wait before the batch goes to the log: in the write
+// queue, and in a write stall (too many memtables waiting for their flush,
+// or too many L0 files). When ctx is done there, WriteContext returns
+// ctx.Err() and the batch is not applied, not logged, and takes no
+// sequence number. Once a leader has taken the batch into its group (after
+// any stall) the batch is on its way to the log, and WriteContext waits
+// for the outcome whatever ctx does.
+func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 	if db.opts.ReadOnly {
 		return ErrOpenedReadOnly
 	}
@@ -74,17 +88,36 @@ func (db *DB) Write(b *Batch) error {
 	if err := b.check(); err != nil {
 		return fmt.Errorf("kv: Write: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	w := &writer{batch: b}
 	db.wmu.Lock()
 	db.writers = append(db.writers, w)
+	stop := db.wakeOnDone(ctx)
+	defer stop()
 	for !w.done && (w.taken || db.writers[0] != w) {
+		if err := ctx.Err(); err != nil && !w.taken && !w.done {
+			db.leaveQueueLocked(w)
+			db.wmu.Unlock()
+			return err
+		}
 		db.wcond.Wait()
 	}
 	if w.done {
 		db.wmu.Unlock()
 		return w.err
 	}
-	// w leads: take the queued batches behind it.
+	// w leads. Room first (a stall lets wmu go while it waits, so that
+	// writers queued behind may give up); then take the queued batches.
+	g := &commitGroup{applied: make(chan struct{})}
+	var err error
+	g.mem, err = db.makeRoom(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		db.leaveQueueLocked(w)
+		db.wmu.Unlock()
+		return err
+	}
 	n, size := 1, w.batch.Size()
 	for n < len(db.writers) && db.writers[n].batch != nil && size+db.writers[n].batch.Size() <= maxGroupBytes {
 		size += db.writers[n].batch.Size()
@@ -94,9 +127,6 @@ func (db *DB) Write(b *Batch) error {
 	for _, g := range group {
 		g.taken = true
 	}
-	g := &commitGroup{applied: make(chan struct{})}
-	var err error
-	g.mem, err = db.makeRoom()
 	if err == nil {
 		for _, x := range group {
 			g.payloads = append(g.payloads, x.batch.encode(db.lastSeq+1))
@@ -203,9 +233,12 @@ func (db *DB) logFailed(err error) error {
 
 // makeRoom returns the memtable the leader writes into, making the current
 // one immutable when it is full, and waiting (a write stall) while too many
-// memtables wait for their flush or L0 has too many files. Called by the
-// leader with wmu held.
-func (db *DB) makeRoom() (*memTable, error) {
+// memtables wait for their flush or L0 has too many files, or until ctx is
+// done (ctx.Err()). Called by the leader, at the front of the queue, with
+// wmu held; while stalled it lets wmu go (the leader stays at the front,
+// so no other writer leads and no Flush runs meanwhile) and takes it back,
+// before mu, when the stall ends.
+func (db *DB) makeRoom(ctx context.Context) (*memTable, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	stalled := false
@@ -218,15 +251,48 @@ func (db *DB) makeRoom() (*memTable, error) {
 		case db.mem.ApproximateBytes() < db.opts.MemtableSize:
 			return db.mem, nil
 		case len(db.imm) >= maxImmutable || len(db.current.levels[0]) >= db.opts.L0StopWritesTrigger:
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if !stalled {
 				stalled = true
 				db.stats.writeStalls.Add(1)
 			}
+			db.wmu.Unlock()
 			db.cond.Wait()
+			db.mu.Unlock()
+			db.wmu.Lock()
+			db.mu.Lock()
 		default:
 			db.rotateLocked()
 		}
 	}
+}
+
+// wakeOnDone arranges for ctx's end to wake the waits of the write path
+// (the write queue and a stall), which then see ctx.Err(). The returned
+// function cancels that.
+func (db *DB) wakeOnDone(ctx context.Context) (stop func() bool) {
+	if ctx.Done() == nil {
+		return func() bool { return false }
+	}
+	return context.AfterFunc(ctx, func() {
+		db.wmu.Lock()
+		db.wcond.Broadcast()
+		db.wmu.Unlock()
+		db.mu.Lock()
+		db.cond.Broadcast()
+		db.mu.Unlock()
+	})
+}
+
+// leaveQueueLocked takes w, which no leader took, out of the write queue
+// and wakes the writers (one of them may lead now). Called with wmu held.
+func (db *DB) leaveQueueLocked(w *writer) {
+	if i := slices.Index(db.writers, w); i >= 0 {
+		db.writers = slices.Delete(db.writers, i, i+1)
+	}
+	db.wcond.Broadcast()
 }
 
 // rotateLocked makes the memtable immutable and starts a new one. Called by
@@ -242,14 +308,29 @@ func (db *DB) rotateLocked() *memTable {
 // Flush writes the memtable to an L0 table and waits until it is in the
 // manifest (and every memtable before it too). Writes queued after the
 // Flush go to the next memtable.
-func (db *DB) Flush() error {
+func (db *DB) Flush() error { return db.flush(context.Background()) }
+
+// flush is Flush, given up with ctx.Err() when ctx is done while it waits
+// in the write queue or for the table: the memtable it made immutable is
+// still flushed, in the background.
+func (db *DB) flush(ctx context.Context) error {
 	if db.opts.ReadOnly {
 		return ErrOpenedReadOnly
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	w := &writer{}
 	db.wmu.Lock()
 	db.writers = append(db.writers, w)
+	stop := db.wakeOnDone(ctx)
+	defer stop()
 	for db.writers[0] != w {
+		if err := ctx.Err(); err != nil {
+			db.leaveQueueLocked(w)
+			db.wmu.Unlock()
+			return err
+		}
 		db.wcond.Wait()
 	}
 	db.mu.Lock()
@@ -274,6 +355,9 @@ func (db *DB) Flush() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for db.bgErr == nil && !db.closed && db.isImmutableLocked(w.flushed) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		db.cond.Wait()
 	}
 	if db.bgErr != nil {
