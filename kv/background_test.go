@@ -102,7 +102,7 @@ func TestFlushDuringCompaction(t *testing.T) {
 // chunks of consecutive blocks, yields exactly what the table's own
 // sequential iterator yields, over a table of several chunks.
 func TestCompactionInputWalksTheTable(t *testing.T) {
-	opts := Options{Logf: t.Logf, DisableAutoCompaction: true, NoSync: true}
+	opts := Options{Logf: t.Logf, DisableAutoCompaction: true, Unsafe: UnsafeOptions{NoSync: true}}
 	db, err := Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func BenchmarkMultiGet(b *testing.B) {
 	dir := testdir.Direct(b)
 	key := func(i int) []byte { return []byte(fmt.Sprintf("user%012d", i*2654435761%keys)) }
 	{
-		db, err := Open(dir, Options{NoSync: true, Logf: b.Logf, MemtableSize: 4 << 20})
+		db, err := Open(dir, Options{Unsafe: UnsafeOptions{NoSync: true}, Logf: b.Logf, MemtableSize: 4 << 20})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func BenchmarkPut(b *testing.B) {
 func BenchmarkMultiGetCached(b *testing.B) {
 	const keys = 20000
 	key := func(i int) []byte { return []byte(fmt.Sprintf("user%012d", i*2654435761%keys)) }
-	db, err := Open(testdir.Direct(b), Options{NoSync: true, Logf: b.Logf, MemtableSize: 1 << 20, CacheSize: 32 << 20,
+	db, err := Open(testdir.Direct(b), Options{Unsafe: UnsafeOptions{NoSync: true}, Logf: b.Logf, MemtableSize: 1 << 20, CacheSize: 32 << 20,
 		Engine: testengine.New(b, ioengine.URing, ioengine.Options{})})
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +22,17 @@ import (
 // and possibly some later ones, always a prefix of the commit order.
 // Open(dir) opens it as a store of its own. On failure Checkpoint removes
 // what it put in dir, and dir.
-func (db *DB) Checkpoint(dir string) error {
+//
+// ctx bounds the waits: for the flush (behind a write stall, or queued
+// writes) and between the tables it links or copies. When ctx is done
+// Checkpoint removes what it made and returns ctx.Err() (wrapped); the
+// memtable it made immutable is still flushed in the background.
+func (db *DB) Checkpoint(ctx context.Context, dir string) error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return ErrOpenedReadOnly
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kv: checkpoint: %w", err)
 	}
 	if err := mkdirAll(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("kv: checkpoint: %w", err)
@@ -44,7 +53,7 @@ func (db *DB) Checkpoint(dir string) error {
 		os.Remove(dir)
 		return fmt.Errorf("kv: checkpoint to %s: %w", dir, err)
 	}
-	if err := db.Flush(); err != nil {
+	if err := db.flush(ctx); err != nil {
 		return fail(err)
 	}
 	db.mu.Lock()
@@ -63,6 +72,9 @@ func (db *DB) Checkpoint(dir string) error {
 	}()
 	for _, lvl := range v.levels {
 		for _, t := range lvl {
+			if err := ctx.Err(); err != nil {
+				return fail(err)
+			}
 			dst := filepath.Join(dir, filepath.Base(t.path))
 			if err := os.Link(t.path, dst); err != nil {
 				if !errors.Is(err, syscall.EXDEV) && !errors.Is(err, syscall.EPERM) {

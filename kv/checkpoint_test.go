@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -94,7 +95,7 @@ func TestCheckpointConcurrentWrites(t *testing.T) {
 			t.Parallel()
 			dir := testdir.Direct(t)
 			ckRoot := testdir.Direct(t)
-			c.opts.NoSync = true // the writers' pace, not durability, is under test here
+			c.opts.Unsafe.NoSync = true // the writers' pace, not durability, is under test here
 			db := openTest(t, dir, c)
 
 			var acked [ckptWriters]atomic.Int64 // writes acknowledged: 0..acked-1
@@ -149,7 +150,7 @@ func TestCheckpointConcurrentWrites(t *testing.T) {
 				for w := range acked {
 					ck.before[w] = acked[w].Load()
 				}
-				if err := db.Checkpoint(ck.dir); err != nil {
+				if err := db.Checkpoint(context.Background(), ck.dir); err != nil {
 					t.Fatalf("Checkpoint(%s): %v", ck.dir, err)
 				}
 				for w := range acked {
@@ -167,7 +168,7 @@ func TestCheckpointConcurrentWrites(t *testing.T) {
 			}
 
 			// A checkpoint directory that exists is refused, and left alone.
-			err := db.Checkpoint(ckpts[0].dir)
+			err := db.Checkpoint(context.Background(), ckpts[0].dir)
 			if err == nil || !strings.Contains(err.Error(), ckpts[0].dir) || !strings.Contains(err.Error(), "exists") {
 				t.Errorf("Checkpoint into an existing directory: %v, want an error naming %s as existing", err, ckpts[0].dir)
 			}
@@ -264,7 +265,7 @@ func TestCheckpointKeepsSiblingTmp(t *testing.T) {
 	if err := os.WriteFile(precious, []byte("not the store's"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := db.Checkpoint(dst)
+	err := db.Checkpoint(context.Background(), dst)
 	if _, serr := os.Stat(precious); serr != nil {
 		t.Fatalf("Checkpoint(%s) removed the caller's %s; Checkpoint returned %v: %v", dst, dst+".tmp", err, serr)
 	}

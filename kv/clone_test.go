@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ func TestCloneCheckpoint(t *testing.T) {
 	root := testdir.Direct(t)
 	db := openTest(t, filepath.Join(root, "db"), config{mode: ioengine.Syscall})
 	db.Put([]byte("a"), []byte("1"))
-	if err := db.Checkpoint(filepath.Join(root, "ck")); err != nil {
+	if err := db.Checkpoint(context.Background(), filepath.Join(root, "ck")); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

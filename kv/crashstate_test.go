@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -86,7 +87,7 @@ func TestCrashStates(t *testing.T) {
 			}
 		case b%61 == 60:
 			rec.Mark(ckStarted{cks, b + 1})
-			if err := db.Checkpoint(filepath.Join(base, fmt.Sprintf("ck%d", cks))); err != nil {
+			if err := db.Checkpoint(context.Background(), filepath.Join(base, fmt.Sprintf("ck%d", cks))); err != nil {
 				crashfs.Stop()
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,9 +33,11 @@ var (
 	ErrClosed = errors.New("kv: closed")
 	// ErrLocked is returned by Open when another DB has the directory open.
 	ErrLocked = errors.New("kv: directory locked")
-	// ErrReadOnly is returned by writes to a store opened with
-	// Options.ReadOnly.
-	ErrReadOnly = errors.New("kv: opened read-only")
+	// ErrOpenedReadOnly is returned by writes, Flush, Compact and
+	// Checkpoint of a store opened with Options.ReadOnly (as
+	// wal.ErrOpenedReadOnly by a log's). A store whose log failed a write
+	// or sync returns the log's wal.ErrReadOnly instead.
+	ErrOpenedReadOnly = errors.New("kv: opened read-only")
 	// ErrOpenIterators is returned by Close while iterators or snapshots are
 	// still open.
 	ErrOpenIterators = errors.New("kv: iterators or snapshots still open")
@@ -222,7 +225,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.mu.Unlock()
 
 	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly || opts.DisableWAL}
-	walOpts.Unsafe.NoSync = opts.NoSync
+	walOpts.Unsafe.NoSync = opts.Unsafe.NoSync
 	_, statErr := os.Stat(filepath.Join(dir, walDir))
 	if !opts.DisableWAL || statErr == nil {
 		if db.log, err = wal.Open(filepath.Join(dir, walDir), walOpts); err != nil {
@@ -430,7 +433,7 @@ func (db *DB) Close() error {
 	// group joins the pipeline after it, and the newest group is applied
 	// after all the others.
 	w := getWriter(nil)
-	db.enqueue(w) // a barrier is never taken into a group: it leads
+	db.enqueue(context.Background(), w) // a barrier is never taken into a group: it leads
 	last := db.applied
 	db.leaveLocked(1)
 	db.wmu.Unlock()

@@ -12,7 +12,8 @@
 //	vals, found, err := db.MultiGet(keys)
 //	it := db.NewIterator(lo, hi); for it.Next() { ... }; err = it.Close()
 //	snap := db.NewSnapshot(); ...; snap.Close()
-//	err = db.Checkpoint(otherDir)
+//	err = db.WriteContext(ctx, &b)     // gives up with ctx.Err() while stalled, before the log
+//	err = db.Checkpoint(ctx, otherDir)
 //
 // # Write path
 //
@@ -40,7 +41,12 @@
 //
 // When the memtable reaches MemtableSize it becomes immutable and the
 // flush goroutine writes it to a new L0 table; writes stall while two
-// immutable memtables wait or L0 holds L0StopWritesTrigger tables.
+// immutable memtables wait or L0 holds L0StopWritesTrigger tables. The
+// leader waits out a stall before it takes the batches behind it, and
+// lets the queue's lock go meanwhile: a WriteContext whose ctx ends in
+// the queue or in the stall leaves without a sequence number and
+// without a trace in the log; one whose batch a leader took waits for
+// the log's outcome.
 //
 // # Read path
 //

@@ -75,7 +75,7 @@ func TestReadEIO(t *testing.T) {
 			plan := ioengine.NewFaultPlan()
 			eng := testengine.New(t, ioengine.URing, ioengine.Options{Faults: plan})
 			opts := crashOptions()
-			opts.Engine, opts.Logf, opts.NoBlockCache, opts.NoSync = eng, t.Logf, !cache, true
+			opts.Engine, opts.Logf, opts.NoBlockCache, opts.Unsafe.NoSync = eng, t.Logf, !cache, true
 			db, err := Open(testdir.Direct(t), opts)
 			if err != nil {
 				t.Fatal(err)

@@ -22,7 +22,7 @@ type config struct {
 
 func configs() []config {
 	tiny := Options{MemtableSize: 64 << 10, L0CompactionTrigger: 2, L0StopWritesTrigger: 6,
-		BaseLevelSize: 128 << 10, TargetFileSize: 64 << 10, LevelMultiplier: 4, CacheSize: 256 << 10, NoSync: true}
+		BaseLevelSize: 128 << 10, TargetFileSize: 64 << 10, LevelMultiplier: 4, CacheSize: 256 << 10, Unsafe: UnsafeOptions{NoSync: true}}
 	nocache := tiny
 	nocache.NoBlockCache = true
 	buffered := tiny
@@ -33,7 +33,7 @@ func configs() []config {
 		{"syscall-cache", ioengine.Syscall, tiny},
 		{"syscall-nocache", ioengine.Syscall, nocache},
 		{"uring-buffered", ioengine.URing, buffered},
-		{"uring-large", ioengine.URing, Options{NoSync: true, CacheSize: 1 << 20}}, // default memtable and levels: the tables come only from Flush
+		{"uring-large", ioengine.URing, Options{Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 1 << 20}}, // default memtable and levels: the tables come only from Flush
 	}
 }
 

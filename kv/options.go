@@ -79,9 +79,6 @@ type Options struct {
 	// DisableAutoCompaction stops background compactions; Compact still
 	// runs them. Flushes still happen.
 	DisableAutoCompaction bool
-	// NoSync skips the fdatasync of each write's log entry. THIS IS UNSAFE:
-	// acknowledged writes may be lost in a crash. For bulk loads only.
-	NoSync bool
 	// DisableWAL writes no log at all: a write is applied to the memtable
 	// and acknowledged at once, and is durable only once a flush (Flush,
 	// a full memtable, Checkpoint, Close) has put it in a table. CAUTION:
@@ -97,13 +94,28 @@ type Options struct {
 	// has the store open), no file created or removed, no flush or
 	// compaction; the log is opened read-only (wal.Options.ReadOnly: a torn
 	// tail is not read, nothing is cut) and replayed into memory. Writes,
-	// Flush, Compact and Checkpoint fail with ErrReadOnly. Damage is the
+	// Flush, Compact and Checkpoint fail with ErrOpenedReadOnly. Damage is the
 	// same error as for a writer. Beside a writer it sees what was written
 	// when it opened.
 	ReadOnly bool
 	// Logf receives notices (recovery, the engine's fallback reason,
 	// background errors). Default: the standard logger.
 	Logf func(format string, args ...any)
+
+	// Unsafe holds knobs that trade durability for speed, named and shaped
+	// as wal.Options.Unsafe's.
+	Unsafe UnsafeOptions
+}
+
+// UnsafeOptions can lose acknowledged writes.
+//
+// CAUTION: with any of these set, an acknowledged write may be lost in a
+// power failure or kernel crash. Use them for bulk loads, benchmarks and
+// tests only.
+type UnsafeOptions struct {
+	// NoSync skips the fdatasync of each write's log entry (the log's
+	// wal.Options.Unsafe.NoSync). THIS IS UNSAFE.
+	NoSync bool
 }
 
 func (o Options) withDefaults() Options {
@@ -180,7 +192,7 @@ func (o Options) String() string {
 		"target_file_size=%d auto_compaction=%v sync=%v",
 		o.MemtableSize, o.BlockSize, o.BloomBitsPerKey, cache, o.IOMode, o.BufferedIO,
 		o.L0CompactionTrigger, o.L0StopWritesTrigger, o.BaseLevelSize, o.LevelMultiplier,
-		o.TargetFileSize, !o.DisableAutoCompaction, !o.NoSync)
+		o.TargetFileSize, !o.DisableAutoCompaction, !o.Unsafe.NoSync)
 }
 
 // ReadOptions configure one read.

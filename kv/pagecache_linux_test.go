@@ -57,7 +57,7 @@ func TestTablesLeaveThePageCache(t *testing.T) {
 		t.Skip("tmpfs: a file's pages are its storage and stay resident")
 	}
 	opts := crashOptions()
-	opts.Logf, opts.NoSync = t.Logf, true // the log's syncs are not what this is about
+	opts.Logf, opts.Unsafe.NoSync = t.Logf, true // the log's syncs are not what this is about
 	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)

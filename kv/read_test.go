@@ -15,7 +15,7 @@ import (
 // held: a read takes its state from the published read set with an atomic
 // reference, not under the store's lock.
 func TestReadsTakeNoLock(t *testing.T) {
-	db := openTest(t, t.TempDir(), config{"uring", ioengine.URing, Options{NoSync: true}})
+	db := openTest(t, t.TempDir(), config{"uring", ioengine.URing, Options{Unsafe: UnsafeOptions{NoSync: true}}})
 	defer db.Close()
 	for i := range 100 {
 		if err := db.Put([]byte(fmt.Sprintf("k%03d", i)), []byte("v")); err != nil {
@@ -59,7 +59,7 @@ func TestReadsTakeNoLock(t *testing.T) {
 // ErrClosed.
 func TestReadSetKeepsTables(t *testing.T) {
 	dir := t.TempDir()
-	db := openTest(t, dir, config{"uring", ioengine.URing, Options{NoSync: true}})
+	db := openTest(t, dir, config{"uring", ioengine.URing, Options{Unsafe: UnsafeOptions{NoSync: true}}})
 	for round := range 3 {
 		for i := range 200 {
 			if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%d", round))); err != nil {

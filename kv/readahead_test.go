@@ -26,7 +26,7 @@ func TestReadAhead(t *testing.T) {
 	}{{ioengine.URing, 0}, {ioengine.Syscall, 0}, {ioengine.Syscall, 4}} {
 		t.Run(fmt.Sprintf("%s/read-workers=%d", c.mode, c.workers), func(t *testing.T) {
 			eng := testengine.New(t, c.mode, ioengine.Options{})
-			db, err := Open(testdir.Direct(t), Options{Engine: eng, NoSync: true, CacheSize: 256 << 10, ReadWorkers: c.workers, Logf: t.Logf})
+			db, err := Open(testdir.Direct(t), Options{Engine: eng, Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 256 << 10, ReadWorkers: c.workers, Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
 			}

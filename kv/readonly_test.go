@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -76,9 +77,9 @@ func TestReadOnlyStore(t *testing.T) {
 	check(r, 3000)
 	for name, err := range map[string]error{
 		"Put": r.Put([]byte("x"), []byte("y")), "Delete": r.Delete([]byte("k00001")), "Flush": r.Flush(),
-		"Compact": r.Compact(), "Checkpoint": r.Checkpoint(filepath.Join(t.TempDir(), "ck")),
+		"Compact": r.Compact(), "Checkpoint": r.Checkpoint(context.Background(), filepath.Join(t.TempDir(), "ck")),
 	} {
-		if !errors.Is(err, ErrReadOnly) {
+		if !errors.Is(err, ErrOpenedReadOnly) {
 			t.Errorf("%s on a read-only store: %v", name, err)
 		}
 	}

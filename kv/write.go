@@ -1,7 +1,10 @@
 package kv
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ringstore/ringstore/kv/memtable"
@@ -24,6 +27,9 @@ type writer struct {
 	wake chan struct{}
 	done bool  // written by the waking leader before its send; read after the receive
 	err  error // likewise
+	// taken is set, under DB.wmu, when a leader takes the batch into its
+	// group: from then on the writer waits for the group's outcome.
+	taken bool
 	// group is the leader's scratch: the writers it took (itself first).
 	group []*writer
 	// flushed is set for a Flush writer: the memtable it made immutable
@@ -42,21 +48,43 @@ func getWriter(b *Batch) *writer {
 }
 
 func putWriter(w *writer) {
-	w.batch, w.done, w.err, w.flushed = nil, false, nil, nil
+	w.batch, w.done, w.err, w.taken, w.flushed = nil, false, nil, false, nil
 	writerPool.Put(w)
 }
 
 // enqueue puts w at the back of the write queue and waits until it is at
 // the front — then it returns true with wmu held, and w leads — or a leader
-// took its batch and completed it (false: w.err is its result).
-func (db *DB) enqueue(w *writer) bool {
+// took its batch and completed it (false: w.err is its result), or ctx is
+// done while no leader has taken it (false: w.err is ctx.Err(), and w is
+// out of the queue). A writer a leader took waits for the group's outcome
+// whatever ctx does. On every return w.wake is empty, so w can be reused.
+func (db *DB) enqueue(ctx context.Context, w *writer) bool {
 	db.wmu.Lock()
 	db.writers = append(db.writers, w)
 	if len(db.writers) == 1 {
 		return true
 	}
 	db.wmu.Unlock()
-	<-w.wake
+	select {
+	case <-w.wake:
+	case <-ctx.Done():
+		db.wmu.Lock()
+		switch {
+		case w.taken: // on its way to the log: wait for the outcome
+			db.wmu.Unlock()
+			<-w.wake
+		case db.writers[0] == w: // made the leader (sent under wmu): step aside
+			<-w.wake
+			db.leaveLocked(1)
+			db.wmu.Unlock()
+			w.done, w.err = true, ctx.Err()
+		default: // queued: leave; nobody sends to a writer not at the front
+			i := slices.Index(db.writers, w)
+			db.writers = slices.Delete(db.writers, i, i+1)
+			db.wmu.Unlock()
+			w.done, w.err = true, ctx.Err()
+		}
+	}
 	if w.done {
 		return false
 	}
@@ -101,8 +129,11 @@ func (db *DB) Delete(key []byte) error {
 	return db.Write(&b)
 }
 
-// Write applies the batch atomically: once it returns nil every operation is
-// durable (one wal entry, flushed, unless Options.NoSync) and visible to
+// Write is WriteContext with a context that is never done.
+func (db *DB) Write(b *Batch) error { return db.WriteContext(context.Background(), b) }
+
+// WriteContext applies the batch atomically: once it returns nil every operation is
+// durable (one wal entry, flushed, unless Options.Unsafe.NoSync) and visible to
 // later reads; after a crash either all of the batch is there or none. On an
 // error the batch may or may not be in the log; the store turns read-only
 // after a log failure.
@@ -116,9 +147,17 @@ func (db *DB) Delete(key []byte) error {
 // fdatasync). Flushed groups are applied to the memtable one at a time in
 // sequence order, each becoming visible to reads as it is applied; then
 // their writers return.
-func (db *DB) Write(b *Batch) error {
+//
+// ctx bounds the wait before the batch goes to the log: in the write
+// queue, and in a write stall (too many memtables waiting for their flush,
+// or too many L0 files). When ctx is done there, WriteContext returns
+// ctx.Err() and the batch is not applied, not logged, and takes no
+// sequence number. Once a leader has taken the batch into its group (after
+// any stall) the batch is on its way to the log, and WriteContext waits
+// for the outcome whatever ctx does.
+func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return ErrOpenedReadOnly
 	}
 	if b.Len() == 0 {
 		return nil
@@ -126,21 +165,33 @@ func (db *DB) Write(b *Batch) error {
 	if err := b.check(); err != nil {
 		return fmt.Errorf("kv: Write: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	w := getWriter(b)
 	defer putWriter(w)
-	if !db.enqueue(w) {
+	if !db.enqueue(ctx, w) {
 		return w.err
 	}
-	// w leads: take the queued batches behind it (a barrier ends the group).
+	// w leads. Room first (a stall lets wmu go while it waits, so that
+	// writers queued behind may give up); then take the queued batches
+	// behind it (a barrier ends the group).
+	mem, err := db.makeRoom(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		db.leaveLocked(1)
+		db.wmu.Unlock()
+		return err
+	}
 	n, size := 1, w.batch.Size()
 	for n < len(db.writers) && db.writers[n].batch != nil && size+db.writers[n].batch.Size() <= maxGroupBytes {
 		size += db.writers[n].batch.Size()
 		n++
 	}
 	group := append(w.group[:0], db.writers[:n]...)
-	g := &commitGroup{applied: make(chan struct{}), payloads: make([][]byte, 0, n)}
-	var err error
-	g.mem, err = db.makeRoom()
+	for _, x := range group {
+		x.taken = true
+	}
+	g := &commitGroup{mem: mem, applied: make(chan struct{}), payloads: make([][]byte, 0, n)}
 	if err == nil {
 		for _, x := range group {
 			g.payloads = append(g.payloads, x.batch.encode(db.lastSeq+1))
@@ -212,8 +263,8 @@ func (db *DB) applyLocked(g *commitGroup) {
 	if g.err == nil {
 		var last uint64
 		for _, p := range g.payloads {
-			// The one decode of the batch: valid by construction (Write
-			// refused a batch with Batch.bad set).
+			// The one decode of the batch: valid by construction
+			// (WriteContext refused a batch with Batch.bad set).
 			decodeBatch(p, func(seq uint64, kind sstable.Kind, key, value []byte) error { //nolint:errcheck // valid by construction
 				g.mem.Add(seq, kind, key, value)
 				last = seq
@@ -249,12 +300,23 @@ func (db *DB) logFailed(err error) error {
 
 // makeRoom returns the memtable the leader writes into, making the current
 // one immutable when it is full, and waiting (a write stall) while too many
-// memtables wait for their flush or L0 has too many files. Called by the
-// leader with wmu held.
-func (db *DB) makeRoom() (*memTable, error) {
+// memtables wait for their flush or L0 has too many files, or until ctx is
+// done (ctx.Err()). Called by the leader, at the front of the queue, with
+// wmu held; while stalled it lets wmu go (the leader stays at the front,
+// so no other writer leads and no Flush runs meanwhile, but writers queued
+// behind may give up) and takes it back, before mu, when the stall ends.
+func (db *DB) makeRoom(ctx context.Context) (*memTable, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	stalled := false
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			db.mu.Lock()
+			db.cond.Broadcast()
+			db.mu.Unlock()
+		})
+		defer stop()
+	}
 	for {
 		switch {
 		case db.closed:
@@ -264,11 +326,18 @@ func (db *DB) makeRoom() (*memTable, error) {
 		case db.mem.ApproximateBytes() < db.opts.MemtableSize:
 			return db.mem, nil
 		case len(db.imm) >= maxImmutable || len(db.current.levels[0]) >= db.opts.L0StopWritesTrigger:
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if !stalled {
 				stalled = true
 				db.stats.writeStalls.Add(1)
 			}
+			db.wmu.Unlock()
 			db.cond.Wait()
+			db.mu.Unlock()
+			db.wmu.Lock()
+			db.mu.Lock()
 		default:
 			db.rotateLocked()
 		}
@@ -289,13 +358,23 @@ func (db *DB) rotateLocked() *memTable {
 // Flush writes the memtable to an L0 table and waits until it is in the
 // manifest (and every memtable before it too). Writes queued after the
 // Flush go to the next memtable.
-func (db *DB) Flush() error {
+func (db *DB) Flush() error { return db.flush(context.Background()) }
+
+// flush is Flush, given up with ctx.Err() when ctx is done while it waits
+// in the write queue or for the table: the memtable it made immutable is
+// still flushed, in the background.
+func (db *DB) flush(ctx context.Context) error {
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return ErrOpenedReadOnly
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	w := getWriter(nil)
 	defer putWriter(w)
-	db.enqueue(w) // a barrier is never taken into a group: it leads
+	if !db.enqueue(ctx, w) { // a barrier is never taken into a group: it leads, or gives up
+		return w.err
+	}
 	db.mu.Lock()
 	var err error
 	switch {
@@ -316,7 +395,18 @@ func (db *DB) Flush() error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			db.mu.Lock()
+			db.cond.Broadcast()
+			db.mu.Unlock()
+		})
+		defer stop()
+	}
 	for db.bgErr == nil && !db.closed && db.isImmutableLocked(w.flushed) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		db.cond.Wait()
 	}
 	if db.bgErr != nil {

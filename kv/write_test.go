@@ -113,7 +113,7 @@ func TestWritersOnAFailedSync(t *testing.T) {
 // limits fails Write naming the operation, writes nothing of the batch, and
 // leaves the store writable; Reset makes the batch usable again.
 func TestWriteRefusesOversizedBatch(t *testing.T) {
-	db := openTest(t, t.TempDir(), config{"uring", ioengine.URing, Options{NoSync: true}})
+	db := openTest(t, t.TempDir(), config{"uring", ioengine.URing, Options{Unsafe: UnsafeOptions{NoSync: true}}})
 	defer db.Close()
 	cases := []struct {
 		name string

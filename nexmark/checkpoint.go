@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -275,7 +276,7 @@ func (w *worker) checkpoint(j jobCheckpoint, next int64) error {
 			m.from = append(m.from, groupFrom{g, g, from})
 		}
 	}
-	return w.backend.Checkpoint(j.worker(w.i), m.encode())
+	return w.backend.Checkpoint(context.Background(), j.worker(w.i), m.encode())
 }
 
 // ack is one part of job checkpoint n written (or its error).

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -298,9 +299,16 @@ func (b *Backend) wrapClosed(err error) error {
 // whole and synced, so dir is a complete checkpoint or is not there; a
 // crash leaves at most the hidden one, which the next Checkpoint to dir
 // replaces.
-func (b *Backend) Checkpoint(dir string, meta []byte) error {
+//
+// ctx bounds the waits of the store's writes and flush behind a write
+// stall (kv.DB.WriteContext, kv.DB.Checkpoint): when it is done Checkpoint
+// returns ctx.Err() (wrapped), and dir is not there.
+func (b *Backend) Checkpoint(ctx context.Context, dir string, meta []byte) error {
 	if b.closed.Load() {
 		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("state: checkpoint: %w", err)
 	}
 	if _, err := os.Lstat(dir); err == nil {
 		return fmt.Errorf("state: checkpoint: %s already exists", dir)
@@ -312,10 +320,12 @@ func (b *Backend) Checkpoint(dir string, meta []byte) error {
 	if err := b.flushTimers(); err != nil {
 		return fmt.Errorf("state: checkpoint: the timers: %w", err)
 	}
-	if err := b.db.Put(metaKey, meta); err != nil {
+	var mb kv.Batch
+	mb.Put(metaKey, meta)
+	if err := b.db.WriteContext(ctx, &mb); err != nil {
 		return fmt.Errorf("state: checkpoint: %w", b.wrapClosed(err))
 	}
-	if err := b.db.Checkpoint(partial); err != nil {
+	if err := b.db.Checkpoint(ctx, partial); err != nil {
 		return fmt.Errorf("state: checkpoint: %w", b.wrapClosed(err))
 	}
 	if err := os.Rename(partial, dir); err != nil {

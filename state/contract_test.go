@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -75,7 +76,7 @@ func TestMaxKeyGroupsRecorded(t *testing.T) {
 	if err := v.Put(mb, []byte("k"), nil, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if err := errors.Join(mb.Commit(), b.Checkpoint(filepath.Join(root, "ck"), nil), b.Close()); err != nil {
+	if err := errors.Join(mb.Commit(), b.Checkpoint(context.Background(), filepath.Join(root, "ck"), nil), b.Close()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(live, opts(128)); !errors.Is(err, ErrIncompatible) {
@@ -118,7 +119,7 @@ func TestCheckpointIsWholeOrAbsent(t *testing.T) {
 	if IsCheckpoint(partial) {
 		t.Error("a half-made checkpoint counts as one")
 	}
-	if err := b.Checkpoint(ck, []byte("m")); err != nil {
+	if err := b.Checkpoint(context.Background(), ck, []byte("m")); err != nil {
 		t.Fatal(err)
 	}
 	if !IsCheckpoint(ck) {
@@ -127,7 +128,7 @@ func TestCheckpointIsWholeOrAbsent(t *testing.T) {
 	if _, err := os.Stat(partial); !os.IsNotExist(err) {
 		t.Errorf("the hidden directory is still there: %v", err)
 	}
-	if err := b.Checkpoint(ck, nil); err == nil {
+	if err := b.Checkpoint(context.Background(), ck, nil); err == nil {
 		t.Error("a checkpoint over an existing one succeeded")
 	}
 }
@@ -176,7 +177,7 @@ func TestWritesReportErrors(t *testing.T) {
 		"Map.Delete": m.Delete(mb, []byte("k"), nil, []byte("u")),
 		"Load":       mb.Load(),
 		"Commit":     mb.Commit(),
-		"Checkpoint": b.Checkpoint(filepath.Join(t.TempDir(), "ck"), nil),
+		"Checkpoint": b.Checkpoint(context.Background(), filepath.Join(t.TempDir(), "ck"), nil),
 		"register":   second(b.Value("w", 0)),
 		"Close":      b.Close(),
 	} {

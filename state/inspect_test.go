@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -50,7 +51,7 @@ func TestInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck := filepath.Join(filepath.Dir(dir), "ck1")
-	if err := b.Checkpoint(ck, []byte("offset=77")); err != nil {
+	if err := b.Checkpoint(context.Background(), ck, []byte("offset=77")); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -324,11 +325,11 @@ func TestCheckpointRestore(t *testing.T) {
 		}
 	}
 	put(0, 5000, "one")
-	if err := b.Checkpoint(filepath.Join(root, "ck1"), []byte("offset=5000")); err != nil {
+	if err := b.Checkpoint(context.Background(), filepath.Join(root, "ck1"), []byte("offset=5000")); err != nil {
 		t.Fatal(err)
 	}
 	put(5000, 6000, "two")
-	if err := b.Checkpoint(filepath.Join(root, "ck2"), []byte("offset=6000")); err != nil {
+	if err := b.Checkpoint(context.Background(), filepath.Join(root, "ck2"), []byte("offset=6000")); err != nil {
 		t.Fatal(err)
 	}
 	put(0, 10, "after")
@@ -431,7 +432,7 @@ func TestModel(t *testing.T) {
 				check(b, model)
 				switch round {
 				case 20:
-					if err := b.Checkpoint(filepath.Join(root, "ck"), []byte("20")); err != nil {
+					if err := b.Checkpoint(context.Background(), filepath.Join(root, "ck"), []byte("20")); err != nil {
 						t.Fatal(err)
 					}
 					ckModel = maps(model)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +53,7 @@ func TestTimerService(t *testing.T) {
 	if s.Len() != 5 {
 		t.Errorf("%d timers set, want 5", s.Len())
 	}
-	if err := b.Checkpoint(filepath.Join(root, "ck1"), nil); err != nil {
+	if err := b.Checkpoint(context.Background(), filepath.Join(root, "ck1"), nil); err != nil {
 		t.Fatal(err)
 	}
 	got := dueStrings(t, s, 40)
@@ -68,7 +69,7 @@ func TestTimerService(t *testing.T) {
 	if other, err := b.Timers("event2"); err != nil || other.Len() != 0 {
 		t.Fatalf("another service: %d timers, %v", other.Len(), err)
 	}
-	if err := b.Checkpoint(filepath.Join(root, "ck2"), nil); err != nil {
+	if err := b.Checkpoint(context.Background(), filepath.Join(root, "ck2"), nil); err != nil {
 		t.Fatal(err)
 	}
 	// Each checkpoint has the timers set when it was taken.
@@ -123,14 +124,14 @@ func TestTimerMovedManyTimes(t *testing.T) {
 	if len(s.dirty) != 1 || len(s.h) > 2*s.Len()+1024 {
 		t.Errorf("%d changes pending and a heap of %d for one timer", len(s.dirty), len(s.h))
 	}
-	if err := b.Checkpoint(filepath.Join(root, "ck1"), nil); err != nil {
+	if err := b.Checkpoint(context.Background(), filepath.Join(root, "ck1"), nil); err != nil {
 		t.Fatal(err)
 	}
 	s.Delete(999, []byte("bidder"), nil)
 	s.Set(999, []byte("bidder"), nil)
 	s.Delete(999, []byte("bidder"), nil)
 	s.Set(5000, []byte("other"), nil)
-	if err := b.Checkpoint(filepath.Join(root, "ck2"), nil); err != nil {
+	if err := b.Checkpoint(context.Background(), filepath.Join(root, "ck2"), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -187,7 +188,7 @@ func TestRestoreKeyGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		ck := filepath.Join(root, fmt.Sprint("ck", i))
-		if err := b.Checkpoint(ck, []byte(fmt.Sprint("meta", i))); err != nil {
+		if err := b.Checkpoint(context.Background(), ck, []byte(fmt.Sprint("meta", i))); err != nil {
 			t.Fatal(err)
 		}
 		b.Close()
@@ -251,7 +252,7 @@ func TestRestoreKeyGroupsRefuses(t *testing.T) {
 		}
 		defer b.Close()
 		ck := filepath.Join(root, name+"-ck")
-		if err := b.Checkpoint(ck, nil); err != nil {
+		if err := b.Checkpoint(context.Background(), ck, nil); err != nil {
 			t.Fatal(err)
 		}
 		return ck

@@ -71,7 +71,9 @@
 //	┌──────────────────────────┬──────────────────────┬────── zeros ────┬─────────────────┐
 //	│ header (40 B)            │ entry entry entry …  │                 │ trailer (40 B)  │
 //	└──────────────────────────┴──────────────────────┴─────────────────┴─────────────────┘
-//	                                                                      (written on seal)
+//	                                                                      (written on seal,
+//	                                                                      or the clean-close
+//	                                                                      mark: see below)
 //
 // Header, little-endian:
 //
@@ -91,6 +93,14 @@
 //	24 dataCRC  uint32   CRC32C of bytes SegmentHeaderSize..dataEnd
 //	28 reserved [8]byte (0)
 //	36 crc      uint32   CRC32C of bytes 0..36
+//
+// Clean-close mark: the trailer's layout under the magic "RSWALCLS", in
+// the trailer's place of the last segment, which stays unsealed. Close
+// writes it (and flushes it) when the log did not fail: lastSeq, dataEnd
+// and dataCRC are those of the segment's entries, all durable, with
+// nothing in flight. Open (not ReadOnly) erases it with zeros, flushed,
+// before it returns, so no append made after it is ever read as covered
+// by it.
 //
 // # Reusable segment
 //
@@ -159,6 +169,10 @@
 //     sequence number, the data CRC, and that each segment starts where the
 //     previous one ended (LazyVerify defers the entry checks to first read);
 //   - reads the last, unsealed segment to its first entry that is not valid.
+//     If it carries the clean-close mark, the entries must be exactly those
+//     the mark records: an entry it covers that is not valid is damage (a
+//     *CorruptError naming the file, the offset and the entries a cut would
+//     lose), never a torn tail, since nothing was in flight at the close.
 //     If only unwritten bytes follow (zeros; in a reusable segment, also
 //     sectors its stale table matches), appends continue there. Otherwise
 //     the rest is a torn tail of a group that was never acknowledged: the
@@ -204,11 +218,14 @@
 //
 // # Caveats
 //
-// Damage to acknowledged entries of the last, unsealed segment cannot be
-// told apart from a torn tail when nothing valid follows them, nor when a
-// sector of the damaged entry reads as unwritten (all zeros, or in a
-// reusable segment the very bytes the file held there before): recovery
-// cuts there and logs what it cut (Options.Logf, Stats.TailCuts). A payload returned by ReadAt is a copy;
+// After a crash (no clean-close mark), damage to acknowledged entries of
+// the last, unsealed segment cannot be told apart from a torn tail when
+// nothing valid follows them, nor when a sector of the damaged entry reads
+// as unwritten (all zeros, or in a reusable segment the very bytes the
+// file held there before): recovery cuts there and logs what it cut
+// (Options.Logf, Stats.TailCuts). After a clean close the mark tells them
+// apart, unless the mark itself is damaged: a mark that fails its checksum
+// is read as a torn seal (no mark). Unsafe.NoSync logs write no mark. A payload returned by ReadAt is a copy;
 // one passed to Iterator's or Follow's callers is valid until the next
 // entry. An AppendBatch interrupted by a crash may leave any prefix of its
 // entries (each whole); put what must be all-or-nothing in one entry.

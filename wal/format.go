@@ -21,6 +21,7 @@ const (
 var (
 	segmentMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'S', 'E', 'G'}
 	trailerMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'E', 'N', 'D'}
+	closeMagic   = [8]byte{'R', 'S', 'W', 'A', 'L', 'C', 'L', 'S'}
 	castagnoli   = crc32.MakeTable(crc32.Castagnoli)
 )
 
@@ -169,26 +170,38 @@ func (t StaleTable) Unchanged(img []byte, off int64) bool {
 	return binary.LittleEndian.Uint32(t[4*i:]) == crc32.Checksum(img[off:off+sectorSize], castagnoli)
 }
 
-// Trailer is the last 40 bytes of a sealed segment.
+// Trailer is the last 40 bytes of a sealed segment, or, with Closed, the
+// clean-close mark of the last segment of a log that was closed cleanly:
+// the same fields under the magic "RSWALCLS", saying that the segment's
+// entries end at DataEnd with LastSeq, every one of them durable, and
+// that nothing was being written when the log closed. A segment with a
+// mark is not sealed: appends continue after DataEnd once the mark is
+// erased.
 type Trailer struct {
 	LastSeq uint64
 	DataEnd uint64
 	DataCRC uint32
+	Closed  bool
 }
 
 // Encode writes the trailer into b, which must hold TrailerSize bytes.
 func (t Trailer) Encode(b []byte) {
 	_ = b[TrailerSize-1]
 	clear(b[:TrailerSize])
-	copy(b[0:8], trailerMagic[:])
+	if t.Closed {
+		copy(b[0:8], closeMagic[:])
+	} else {
+		copy(b[0:8], trailerMagic[:])
+	}
 	binary.LittleEndian.PutUint64(b[8:16], t.LastSeq)
 	binary.LittleEndian.PutUint64(b[16:24], t.DataEnd)
 	binary.LittleEndian.PutUint32(b[24:28], t.DataCRC)
 	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], castagnoli))
 }
 
-// DecodeTrailer checks and decodes a trailer. A trailer of zeros (a segment
-// that was never sealed) is ErrEndOfEntries.
+// DecodeTrailer checks and decodes a trailer or a clean-close mark
+// (Closed set). A trailer of zeros (a segment that was never sealed, nor
+// closed cleanly) is ErrEndOfEntries.
 func DecodeTrailer(b []byte) (Trailer, error) {
 	if len(b) < TrailerSize {
 		return Trailer{}, fmt.Errorf("%w: trailer needs %d bytes, have %d", ErrTruncated, TrailerSize, len(b))
@@ -196,13 +209,17 @@ func DecodeTrailer(b []byte) (Trailer, error) {
 	if allZero(b[:TrailerSize]) {
 		return Trailer{}, fmt.Errorf("%w: segment not sealed", ErrEndOfEntries)
 	}
-	if err := checkFrame(b, trailerMagic, "trailer"); err != nil {
+	magic, what := trailerMagic, "trailer"
+	if [8]byte(b[0:8]) == closeMagic {
+		magic, what = closeMagic, "clean-close mark"
+	}
+	if err := checkFrame(b, magic, what); err != nil {
 		return Trailer{}, err
 	}
 	if !allZero(b[28:36]) {
-		return Trailer{}, fmt.Errorf("%w: trailer reserved bytes are not zero", ErrCorrupt)
+		return Trailer{}, fmt.Errorf("%w: %s reserved bytes are not zero", ErrCorrupt, what)
 	}
-	return Trailer{LastSeq: binary.LittleEndian.Uint64(b[8:16]), DataEnd: binary.LittleEndian.Uint64(b[16:24]), DataCRC: binary.LittleEndian.Uint32(b[24:28])}, nil
+	return Trailer{LastSeq: binary.LittleEndian.Uint64(b[8:16]), DataEnd: binary.LittleEndian.Uint64(b[16:24]), DataCRC: binary.LittleEndian.Uint32(b[24:28]), Closed: magic == closeMagic}, nil
 }
 
 // EncodedLen is the size of an entry with a payload of n bytes.

@@ -84,6 +84,18 @@ func TestSegmentHeaderAndTrailer(t *testing.T) {
 	if _, err := DecodeTrailer(tb); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("flipped trailer: %v", err)
 	}
+
+	Trailer{LastSeq: 7, DataEnd: 512, DataCRC: 3, Closed: true}.Encode(tb)
+	if tr, err := DecodeTrailer(tb); err != nil || !tr.Closed || tr.LastSeq != 7 || tr.DataEnd != 512 || tr.DataCRC != 3 {
+		t.Fatalf("clean-close mark: %+v %v", tr, err)
+	}
+	for i := 0; i < TrailerSize; i++ {
+		d := append([]byte(nil), tb...)
+		d[i] ^= 0x10
+		if tr, err := DecodeTrailer(d); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("clean-close mark, flip at byte %d: %+v, %v, want ErrCorrupt", i, tr, err)
+		}
+	}
 }
 
 func FuzzDecodeEntry(f *testing.F) {
@@ -127,6 +139,9 @@ func FuzzDecodeSegmentHeader(f *testing.F) {
 func FuzzDecodeTrailer(f *testing.F) {
 	b := make([]byte, TrailerSize)
 	Trailer{LastSeq: 5, DataEnd: 100, DataCRC: 7}.Encode(b)
+	f.Add(b)
+	b = make([]byte, TrailerSize)
+	Trailer{LastSeq: 5, DataEnd: 100, DataCRC: 7, Closed: true}.Encode(b)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, err := DecodeTrailer(b)

@@ -944,6 +944,10 @@ func (l *Log) Err() error {
 // Close waits for the appends in progress to finish, then releases the
 // files. Appends after Close fail with ErrClosed. It returns the error that
 // turned the log read-only, if one did.
+//
+// A log that did not fail (and is not Unsafe.NoSync) leaves a clean-close
+// mark on its last segment, flushed: the next Open then treats damage to
+// the entries it covers as corruption, not as a torn tail.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closing {
@@ -956,8 +960,33 @@ func (l *Log) Close() error {
 	l.wg.Wait()
 	l.stopTruncator()
 	l.stopSpares()
+	err := l.Err()
+	if err == nil {
+		err = l.markClosed()
+	}
 	l.releaseAll()
-	return l.Err()
+	return err
+}
+
+// markClosed writes the clean-close mark over the active segment's
+// trailer and flushes it: the entries end at activeOff after the last
+// durable seq, and nothing is in flight. The committer has exited, so its
+// fields are Close's to read. Without an active segment the last one is
+// sealed (or there is none) and needs no mark.
+func (l *Log) markClosed() error {
+	seg := l.active
+	if seg == nil || seg.f == nil || l.opts.Unsafe.NoSync {
+		return nil
+	}
+	l.segMu.RLock()
+	last := seg.last
+	l.segMu.RUnlock()
+	var t [TrailerSize]byte
+	Trailer{LastSeq: last, DataEnd: uint64(l.activeOff), DataCRC: l.activeCRC, Closed: true}.Encode(t[:])
+	if err := l.writeFile(seg.f, seg.path, seg.size-TrailerSize, t[:], true); err != nil {
+		return fmt.Errorf("wal: close: writing the clean-close mark: %w", err)
+	}
+	return nil
 }
 
 // releaseAll unmaps and closes every segment, the engine (if the log's

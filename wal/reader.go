@@ -10,7 +10,9 @@ import (
 // SegmentFile is one segment file read through the rules Open applies,
 // changing nothing: its header and trailer, every entry in sequence, the
 // data CRC of a sealed segment, and (last segment only) the torn tail
-// after the entries, told from damage as tail.go says. Recovery, Verify,
+// after the entries, told from damage as tail.go says, or, when the
+// segment carries a clean-close mark, the entries checked against the
+// mark: then a bad entry the mark covers is damage, not a torn tail. Recovery, Verify,
 // Reader and the ringstore CLI all read segments through it. Its entries
 // alias a read-only map of the file, valid until Close.
 type SegmentFile struct {
@@ -61,7 +63,11 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 	}
 	s.Info.Size, s.Info.Sealed, s.Info.Reusable = int64(h.Size), sealed, h.Reusable
 	if !sealed && !isLast {
-		return nil, &CorruptError{Path: path, Offset: s.Info.Size - TrailerSize, Err: fmt.Errorf("%w: segment is not sealed but is not the last one", ErrCorrupt)}
+		what := "segment is not sealed but is not the last one"
+		if t.Closed {
+			what = "segment has a clean-close mark but is not the last one"
+		}
+		return nil, &CorruptError{Path: path, Offset: s.Info.Size - TrailerSize, Err: fmt.Errorf("%w: %s", ErrCorrupt, what)}
 	}
 	if sealed && frameOnly {
 		s.Info.LastSeq, s.Info.DataEnd = t.LastSeq, int64(t.DataEnd)
@@ -81,6 +87,13 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 	limit := h.DataLimit()
 	s.r = scanEntries(s.img, base, limit)
 	s.Info.LastSeq, s.Info.DataEnd = s.r.last, s.r.dataEnd
+	if t.Closed {
+		if err := closedDamage(path, s.Info.Size, s.r, t); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.Info.Closed = true
+	}
 	var stale StaleTable
 	if h.Reusable {
 		off := StaleTableOffset(s.Info.Size)
@@ -92,7 +105,7 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 	}
 	s.tail = scanTail(s.img, s.r.dataEnd, limit, s.r.last, stale)
 	torn := s.tail.nonZero
-	for i := len(s.img) - 1; i >= len(s.img)-TrailerSize; i-- { // a torn seal
+	for i := len(s.img) - 1; i >= len(s.img)-TrailerSize && !t.Closed; i-- { // a torn seal
 		if s.img[i] != 0 {
 			torn = int64(i + 1)
 			break

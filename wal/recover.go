@@ -22,6 +22,11 @@ import (
 //     acknowledged: the segment is sealed at that point (or removed when it
 //     holds no entry) so the torn bytes can never be read, and appends go
 //     to a new segment.
+//   - A last segment with a clean-close mark (Close wrote it) must hold
+//     exactly the entries the mark records: an entry it covers that is not
+//     valid is a *CorruptError, not a torn tail. The mark is erased, and
+//     the erasure flushed, before Open returns (not in ReadOnly), so no
+//     append after it can be read as covered by it.
 //   - Segments wholly before the first seq of wal.meta (an interrupted
 //     TruncateFront) are removed.
 func (l *Log) recover() error {
@@ -117,6 +122,15 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	}
 	if clean {
 		if !l.opts.ReadOnly {
+			if sf.Info.Closed {
+				// The mark is erased, durably, before anything is appended:
+				// a crash after an append must not find it, or a torn
+				// group would read as damage.
+				if err := l.writeFile(f, path, seg.size-TrailerSize, zeroPage[:TrailerSize], true); err != nil {
+					f.Close()
+					return nil, fmt.Errorf("wal: erasing the clean-close mark: %w", err)
+				}
+			}
 			l.active, l.activeOff, l.activeCRC = seg, r.dataEnd, r.crc
 		}
 		return seg, nil

@@ -151,6 +151,9 @@ func checkSealed(path string, img []byte, h SegmentHeader, t Trailer) (scanResul
 	if err := checkTrailer(path, h, t); err != nil {
 		return scanResult{}, err
 	}
+	if t.Closed {
+		return bad(int64(h.Size)-TrailerSize, 0, "%w: a clean-close mark where the segment's seal should be", ErrCorrupt)
+	}
 	r := scanEntries(img, h.BaseSeq, int64(t.DataEnd))
 	if r.dataEnd != int64(t.DataEnd) {
 		return bad(r.dataEnd, r.last, "sealed segment: %w", r.stop)
@@ -162,6 +165,27 @@ func checkSealed(path string, img []byte, h SegmentHeader, t Trailer) (scanResul
 		return bad(SegmentHeaderSize, 0, "%w: sealed segment data checksum %#08x, trailer says %#08x", ErrCorrupt, r.crc, t.DataCRC)
 	}
 	return r, nil
+}
+
+// closedDamage returns a *CorruptError when the entries of the last
+// segment, read as unsealed (r), are not those its clean-close mark t
+// records, or nil. The log was closed with every entry durable and nothing
+// in flight, so an entry the mark covers that is not valid is damage to
+// acknowledged data, never a torn tail.
+func closedDamage(path string, size int64, r scanResult, t Trailer) error {
+	switch {
+	case r.last < t.LastSeq:
+		return &CorruptError{Path: path, Offset: r.dataEnd, LastSeq: r.last, FirstLost: r.last + 1, LastLost: t.LastSeq, Lost: t.LastSeq - r.last,
+			Err: fmt.Errorf("%w: entry %d is not valid (%v), but the log was closed cleanly with its entries ending at seq %d, offset %d (%d bytes from here): damage, not a torn tail",
+				ErrCorrupt, r.last+1, r.stop, t.LastSeq, t.DataEnd, int64(t.DataEnd)-r.dataEnd)}
+	case r.last > t.LastSeq || r.dataEnd != int64(t.DataEnd):
+		return &CorruptError{Path: path, Offset: size - TrailerSize, LastSeq: r.last,
+			Err: fmt.Errorf("%w: the clean-close mark says the entries end at seq %d, offset %d, but they end at seq %d, offset %d", ErrCorrupt, t.LastSeq, t.DataEnd, r.last, r.dataEnd)}
+	case r.crc != t.DataCRC:
+		return &CorruptError{Path: path, Offset: SegmentHeaderSize,
+			Err: fmt.Errorf("%w: data checksum %#08x, the clean-close mark says %#08x", ErrCorrupt, r.crc, t.DataCRC)}
+	}
+	return nil
 }
 
 // checkTrailer checks that a trailer fits its segment's header.
@@ -188,7 +212,7 @@ func startError(dir string, first uint64, segPath string, base uint64) error {
 
 // readHeaderTrailer reads and checks the header of a segment file (and its
 // size), and decodes and checks its trailer. A trailer of zeros is reported as
-// (Trailer{}, false, nil).
+// (Trailer{}, false, nil); a clean-close mark as (mark, false, nil).
 func readHeaderTrailer(f *os.File, path string, base uint64) (SegmentHeader, Trailer, bool, error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -225,7 +249,7 @@ func readHeaderTrailer(f *os.File, path string, base uint64) (SegmentHeader, Tra
 	if err := checkTrailer(path, h, t); err != nil {
 		return h, Trailer{}, false, err
 	}
-	return h, t, true, nil
+	return h, t, !t.Closed, nil
 }
 
 // load maps a sealed segment and builds its index on first use (with

@@ -25,6 +25,10 @@ type SegmentInfo struct {
 	// TornEntries is how many whole entries the torn tail holds (written by
 	// the group in flight, past its torn part; never acknowledged).
 	TornEntries int
+	// Closed: the last segment carries a clean-close mark (the log was
+	// closed cleanly and not opened for writing since), and its entries are
+	// the ones the mark records.
+	Closed bool
 }
 
 // Entries returns the number of entries in the segment.

@@ -19,7 +19,7 @@
 //	parent                                     children (fresh process per mode per trial)
 //	──────                                     ──────────────────────────────────────────
 //	probe io_uring, memory cgroups
-//	load ringstore (child) ─────────────▶      write N keys (NoSync), Flush, Compact, Close
+//	load ringstore (child) ─────────────▶      write N keys (Unsafe.NoSync), Flush, Compact, Close
 //	build kvpeers, load Pebble (child) ─▶      write N keys (NoSync), Flush, Compact all, Close
 //	for trial in 1..T, modes rotated:
 //	  drop the store's files from the page

@@ -17,13 +17,13 @@ import (
 // LoadBatch is the number of keys per write batch when loading.
 const LoadBatch = 1000
 
-// ringstoreLoad writes the data set into a new store at c.Dir (NoSync: a
+// ringstoreLoad writes the data set into a new store at c.Dir (Unsafe.NoSync: a
 // bulk load), flushes it and compacts until no compaction is needed, and
 // closes it, so that every trial starts from the same settled tree of SSTs
 // and an empty memtable.
 func ringstoreLoad(c ChildConfig) (bench.Trial, error) {
 	t0 := time.Now()
-	db, err := kv.Open(c.Dir, kv.Options{CacheSize: c.CacheSize, NoSync: true, Logf: quietLogf})
+	db, err := kv.Open(c.Dir, kv.Options{CacheSize: c.CacheSize, Unsafe: kv.UnsafeOptions{NoSync: true}, Logf: quietLogf})
 	if err != nil {
 		return bench.Trial{}, err
 	}

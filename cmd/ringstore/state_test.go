@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -45,7 +46,7 @@ func stateDir(t *testing.T) (*state.Backend, string, string) {
 		t.Fatal(err)
 	}
 	ck := filepath.Join(filepath.Dir(dir), "ck")
-	if err := b.Checkpoint(ck, []byte("offset=9")); err != nil {
+	if err := b.Checkpoint(context.Background(), ck, []byte("offset=9")); err != nil {
 		t.Fatal(err)
 	}
 	return b, dir, ck

@@ -136,6 +136,9 @@ type segmentJSON struct {
 	TornTail int64  `json:"torn_tail,omitempty"`
 	// Reusable: format version 2, with a stale table (RecycleSegments).
 	Reusable bool `json:"reusable,omitempty"`
+	// Closed: the last segment carries the clean-close mark and its
+	// entries are the ones the mark records.
+	Closed bool `json:"closed,omitempty"`
 }
 
 type damageJSON struct {
@@ -173,7 +176,7 @@ func segmentsOf(v wal.VerifyReport) []segmentJSON {
 	segs := make([]segmentJSON, 0, len(v.Segments))
 	for _, s := range v.Segments {
 		segs = append(segs, segmentJSON{Name: filepath.Base(s.Path), BaseSeq: s.BaseSeq, LastSeq: s.LastSeq,
-			Entries: s.Entries(), Sealed: s.Sealed, Size: s.Size, DataEnd: s.DataEnd, TornTail: s.TornTail, Reusable: s.Reusable})
+			Entries: s.Entries(), Sealed: s.Sealed, Size: s.Size, DataEnd: s.DataEnd, TornTail: s.TornTail, Reusable: s.Reusable, Closed: s.Closed})
 	}
 	return segs
 }
@@ -225,6 +228,9 @@ func walVerify(args []string, stdout, stderr io.Writer) error {
 			state := "sealed"
 			if !s.Sealed {
 				state = "active"
+			}
+			if s.Closed {
+				state += ", closed cleanly"
 			}
 			if s.TornTail > 0 {
 				state += fmt.Sprintf(", torn tail of %d bytes", s.TornTail)

@@ -492,3 +492,32 @@ func TestWALJSONAndBackend(t *testing.T) {
 		t.Errorf("wal append --json -v: exit %d, %q, %s", code, out, stderr)
 	}
 }
+
+// After a clean close the last segment carries the clean-close mark: verify
+// says so, and a flipped byte in the last entry is damage (exit 1, naming
+// the file, the offset and the entry a cut would lose), not a torn tail.
+func TestWALCleanCloseDamage(t *testing.T) {
+	dir, segs := testLog(t)
+	last := segs[len(segs)-1]
+	code, out, stderr := runCLI("wal", "verify", dir)
+	if code != 0 || !strings.Contains(out, "active, closed cleanly") {
+		t.Fatalf("verify of a cleanly closed log: exit %d\n%s%s", code, out, stderr)
+	}
+	v, err := wal.Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := v.Segments[len(v.Segments)-1]
+	off := s.DataEnd - int64(wal.EncodedLen(testPayloadLen))
+	flipByte(t, last, off+wal.EntryHeaderSize+10)
+	code, out, stderr = runCLI("wal", "verify", dir)
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("damage     %s at offset %d", last, off)) ||
+		!strings.Contains(stderr, "closed cleanly") || !strings.Contains(stderr, fmt.Sprintf("would lose entries %d to %d (1 entries)", testEntries, testEntries)) {
+		t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runCLI("wal", "verify", "--json", dir)
+	var j verifyJSON
+	if err := json.Unmarshal([]byte(out), &j); err != nil || code != 1 || j.OK || j.Damage == nil || j.Damage.Offset != off || j.Damage.LostFirst != testEntries {
+		t.Errorf("verify --json: exit %d, %v, %+v", code, err, j)
+	}
+}

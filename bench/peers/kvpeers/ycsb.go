@@ -76,7 +76,7 @@ func (ringstoreCreator) Create(p *properties.Properties) (ycsb.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := kv.Open(dir, kv.Options{CacheSize: p.GetInt64(PropCacheMB, 64) << 20, IOMode: mode, NoSync: !p.GetBool(PropSync, false), Logf: func(string, ...any) {}})
+	db, err := kv.Open(dir, kv.Options{CacheSize: p.GetInt64(PropCacheMB, 64) << 20, IOMode: mode, Unsafe: kv.UnsafeOptions{NoSync: !p.GetBool(PropSync, false)}, Logf: func(string, ...any) {}})
 	if err != nil {
 		return nil, err
 	}
