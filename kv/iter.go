@@ -2,7 +2,6 @@ package kv
 
 import (
 	"bytes"
-	"container/heap"
 	"fmt"
 	"io"
 	"sort"
@@ -299,24 +298,21 @@ func (li *levelIter) key() sstable.InternalKey { return li.cur.key() }
 func (li *levelIter) value() []byte            { return li.cur.value() }
 func (li *levelIter) err() error               { return li.e }
 
-// mergingIter merges internal iterators into one internal-key order.
+// mergingIter merges internal iterators into one internal-key order. Its
+// heap holds each live iterator with its current key, so that ordering the
+// heap compares keys in place instead of asking every iterator for its key
+// (an interface call) at each comparison.
 type mergingIter struct {
 	all []internalIter
-	h   iterHeap
+	h   []mergeItem // a min-heap by key: h[0] is the current entry
 	e   error
 }
 
-type iterHeap []internalIter
-
-func (h iterHeap) Len() int           { return len(h) }
-func (h iterHeap) Less(i, j int) bool { return sstable.Compare(h[i].key(), h[j].key()) < 0 }
-func (h iterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *iterHeap) Push(x any)        { *h = append(*h, x.(internalIter)) }
-func (h *iterHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// mergeItem is a live iterator and its current key, valid until its next
+// call to next or seekGE.
+type mergeItem struct {
+	it  internalIter
+	key sstable.InternalKey
 }
 
 func (m *mergingIter) seekGE(key []byte) bool {
@@ -324,13 +320,15 @@ func (m *mergingIter) seekGE(key []byte) bool {
 	m.e = nil
 	for _, it := range m.all {
 		if it.seekGE(key) {
-			m.h = append(m.h, it)
+			m.h = append(m.h, mergeItem{it: it, key: it.key()})
 		} else if err := it.err(); err != nil {
 			m.e = err
 			return false
 		}
 	}
-	heap.Init(&m.h)
+	for i := len(m.h)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
 	return len(m.h) > 0
 }
 
@@ -338,21 +336,46 @@ func (m *mergingIter) next() bool {
 	if len(m.h) == 0 {
 		return false
 	}
-	top := m.h[0]
-	if top.next() {
-		heap.Fix(&m.h, 0)
+	top := &m.h[0]
+	if top.it.next() {
+		top.key = top.it.key()
 	} else {
-		if err := top.err(); err != nil {
+		if err := top.it.err(); err != nil {
 			m.e = err
 			return false
 		}
-		heap.Pop(&m.h)
+		n := len(m.h) - 1
+		m.h[0] = m.h[n]
+		m.h[n] = mergeItem{}
+		m.h = m.h[:n]
 	}
+	m.down(0)
 	return len(m.h) > 0
 }
 
-func (m *mergingIter) key() sstable.InternalKey { return m.h[0].key() }
-func (m *mergingIter) value() []byte            { return m.h[0].value() }
+// down moves h[i] down to its place in the heap.
+func (m *mergingIter) down(i int) {
+	h := m.h
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && sstable.Compare(h[r].key, h[l].key) < 0 {
+			c = r
+		}
+		if sstable.Compare(h[c].key, h[i].key) >= 0 {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+func (m *mergingIter) key() sstable.InternalKey { return m.h[0].key }
+func (m *mergingIter) value() []byte            { return m.h[0].it.value() }
 func (m *mergingIter) err() error               { return m.e }
 
 // Iterator walks the user keys of a range in order as of one snapshot.
