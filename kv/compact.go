@@ -340,9 +340,12 @@ func (db *DB) compactLocked(c *compaction) error {
 	}
 	start := time.Now()
 	m := &mergingIter{}
+	var tis []*tableIter
 	for _, in := range c.inputs {
 		for _, t := range in {
-			m.all = append(m.all, newCompactionIter(db, t))
+			ti := newCompactionIter(db, t)
+			tis = append(tis, ti)
+			m.all = append(m.all, ti)
 		}
 	}
 	f := &compactionFilter{in: m, smallestSnap: smallestSnap, bottom: bottom}
@@ -351,6 +354,9 @@ func (db *DB) compactLocked(c *compaction) error {
 		defer db.mu.Unlock()
 		return db.closed
 	})
+	for _, ti := range tis {
+		ti.close()
+	}
 	var ts []*table
 	for _, meta := range metas {
 		if err != nil {
