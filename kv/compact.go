@@ -445,18 +445,30 @@ func (f *compactionFilter) key() sstable.InternalKey { return f.in.key() }
 func (f *compactionFilter) value() []byte            { return f.in.value() }
 func (f *compactionFilter) err() error               { return f.in.err() }
 
+// writeBehind is how many bytes of a table being written may be dirty
+// before their writeback is started (startWriteback).
+const writeBehind = 1 << 20
+
 // countingWriter counts the bytes written through it (and reports them to
-// the crash-state tests' recorder as writes of path).
+// the crash-state tests' recorder as writes of path). With fd >= 0 it starts
+// the writeback of every writeBehind bytes written: [0, started) is on its
+// way to the device (not durable until the fsync).
 type countingWriter struct {
-	w    io.Writer
-	path string
-	n    int64
+	w       io.Writer
+	path    string
+	fd      int
+	n       int64
+	started int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	crashfs.Wrote(c.path, c.n, p[:n])
 	c.n += int64(n)
+	if c.fd >= 0 && c.n-c.started >= writeBehind {
+		startWriteback(c.fd, c.started, c.n-c.started)
+		c.started = c.n
+	}
 	return n, err
 }
 
@@ -491,7 +503,7 @@ func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted fun
 		}
 		created = append(created, path)
 		crashfs.Created(path, 0)
-		cw := &countingWriter{w: f, path: path}
+		cw := &countingWriter{w: f, path: path, fd: int(f.Fd())}
 		w, err := sstable.NewWriter(cw, sstable.Options{BlockSize: db.opts.BlockSize, BloomBitsPerKey: db.opts.BloomBitsPerKey})
 		if err != nil {
 			f.Close()
