@@ -124,6 +124,7 @@ func TestCompactionInputWalksTheTable(t *testing.T) {
 	}
 	want := tb.r.NewIterator()
 	got := newCompactionIter(db, tb)
+	defer got.close()
 	n := 0
 	for ok := got.seekGE(nil); ; ok = got.next() {
 		wok := want.Next()

@@ -342,9 +342,12 @@ func (db *DB) compactLocked(c *compaction) error {
 	}
 	start := time.Now()
 	m := &mergingIter{}
+	var tis []*tableIter
 	for _, in := range c.inputs {
 		for _, t := range in {
-			m.all = append(m.all, newCompactionIter(db, t))
+			ti := newCompactionIter(db, t)
+			tis = append(tis, ti)
+			m.all = append(m.all, ti)
 		}
 	}
 	f := &compactionFilter{in: m, smallestSnap: smallestSnap, bottom: bottom}
@@ -353,6 +356,9 @@ func (db *DB) compactLocked(c *compaction) error {
 		defer db.mu.Unlock()
 		return db.closed
 	})
+	for _, ti := range tis {
+		ti.close()
+	}
 	var ts []*table
 	for _, meta := range metas {
 		if err != nil {
@@ -441,18 +447,30 @@ func (f *compactionFilter) key() sstable.InternalKey { return f.in.key() }
 func (f *compactionFilter) value() []byte            { return f.in.value() }
 func (f *compactionFilter) err() error               { return f.in.err() }
 
+// writeBehind is how many bytes of a table being written may be dirty
+// before their writeback is started (startWriteback).
+const writeBehind = 1 << 20
+
 // countingWriter counts the bytes written through it (and reports them to
-// the crash-state tests' recorder as writes of path).
+// the crash-state tests' recorder as writes of path). With fd >= 0 it starts
+// the writeback of every writeBehind bytes written: [0, started) is on its
+// way to the device (not durable until the fsync).
 type countingWriter struct {
-	w    io.Writer
-	path string
-	n    int64
+	w       io.Writer
+	path    string
+	fd      int
+	n       int64
+	started int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	crashfs.Wrote(c.path, c.n, p[:n])
 	c.n += int64(n)
+	if c.fd >= 0 && c.n-c.started >= writeBehind {
+		startWriteback(c.fd, c.started, c.n-c.started)
+		c.started = c.n
+	}
 	return n, err
 }
 
@@ -487,7 +505,7 @@ func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted fun
 		}
 		created = append(created, path)
 		crashfs.Created(path, 0)
-		cw := &countingWriter{w: f, path: path}
+		cw := &countingWriter{w: f, path: path, fd: int(f.Fd())}
 		w, err := sstable.NewWriter(cw, sstable.Options{BlockSize: db.opts.BlockSize, BloomBitsPerKey: db.opts.BloomBitsPerKey})
 		if err != nil {
 			f.Close()

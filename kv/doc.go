@@ -109,11 +109,15 @@
 // without being rewritten. Outputs are cut at TargetFileSize between user
 // keys. A version older than the oldest snapshot is dropped once a newer one
 // (also at or below it) exists; a tombstone is dropped at the bottom of the
-// tree. A compaction reads its inputs with O_DIRECT in chunks of
-// consecutive blocks, and every table's pages are dropped from the page
-// cache once it is written and fsynced (and after its metadata is read at
-// open): without BufferedIO, no table stays in the page cache (the log,
-// written through it, does).
+// tree. A compaction reads its inputs with O_DIRECT in 256 KiB chunks of
+// consecutive blocks, each input's next chunk read ahead on the engine
+// while the merge decodes the current one. A table being written (by a
+// flush or a compaction) has its writeback started every MiB
+// (sync_file_range, not a durability point: the fsync at its end is), and
+// every table's pages are dropped from the page cache once it is written
+// and fsynced (and after its metadata is read at open): without
+// BufferedIO, no table stays in the page cache (the log, written through
+// it, does).
 // Flushes and compactions run on two goroutines of their own, so a
 // long compaction does not hold back the flush that stalled writers wait
 // for. Either installs its result as an edit of the version current at that

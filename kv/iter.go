@@ -2,7 +2,6 @@ package kv
 
 import (
 	"bytes"
-	"container/heap"
 	"fmt"
 	"io"
 	"sort"
@@ -146,6 +145,14 @@ func (ti *tableIter) next() bool {
 	}
 }
 
+// close waits for a compaction iterator's read ahead; the iterator must not
+// be dropped before (its buffer may belong to the engine).
+func (ti *tableIter) close() {
+	if ti.chunk != nil {
+		ti.chunk.close(ti.t)
+	}
+}
+
 func (ti *tableIter) key() sstable.InternalKey { return ti.it.Key() }
 func (ti *tableIter) value() []byte            { return ti.it.Value() }
 func (ti *tableIter) err() error               { return ti.e }
@@ -192,12 +199,17 @@ func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill 
 func (db *DB) readTableAt(t *table, buf []byte, off int64) error {
 	req := [1]ioengine.Request{{Op: ioengine.OpRead, File: t.data, Buf: buf, Off: off}}
 	err := db.eng.Do(req[:])
-	n := req[0].N
-	if err != nil || n != len(buf) {
+	return checkTableRead(t, off, len(buf), req[0].N, err)
+}
+
+// checkTableRead turns the outcome of a read of want bytes of t at off
+// that read n into readTableAt's error.
+func checkTableRead(t *table, off int64, want, n int, err error) error {
+	if err != nil || n != want {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF // the table is shorter than its index says
 		}
-		return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %w", t.path, off, len(buf), n, err)
+		return fmt.Errorf("kv: reading %s at offset %d (%d bytes): read %d: %w", t.path, off, want, n, err)
 	}
 	return nil
 }
@@ -206,40 +218,124 @@ func (db *DB) readTableAt(t *table, buf []byte, off int64) error {
 // compaction's iterator reads at a time.
 const compactionChunk = 256 << 10
 
-// blockChunk holds the last chunk of consecutive blocks a compaction's
-// iterator read: blocks [first, end) of the table, from file offset base.
-// Not counted in Stats.BlockReads (what lookups read); Stats.CompactedIn
-// counts compaction inputs.
+// blockChunk holds the chunk of consecutive blocks a compaction's iterator
+// is walking, and reads the chunk after it ahead: once the walk is past the
+// first block of a chunk, the next chunk's read is started on the store's
+// engine (ioengine.Engine.Start) into a second buffer, so that it is in
+// flight while the merge decodes this one. Not counted in
+// Stats.BlockReads (what lookups read); Stats.CompactedIn counts
+// compaction inputs.
+//
+// Invariant: while ahead.p is not nil, ahead.buf belongs to the engine;
+// close (or the block call that takes it) waits for it, and the owner
+// calls close before dropping the blockChunk.
 type blockChunk struct {
+	cur   chunkSpan
+	ahead chunkSpan
+	spare []byte // an aligned buffer for the next read, when not in ahead
+}
+
+// chunkSpan is blocks [first, end) of a table, read (or being read) into
+// buf from file offset base.
+type chunkSpan struct {
 	buf        []byte // aligned
 	first, end int
 	base       uint64
+	req        [1]ioengine.Request
+	p          *ioengine.Pending // the read in flight, nil when none
+	startErr   error             // Start refused the read
 }
 
-// block returns data block i of t, reading the chunk that starts with it
-// (as many whole blocks as fit in compactionChunk, at least one) when it
-// is not in the last one.
-func (c *blockChunk) block(db *DB, t *table, i int) ([]byte, error) {
+// chunkAt returns the blocks [i, end) of t that the chunk starting at
+// block i holds (as many whole blocks as fit in compactionChunk, at least one) and
+// their length in bytes.
+func chunkAt(t *table, i int) (end, n int) {
 	r := t.r
-	if i < c.first || i >= c.end {
-		h := r.Block(i)
-		end := i + 1
-		for end < r.NumBlocks() && r.Block(end).Offset+r.Block(end).Len-h.Offset <= compactionChunk {
-			end++
-		}
-		last := r.Block(end - 1)
-		n := int(last.Offset + last.Len - h.Offset)
-		if cap(c.buf) < n {
-			c.buf = alignedBuf(max(n, compactionChunk))
-		}
-		c.buf, c.first, c.end = c.buf[:n], 0, 0
-		if err := db.readTableAt(t, c.buf, int64(h.Offset)); err != nil {
-			return nil, err
-		}
-		c.first, c.end, c.base = i, end, h.Offset
-	}
 	h := r.Block(i)
-	return c.buf[h.Offset-c.base : h.Offset-c.base+h.Len], nil
+	end = i + 1
+	for end < r.NumBlocks() && r.Block(end).Offset+r.Block(end).Len-h.Offset <= compactionChunk {
+		end++
+	}
+	last := r.Block(end - 1)
+	return end, int(last.Offset + last.Len - h.Offset)
+}
+
+// buffer returns an aligned buffer of n bytes, reusing spare.
+func (c *blockChunk) buffer(n int) []byte {
+	b := c.spare
+	c.spare = nil
+	if cap(b) < n {
+		b = alignedBuf(max(n, compactionChunk))
+	}
+	return b[:n]
+}
+
+// block returns data block i of t: from the chunk being walked, from the
+// chunk read ahead when the walk reaches it, or else read now.
+func (c *blockChunk) block(db *DB, t *table, i int) ([]byte, error) {
+	if i < c.cur.first || i >= c.cur.end {
+		if c.ahead.p != nil && c.ahead.first == i {
+			err := c.ahead.wait(t)
+			if c.cur.buf != nil {
+				c.spare = c.cur.buf
+			}
+			c.cur, c.ahead = c.ahead, chunkSpan{}
+			if err != nil {
+				c.cur.first, c.cur.end = 0, 0
+				return nil, err
+			}
+		} else {
+			c.close(t)
+			end, n := chunkAt(t, i)
+			buf := c.cur.buf
+			if cap(buf) < n {
+				buf = alignedBuf(max(n, compactionChunk))
+			}
+			c.cur = chunkSpan{buf: buf[:n], base: t.r.Block(i).Offset}
+			if err := db.readTableAt(t, c.cur.buf, int64(c.cur.base)); err != nil {
+				return nil, err
+			}
+			c.cur.first, c.cur.end = i, end
+		}
+	} else if i > c.cur.first && c.ahead.p == nil && c.ahead.startErr == nil && c.cur.end < t.r.NumBlocks() {
+		c.startAhead(db, t)
+	}
+	h := t.r.Block(i)
+	return c.cur.buf[h.Offset-c.cur.base : h.Offset-c.cur.base+h.Len], nil
+}
+
+// startAhead starts the read of the chunk after the current one.
+func (c *blockChunk) startAhead(db *DB, t *table) {
+	i := c.cur.end
+	end, n := chunkAt(t, i)
+	a := &c.ahead
+	*a = chunkSpan{buf: c.buffer(n), first: i, end: end, base: t.r.Block(i).Offset}
+	a.req[0] = ioengine.Request{Op: ioengine.OpRead, File: t.data, Buf: a.buf, Off: int64(a.base)}
+	p, err := db.eng.Start(a.req[:])
+	if err != nil {
+		// Reported when the walk reaches the chunk (read then with Do).
+		a.startErr = err
+		c.spare, a.buf = a.buf, nil
+		return
+	}
+	a.p = p
+}
+
+// wait waits for the read ahead and checks it as readTableAt does.
+func (a *chunkSpan) wait(t *table) error {
+	err := a.p.Wait()
+	a.p = nil
+	return checkTableRead(t, a.req[0].Off, len(a.buf), a.req[0].N, err)
+}
+
+// close waits for a read ahead still in flight (its result unused), so
+// that no buffer of c belongs to the engine any more.
+func (c *blockChunk) close(t *table) {
+	if c.ahead.p != nil {
+		_ = c.ahead.wait(t)
+		c.spare = c.ahead.buf
+	}
+	c.ahead = chunkSpan{}
 }
 
 // levelIter concatenates the tables of one sorted level, opening a table
@@ -299,24 +395,21 @@ func (li *levelIter) key() sstable.InternalKey { return li.cur.key() }
 func (li *levelIter) value() []byte            { return li.cur.value() }
 func (li *levelIter) err() error               { return li.e }
 
-// mergingIter merges internal iterators into one internal-key order.
+// mergingIter merges internal iterators into one internal-key order. Its
+// heap holds each live iterator with its current key, so that ordering the
+// heap compares keys in place instead of asking every iterator for its key
+// (an interface call) at each comparison.
 type mergingIter struct {
 	all []internalIter
-	h   iterHeap
+	h   []mergeItem // a min-heap by key: h[0] is the current entry
 	e   error
 }
 
-type iterHeap []internalIter
-
-func (h iterHeap) Len() int           { return len(h) }
-func (h iterHeap) Less(i, j int) bool { return sstable.Compare(h[i].key(), h[j].key()) < 0 }
-func (h iterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *iterHeap) Push(x any)        { *h = append(*h, x.(internalIter)) }
-func (h *iterHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// mergeItem is a live iterator and its current key, valid until its next
+// call to next or seekGE.
+type mergeItem struct {
+	it  internalIter
+	key sstable.InternalKey
 }
 
 func (m *mergingIter) seekGE(key []byte) bool {
@@ -324,13 +417,15 @@ func (m *mergingIter) seekGE(key []byte) bool {
 	m.e = nil
 	for _, it := range m.all {
 		if it.seekGE(key) {
-			m.h = append(m.h, it)
+			m.h = append(m.h, mergeItem{it: it, key: it.key()})
 		} else if err := it.err(); err != nil {
 			m.e = err
 			return false
 		}
 	}
-	heap.Init(&m.h)
+	for i := len(m.h)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
 	return len(m.h) > 0
 }
 
@@ -338,21 +433,46 @@ func (m *mergingIter) next() bool {
 	if len(m.h) == 0 {
 		return false
 	}
-	top := m.h[0]
-	if top.next() {
-		heap.Fix(&m.h, 0)
+	top := &m.h[0]
+	if top.it.next() {
+		top.key = top.it.key()
 	} else {
-		if err := top.err(); err != nil {
+		if err := top.it.err(); err != nil {
 			m.e = err
 			return false
 		}
-		heap.Pop(&m.h)
+		n := len(m.h) - 1
+		m.h[0] = m.h[n]
+		m.h[n] = mergeItem{}
+		m.h = m.h[:n]
 	}
+	m.down(0)
 	return len(m.h) > 0
 }
 
-func (m *mergingIter) key() sstable.InternalKey { return m.h[0].key() }
-func (m *mergingIter) value() []byte            { return m.h[0].value() }
+// down moves h[i] down to its place in the heap.
+func (m *mergingIter) down(i int) {
+	h := m.h
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && sstable.Compare(h[r].key, h[l].key) < 0 {
+			c = r
+		}
+		if sstable.Compare(h[c].key, h[i].key) >= 0 {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+func (m *mergingIter) key() sstable.InternalKey { return m.h[0].key }
+func (m *mergingIter) value() []byte            { return m.h[0].it.value() }
 func (m *mergingIter) err() error               { return m.e }
 
 // Iterator walks the user keys of a range in order as of one snapshot.

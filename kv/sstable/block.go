@@ -119,11 +119,17 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 	for i := range b.restarts {
 		b.restarts[i] = binary.LittleEndian.Uint32(buf[dataEnd+4*i:])
 	}
-	// Walk every entry once so that Get and Iter can trust the block.
-	var prev, key, scratch []byte
+	// Walk every entry once so that Get and Iter can trust the block. A key
+	// that shares a prefix is rebuilt in one of two scratch buffers, the
+	// one not holding the previous key, so that prev (parsed once) stays
+	// valid for the order check.
+	var key []byte
+	var scratch [2][]byte
+	var prev InternalKey
 	off := 0
 	for off < dataEnd {
-		e, err := readEntry(b.data, off, key, scratch)
+		cur := b.numEntries & 1
+		e, err := readEntry(b.data, off, key, scratch[cur])
 		if err != "" {
 			return Block{}, s.corrupt(off, "data block entry %d: %s", b.numEntries, err)
 		}
@@ -143,24 +149,21 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 		if ik.Kind == KindDelete && len(e.value) != 0 {
 			return Block{}, s.corrupt(off, "data block entry %d: delete %s carries a %d-byte value", b.numEntries, ik, len(e.value))
 		}
-		if prev != nil {
-			pk, _ := parseKey(prev)
-			if Compare(pk, ik) >= 0 {
-				return Block{}, s.corrupt(off, "data block entry %d: key %s does not sort after %s", b.numEntries, ik, pk)
-			}
+		if b.numEntries > 0 && Compare(prev, ik) >= 0 {
+			return Block{}, s.corrupt(off, "data block entry %d: key %s does not sort after %s", b.numEntries, ik, prev)
 		}
 		if b.numEntries == 0 {
 			b.first = cloneKey(ik)
 		}
-		prev = append(prev[:0], e.key...)
-		key, scratch = e.key, e.scratch
+		prev = ik
+		key, scratch[cur] = e.key, e.scratch
 		off = e.next
 		b.numEntries++
 	}
 	if want := (b.numEntries + restartInterval - 1) / restartInterval; want != nr || b.numEntries == 0 {
 		return Block{}, s.corrupt(used-4, "data block has %d restarts for %d entries", nr, b.numEntries)
 	}
-	b.last, _ = parseKey(prev)
+	b.last = cloneKey(prev)
 	return b, nil
 }
 

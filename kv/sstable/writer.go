@@ -80,6 +80,7 @@ type Writer struct {
 	hashes  []uint64     // bloomHash of each distinct user key, for the filter
 	props   Properties
 	last    InternalKey // previous key added; owns its memory
+	enc     []byte      // the encoded key being added, reused
 	off     uint64      // bytes of the file produced so far (in buf or written)
 	written uint64      // bytes handed to w.w
 	err     error       // sticky: ErrFinished or the first write error
@@ -116,7 +117,8 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 	if w.props.Entries > 0 && Compare(w.last, key) >= 0 {
 		return fmt.Errorf("%w: %s added after %s", ErrOutOfOrder, key, w.last)
 	}
-	enc := appendKey(nil, key)
+	w.enc = appendKey(w.enc[:0], key)
+	enc := w.enc
 	if !w.block.empty() && w.block.usedLen()+entryLen(enc, len(value)) > w.opts.BlockSize-blockTrailerLen {
 		if err := w.flushBlock(); err != nil {
 			return err
