@@ -21,6 +21,9 @@ const (
 	barFloor = 1.25
 	// barQPS: pool queries/s ≥ 2× mmap's.
 	barQPS = 2.0
+	// barCPU: pool CPU-seconds per trial ≤ 1.2× the memory mode's: the
+	// pool's I/O path costs at most a fifth of the decoding.
+	barCPU = 1.2
 )
 
 // trialFigure returns one figure of a trial.
@@ -198,6 +201,20 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		rep.Bars = append(rep.Bars, bench.NewBar(qpsBar, r.Median, barQPS, false, valid, why))
 	} else {
 		rep.Bars = append(rep.Bars, bench.NewBar(qpsBar, 0, barQPS, false, false, "pool or mmap has no successful trial"))
+	}
+
+	const cpuBar = "pool CPU per trial ≤ 1.2× the memory mode's (the same queries on data held in memory)"
+	if pool, mem := byMode["pool"], byMode[modeMemory]; pool != nil && mem != nil && pool.CPUSeconds > 0 && mem.CPUSeconds > 0 {
+		cpuWhy := fmt.Sprintf("%.3g against %.3g CPU-seconds per trial", pool.CPUSeconds, mem.CPUSeconds)
+		if nc := byMode[modePoolNoCheck]; nc != nil && nc.CPUSeconds > 0 {
+			cpuWhy += fmt.Sprintf("; without the sidecar checks, which the memory mode pays before its measured part, %.2f×", nc.CPUSeconds/mem.CPUSeconds)
+		}
+		if !valid {
+			cpuWhy = why
+		}
+		rep.Bars = append(rep.Bars, bench.NewBar(cpuBar, pool.CPUSeconds/mem.CPUSeconds, barCPU, true, valid, cpuWhy))
+	} else {
+		rep.Bars = append(rep.Bars, bench.NewBar(cpuBar, 0, barCPU, true, false, "the pool or memory mode has no successful trial"))
 	}
 
 	rep.Notes = append(rep.Notes, measurementNotes(o, data, ml, ioMode, results, residentMax)...)

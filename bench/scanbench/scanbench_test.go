@@ -170,11 +170,13 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 	} else if r.DeviceFio != nil {
 		t.Errorf("fio measured without fio: %v", r.DeviceFio)
 	}
-	if len(r.Bars) != 5 {
+	if len(r.Bars) != 6 {
 		t.Errorf("bars: %+v", r.Bars)
+	} else if cpu := r.Bars[5]; !strings.HasPrefix(cpu.Name, "pool CPU per trial") || cpu.Value <= 0 || cpu.Limit != barCPU || !cpu.AtMost {
+		t.Errorf("the CPU bar: %+v", cpu)
 	}
 	if fl := r.Floors; fl == nil || fl.MemoryMeanMS <= 0 || fl.DeviceMS <= 0 || fl.FloorMS != max(fl.MemoryMeanMS, fl.DeviceMS) ||
-		math.Abs(fl.PoolVsFloor-fl.PoolMeanMS/fl.FloorMS) > 1e-9 || len(r.Bars) == 5 && r.Bars[3].Value != fl.PoolVsFloor {
+		math.Abs(fl.PoolVsFloor-fl.PoolMeanMS/fl.FloorMS) > 1e-9 || len(r.Bars) == 6 && r.Bars[3].Value != fl.PoolVsFloor {
 		t.Errorf("floors %+v do not follow from the run (bars %+v)", fl, r.Bars)
 	}
 	found := false

@@ -144,6 +144,7 @@ const (
 	mode64          = "ringstore-uring-w64"
 	mode64Steady    = "ringstore-uring-w64-steady"
 	mode64Recycled  = "ringstore-uring-w64-recycled"
+	mode64Syscall   = "ringstore-syscall-w64"
 	mode1           = "ringstore-uring-w1"
 	modeKV1         = "kv-uring-w1"
 	modeKV64        = "kv-uring-w64"
@@ -153,8 +154,11 @@ const (
 // and BarVsPeer× the best peer mode (any writers, one entry per call or
 // batched), their append p99 at most
 // BarP99VsGroup× the device's p99 for one group's in-place write +
-// fdatasync; kv's 64 writers at least BarKVScale× its one, and a lone kv
-// write at most BarKVVsLog× a lone log append's time.
+// fdatasync, in place and in the steady state, with and without recycled
+// segments; io_uring at least BarURingVsSyscall× the syscall backend's
+// appends/s at 64 writers; kv's 64 writers at least BarKVScale× its one
+// and BarKVVsLog64× the log's 64 writers, and a lone kv write at most
+// BarKVVsLog× a lone log append's time.
 const (
 	// SteadyKeep is how many of the newest entries the steady-state mode
 	// keeps: a quarter of a default segment, so segments are made and
@@ -166,6 +170,9 @@ const (
 	BarP99VsGroup = 2.0
 	BarKVScale    = 10.0
 	BarKVVsLog    = 1.2
+
+	BarURingVsSyscall = 1.15
+	BarKVVsLog64      = 0.8
 )
 
 func plural(n int) string {
@@ -467,13 +474,20 @@ func walBars(results []bench.ModeResult, modes []mode, group *DeviceSync) []benc
 	}
 	bars = append(bars, ratio("io_uring 64 writers' append p99 vs the device's p99 for one group write + fdatasync", p99, groupP99, BarP99VsGroup, true,
 		fmt.Sprintf("%.0f against %.0f µs", p99, groupP99)))
-	var steadyP99 float64
-	if r := bench.Find(results, mode64Recycled); r != nil && len(r.Trials) > 0 {
-		steadyP99 = r.Median().P99us
+	for _, st := range []struct{ mode, name string }{
+		{mode64Steady, "the same, the log truncated as it goes (steady state)"},
+		{mode64Recycled, "the same, the log truncated as it goes, segments recycled (steady state)"},
+	} {
+		var steadyP99 float64
+		if r := bench.Find(results, st.mode); r != nil && len(r.Trials) > 0 {
+			steadyP99 = r.Median().P99us
+		}
+		bars = append(bars, ratio(st.name, steadyP99, groupP99, BarP99VsGroup, true,
+			fmt.Sprintf("%.0f against %.0f µs", steadyP99, groupP99)))
 	}
-	bars = append(bars, ratio("the same, the log truncated as it goes, segments recycled (steady state)", steadyP99, groupP99, BarP99VsGroup, true,
-		fmt.Sprintf("%.0f against %.0f µs", steadyP99, groupP99)))
+	bars = append(bars, ratio("io_uring 64 writers vs the syscall backend's 64 writers (appends/s)", rate(mode64), rate(mode64Syscall), BarURingVsSyscall, false, ""))
 	bars = append(bars, ratio("kv Put 64 writers vs 1 writer (writes/s)", rate(modeKV64), rate(modeKV1), BarKVScale, false, ""))
+	bars = append(bars, ratio("kv Put 64 writers vs the log's 64 writers (writes/s against appends/s)", rate(modeKV64), rate(mode64), BarKVVsLog64, false, ""))
 	bars = append(bars, ratio("a lone kv Put's time vs a lone log append's", rate(mode1), rate(modeKV1), BarKVVsLog, true, "the inverse of their rates"))
 	return bars
 }

@@ -201,3 +201,35 @@ func TestBackendVerdicts(t *testing.T) {
 		t.Errorf("verdicts for modes that did not run: %+v", vs)
 	}
 }
+
+// TestBarsOfTheBackendAndKV: io_uring against the syscall backend and kv's
+// 64 writers against the log's are bars of the run, each computed from the
+// two modes' medians and not tested when one of them did not run.
+func TestBarsOfTheBackendAndKV(t *testing.T) {
+	ms := []mode{
+		{Mode: bench.Mode{Name: mode64}, system: "ringstore", writers: 64, backend: "uring"},
+		{Mode: bench.Mode{Name: mode64Syscall}, system: "ringstore", writers: 64, backend: "syscall"},
+		{Mode: bench.Mode{Name: modeKV64}, system: "kv", writers: 64, backend: "uring"},
+	}
+	find := func(bars []bench.Bar, prefix string) bench.Bar {
+		t.Helper()
+		for _, b := range bars {
+			if strings.HasPrefix(b.Name, prefix) {
+				return b
+			}
+		}
+		t.Fatalf("no bar %q in %+v", prefix, bars)
+		return bench.Bar{}
+	}
+	bars := walBars(results(ms, []float64{220000, 200000, 88000}), ms, nil)
+	if b := find(bars, "io_uring 64 writers vs the syscall backend"); !b.Valid || b.Met || math.Abs(b.Value-1.1) > 1e-9 {
+		t.Errorf("backend bar %+v, want 1.1 (220000 ÷ 200000), not met", b)
+	}
+	if b := find(bars, "kv Put 64 writers vs the log's"); !b.Valid || b.Met || math.Abs(b.Value-0.4) > 1e-9 {
+		t.Errorf("kv bar %+v, want 0.4 (88000 ÷ 220000), not met", b)
+	}
+	bars = walBars(results(ms, []float64{230000, 0, 92000}), ms, nil)
+	if b := find(bars, "io_uring 64 writers vs the syscall backend"); b.Valid {
+		t.Errorf("backend bar %+v tested without a syscall run", b)
+	}
+}
