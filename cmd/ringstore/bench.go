@@ -45,8 +45,8 @@ Workloads:
   kv      cold point reads of 16–32-byte keys and 200–400-byte values in
           batches, data several times the block cache: ringstore MultiGet on
           io_uring and on the syscall backend, a Get loop on as many
-          goroutines as the batch, the device's QD64 IOPS, the CPU's limit (every
-          block cached), and Pebble (built
+          goroutines as the batch, the device's IOPS at MultiGet's depth (in
+          keys/s), the CPU's limit (every block cached), and Pebble (built
           from bench/peers when go is on PATH) under a memory cgroup
   nexmark the Nexmark queries on keyed state (package state), io_uring ON vs
           OFF in fresh processes, interleaved, checkpointing each second, in
