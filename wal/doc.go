@@ -116,7 +116,8 @@
 //	│ (v2)   │                      │        │  the base, or anything) │                 │             │
 //	└────────┴──────────────────────┴────────┴─────────────────────────┴─────────────────┴─────────────┘
 //
-// tableOff is StaleTableOffset(size). The stale table holds the CRC32C of
+// tableOff is size - 4096 - (4×(size/512) + 4, rounded up to 4 KiB): the
+// stale table fills whole pages up to the trailer's. The stale table holds the CRC32C of
 // each 512-byte sector of the file as it was before the segment began
 // (then a CRC32C of the table; a region of zeros: the file was new, its
 // earlier bytes zeros): a sector the table matches was not written since,
@@ -192,8 +193,8 @@
 //
 // TruncateFront records the new first seq in wal.meta before it removes
 // whole segments, oldest first: in place, in the slot of the two that does
-// not hold the current first seq, written and flushed (meta.go draws the
-// file; the file itself is made whole: a temporary file, flushed, renamed,
+// not hold the current first seq, written and flushed (internal/format's meta.go
+// draws the file; the file itself is made whole: a temporary file, flushed, renamed,
 // directory flushed). The removals are not flushed one by one: a segment a
 // crash brings back lies below the recorded first seq, and Open removes
 // it. While entries remain, that write, its flush and the removals run on

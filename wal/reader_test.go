@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // TestReaderBesideAWriter: a Reader reads, beside the process that holds
@@ -85,7 +86,7 @@ func TestReaderDamageAndTornTail(t *testing.T) {
 
 	// A torn tail: the start of a group that never finished.
 	torn := bytes.Clone(data)
-	copy(torn[offs[30]:], AppendEntry(nil, 31, payloadFor(31))[:20])
+	copy(torn[offs[30]:], format.AppendEntry(nil, 31, payloadFor(31))[:20])
 	if err := os.WriteFile(path, torn, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // Segments are made ahead of need. A spare goroutine keeps the next
@@ -47,11 +48,11 @@ const (
 type spareMaker struct {
 	mu         sync.Mutex
 	cond       *sync.Cond
-	want       bool           // a spare is wanted and not yet made
-	ready      *ioengine.File // a finished spare (its Name is its path)
-	readyStale StaleTable     // ready's stale table: non-nil for a truncated segment's file
-	tables     []tableJob     // next tables to write, oldest first
-	err        error          // why making the last one failed; cleared by take
+	want       bool              // a spare is wanted and not yet made
+	ready      *ioengine.File    // a finished spare (its Name is its path)
+	readyStale format.StaleTable // ready's stale table: non-nil for a truncated segment's file
+	tables     []tableJob        // next tables to write, oldest first
+	err        error             // why making the last one failed; cleared by take
 	stop       bool
 	reuse      []string // files kept for reuse, oldest first
 	reused     int      // files kept for reuse so far (their names' N)
@@ -101,7 +102,7 @@ func (l *Log) spareLoop() {
 		}
 		s.mu.Unlock()
 		var f *ioengine.File
-		var stale StaleTable
+		var stale format.StaleTable
 		var err error
 		if reuse != "" {
 			if f, stale, err = l.makeRecycledSpare(reuse); err != nil {
@@ -135,7 +136,7 @@ func (l *Log) requestSpare() {
 // needed, or nil when making it failed (or before the spare goroutine
 // runs, during recovery), and its stale table: nil for a new file,
 // non-nil for a truncated segment's.
-func (l *Log) takeSpare() (*ioengine.File, StaleTable) {
+func (l *Log) takeSpare() (*ioengine.File, format.StaleTable) {
 	s := &l.spares
 	if s.cond == nil {
 		return nil, nil
@@ -194,7 +195,7 @@ func (l *Log) writeNextTable(j tableJob) {
 	if j.seg.removed {
 		return
 	}
-	if err := l.writeFile(j.f, j.seg.path, StaleTableOffset(j.seg.size), j.table, false); err != nil {
+	if err := l.writeFile(j.f, j.seg.path, format.StaleTableOffset(j.seg.size), j.table, false); err != nil {
 		l.opts.Logf("wal: %s will not be reused: %v", j.seg.path, err)
 		return
 	}
@@ -290,7 +291,7 @@ const zeroChunk = 1 << 20
 // makeRecycledSpare makes the next spare from the file of a truncated
 // segment, whose table region holds the stale table written after its seal:
 // that table read back, the trailer page zeroed, the file flushed.
-func (l *Log) makeRecycledSpare(path string) (*ioengine.File, StaleTable, error) {
+func (l *Log) makeRecycledSpare(path string) (*ioengine.File, format.StaleTable, error) {
 	// The rename that took the file out of the log becomes durable before
 	// the file changes: a crash undoing it would bring the file back under
 	// its segment name, below the first seq, where Open reads it before it
@@ -303,7 +304,7 @@ func (l *Log) makeRecycledSpare(path string) (*ioengine.File, StaleTable, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wal: %w", err)
 	}
-	fail := func(err error) (*ioengine.File, StaleTable, error) {
+	fail := func(err error) (*ioengine.File, format.StaleTable, error) {
 		f.Close()
 		return nil, nil, err
 	}
@@ -312,11 +313,11 @@ func (l *Log) makeRecycledSpare(path string) (*ioengine.File, StaleTable, error)
 	} else if st.Size() != size {
 		return fail(fmt.Errorf("wal: %s is %d bytes, new segments are %d", path, st.Size(), size))
 	}
-	b := make([]byte, staleTableSize(size))
-	if _, err := f.OS().ReadAt(b, StaleTableOffset(size)); err != nil {
+	b := make([]byte, format.StaleTableSize(size))
+	if _, err := f.OS().ReadAt(b, format.StaleTableOffset(size)); err != nil {
 		return fail(fmt.Errorf("wal: read the stale table of %s: %w", path, err))
 	}
-	stale, err := DecodeStaleTable(b, size)
+	stale, err := format.DecodeStaleTable(b, size)
 	if err == nil && stale == nil {
 		err = fmt.Errorf("%w: no table was written", ErrCorrupt)
 	}

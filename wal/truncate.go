@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // TruncateFront removes the entries before seq: seq becomes the first
@@ -317,7 +318,7 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 		return 0, fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
-	h := crc32.New(castagnoli)
+	h := crc32.New(format.Castagnoli)
 	if _, err := io.Copy(h, io.NewSectionReader(f, SegmentHeaderSize, end-SegmentHeaderSize)); err != nil {
 		return 0, fmt.Errorf("wal: read %s: %w", s.path, err)
 	}
@@ -329,7 +330,7 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 // fdatasync), once the file has the two-slot layout; otherwise by
 // replacing the file whole.
 func (l *Log) recordFirst(first uint64) error {
-	path := filepath.Join(l.dir, metaName)
+	path := filepath.Join(l.dir, format.MetaName)
 	if l.meta == nil {
 		if l.metaSlot < 0 {
 			if err := l.writeMeta(first); err != nil {
@@ -347,7 +348,7 @@ func (l *Log) recordFirst(first uint64) error {
 		}
 	}
 	slot := 1 - l.metaSlot
-	if err := l.writeFile(l.meta, path, int64(slot*MetaSlotSize), EncodeMeta(first), true); err != nil {
+	if err := l.writeFile(l.meta, path, int64(slot*format.MetaSlotSize), format.EncodeMeta(first), true); err != nil {
 		return err
 	}
 	l.metaSlot = slot
@@ -358,7 +359,7 @@ func (l *Log) recordFirst(first uint64) error {
 // first: a temporary file written and flushed, renamed over the old one,
 // and the directory flushed.
 func (l *Log) writeMeta(first uint64) error {
-	path := filepath.Join(l.dir, metaName)
+	path := filepath.Join(l.dir, format.MetaName)
 	tmp := path + tmpSuffix
 	f, err := ioengine.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -366,7 +367,7 @@ func (l *Log) writeMeta(first uint64) error {
 	}
 	defer f.Close()
 	l.traceCreate(tmp, 0)
-	if err := l.writeFile(f, tmp, 0, EncodeMetaFile(first), false); err != nil {
+	if err := l.writeFile(f, tmp, 0, format.EncodeMetaFile(first), false); err != nil {
 		return err
 	}
 	if err := l.syncFile(f, tmp); err != nil {
