@@ -61,7 +61,8 @@ type Log struct {
 	// TruncateFront has made or found it in the two-slot layout; metaSlot
 	// is the slot holding the current first seq (read by Open's recovery),
 	// -1 while the file is absent or has the one-record layout. Owned by
-	// the truncator while it has jobs, by the committer when it is idle.
+	// the lifecycle's job goroutine while a truncation is queued, by the
+	// committer when none is (truncsIdle).
 	meta     *ioengine.File
 	metaSlot int
 
@@ -81,8 +82,10 @@ type Log struct {
 
 	wg sync.WaitGroup // committer, flushers, acker
 
-	spares spareMaker // the next segment, made ahead of need
-	truncs truncator  // makes front truncations durable beside the appends
+	// files makes the next segment ahead of need, writes sealed
+	// segments' next stale tables, keeps files for reuse and makes front
+	// truncations durable beside the appends (lifecycle.go).
+	files lifecycle
 
 	flushNanos atomic.Int64 // how long the last group write + flush took
 	flushHist  latencyRecorder
@@ -239,8 +242,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.ReadOnly {
 		return l, nil // no committer, flushers, acker or spares: enqueue refuses
 	}
-	l.startSpares()
-	l.startTruncator()
+	l.startLifecycle()
 	if l.active == nil || l.activeOff > l.active.size/2 {
 		l.spareAsked = true
 		l.requestSpare()
@@ -744,6 +746,7 @@ func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
 	if err := l.writeFile(f, seg.path, seg.size-TrailerSize, t[:], !l.opts.Unsafe.NoSync); err != nil {
 		return fmt.Errorf("wal: seal: %w", err)
 	}
+	l.sealed(seg)
 	l.segMu.Lock()
 	seg.sealed = true
 	if seg.f != nil {
@@ -971,8 +974,7 @@ func (l *Log) Close() error {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	l.wg.Wait()
-	l.stopTruncator()
-	l.stopSpares()
+	l.stopLifecycle()
 	err := l.Err()
 	if err == nil {
 		err = l.markClosed()

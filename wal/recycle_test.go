@@ -283,7 +283,12 @@ func TestRecycleNeverReusesCutSegment(t *testing.T) {
 	l.segMu.RUnlock()
 	// Their next stale tables are written after their seals, in the
 	// background: only then may a file be reused.
-	for deadline := time.Now().Add(10 * time.Second); !full.tableWritten.Load() || !cut.tableWritten.Load(); {
+	reusable := func(s *segment) bool {
+		l.files.mu.Lock()
+		defer l.files.mu.Unlock()
+		return s.state == segReusable
+	}
+	for deadline := time.Now().Add(10 * time.Second); !reusable(full) || !reusable(cut); {
 		if time.Now().After(deadline) {
 			t.Fatal("the sealed segments' next stale tables were not written in 10 s")
 		}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/wal/internal/format"
@@ -58,14 +57,9 @@ type segment struct {
 	recyclable bool
 	stale      format.StaleTable
 	next       *format.StaleTableBuilder
-	// tableWritten: the table next built is written and flushed in the
-	// file's table region (by the spare goroutine, after the seal), so the
-	// file may be reused. tableMu orders that write with the file's
-	// removal: removed, once set, keeps it from being written.
-	tableWritten atomic.Bool
-	tableMu      sync.Mutex
-	removed      bool
-
+	// state is where the file is in its life (lifecycle.go); guarded by
+	// Log.files.mu.
+	state   segFileState
 	sealed  bool
 	last    uint64   // last durable entry (base-1 when none)
 	dataEnd int64    // offset just past the last durable entry
