@@ -142,7 +142,7 @@ func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode
 	}
 	rec.add(recEvent{kind: recTruncFront, seq: front})
 	// Front truncations beside the appends: their wal.meta writes and
-	// removals run on the truncator while groups are written.
+	// removals run on the lifecycle's job goroutine while groups are written.
 	truncated := make(chan struct{})
 	go func() {
 		defer close(truncated)

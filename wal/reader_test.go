@@ -60,7 +60,7 @@ func TestReaderBesideAWriter(t *testing.T) {
 	if _, err := r.Scan(1, 300, func(Entry) bool { stopped++; return stopped < 5 }); err != nil || stopped != 5 {
 		t.Errorf("fn asked to stop after 5: %d calls, %v", stopped, err)
 	}
-	// The writer's spare goroutine may make the next segment meanwhile
+	// The writer's job goroutine may make the next segment meanwhile
 	// (asked for once the active one passed half full): its files are not
 	// the Reader's.
 	after := dirState(t, dir)
