@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // crashCopy copies the files of the open log l into a new directory: the
@@ -187,7 +189,7 @@ func TestCleanCloseMarkBytes(t *testing.T) {
 		{"mark torn", func(m []byte) { m[30] ^= 1 }},
 		// A whole mark that does not match the entries is damage.
 		{"mark names a later end", func(m []byte) {
-			tr, _ := DecodeTrailer(m)
+			tr, _ := format.DecodeTrailer(m)
 			tr.LastSeq++
 			tr.Encode(m)
 		}},

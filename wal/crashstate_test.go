@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // The crash-state test: a workload runs against a real log with the trace
@@ -141,7 +142,7 @@ func runCrashWorkload(t *testing.T, seed uint64, depth int, mode ioengine.IOMode
 	}
 	rec.add(recEvent{kind: recTruncFront, seq: front})
 	// Front truncations beside the appends: their wal.meta writes and
-	// removals run on the truncator while groups are written.
+	// removals run on the lifecycle's job goroutine while groups are written.
 	truncated := make(chan struct{})
 	go func() {
 		defer close(truncated)
@@ -331,7 +332,7 @@ func writtenEntries(evs []recEvent) map[uint64]map[string]int {
 		}
 		b := e.tr.data
 		for len(b) >= EntryHeaderSize {
-			seq, p, n, err := DecodeEntry(b, len(b))
+			seq, p, n, err := format.DecodeEntry(b, len(b))
 			if err != nil {
 				break // a trailer
 			}

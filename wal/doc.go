@@ -116,7 +116,8 @@
 //	│ (v2)   │                      │        │  the base, or anything) │                 │             │
 //	└────────┴──────────────────────┴────────┴─────────────────────────┴─────────────────┴─────────────┘
 //
-// tableOff is StaleTableOffset(size). The stale table holds the CRC32C of
+// tableOff is size - 4096 - (4×(size/512) + 4, rounded up to 4 KiB): the
+// stale table fills whole pages up to the trailer's. The stale table holds the CRC32C of
 // each 512-byte sector of the file as it was before the segment began
 // (then a CRC32C of the table; a region of zeros: the file was new, its
 // earlier bytes zeros): a sector the table matches was not written since,
@@ -131,7 +132,7 @@
 // The committer computes, as it writes a segment, the table its file will
 // carry into its next use: each sector's checksum once the sector is
 // whole, and at the seal, zeros to the end of the last page and the
-// segment's own stale table after it. After the seal is durable the spare
+// segment's own stale table after it. After the seal is durable the job
 // goroutine writes that table over the segment's own (a sealed segment's
 // table is never read again) and flushes it. Only a segment the Log made
 // and sealed full, with that table written, is reused, so every seq its
@@ -140,7 +141,7 @@
 //
 // Reuse: after wal.meta holds the new first seq, the dropped file is
 // renamed recycle-N.seg.tmp (two are kept at most; the others are
-// removed). The spare goroutine flushes the directory (so that no crash
+// removed). The job goroutine flushes the directory (so that no crash
 // brings the file back under its segment name once it changes), reads the
 // table back, writes zeros over the trailer page and flushes the file. At
 // rotation the header page is written and flushed, the file renamed to its
@@ -192,20 +193,42 @@
 //
 // TruncateFront records the new first seq in wal.meta before it removes
 // whole segments, oldest first: in place, in the slot of the two that does
-// not hold the current first seq, written and flushed (meta.go draws the
-// file; the file itself is made whole: a temporary file, flushed, renamed,
-// directory flushed). The removals are not flushed one by one: a segment a
-// crash brings back lies below the recorded first seq, and Open removes
-// it. While entries remain, that write, its flush and the removals run on
-// a truncator goroutine, in the order the truncations were made, and the
-// appends that follow go on meanwhile: a crash before the slot is durable
-// leaves the log as before the truncation, with those appends after its
-// last entry. A truncation that empties the log writes wal.meta before
-// the next append is taken, since that append's seq follows no entry on
-// disk. TruncateBack waits for the truncator, removes later segments
-// newest first, each removal flushed, then seals the segment holding the
-// new last entry at that entry's end. A crash part way through either
-// leaves the log as before or as after, never with a hole.
+// not hold the current first seq, written and flushed (internal/format
+// draws the file; the file itself is made whole: a temporary file,
+// flushed, renamed, directory flushed). The removals are not flushed one
+// by one: a segment a crash brings back lies below the recorded first seq,
+// and Open removes it. While entries remain, that write, its flush and the
+// removals are a job of the file lifecycle (below), done in the order the
+// truncations were made, and the appends that follow go on meanwhile: a
+// crash before the slot is durable leaves the log as before the
+// truncation, with those appends after its last entry. A truncation that
+// empties the log waits for the queued truncations and writes wal.meta
+// before the next append is taken, since that append's seq follows no
+// entry on disk. TruncateBack waits for the queued truncations, removes
+// later segments newest first, each removal flushed, then seals the
+// segment holding the new last entry at that entry's end. A crash part way
+// through either leaves the log as before or as after, never with a hole.
+//
+// # The file lifecycle
+//
+// Every segment file has one state (lifecycle.go), changed under one
+// mutex:
+//
+//	spare: wanted ─▶ making ─▶ ready ─(rotation: header, rename)─▶ active
+//	active ─seal─▶ sealed ─▶ tableQueued ─▶ tableWriting ─▶ reusable
+//	sealed | tableQueued | reusable ─(dropped by a truncation)─▶ removed
+//	reusable ─(dropped; fewer than 2 kept)─▶ recycled ─▶ a spare being made
+//
+// One job goroutine does what the committer hands off, from one queue: the
+// spare first whenever one is wanted (asked for when the active segment
+// passes half full, or by a rotation that finds none), then in order the
+// next stale tables of sealed segments and the durable part of front
+// truncations. A removal waits for a table being written into the file; a
+// table whose segment was removed first is not written. The committer
+// waits for the queued truncations, not for tables or spares, before it
+// writes wal.meta itself or removes segments from the back. Close finishes
+// the queued truncations, drops the queued tables, and removes an unused
+// spare and the recycled files.
 //
 // # System assumptions
 //

@@ -143,7 +143,7 @@ func faultOpen(t *testing.T, dir string, opts wal.Options) *wal.Log {
 		opts.Logf = t.Logf
 	}
 	// The faults are aimed by counting the engine's requests in order, so
-	// the zeroFillSegments hook stays off: its spare goroutine would add
+	// the zeroFillSegments hook stays off: its job goroutine would add
 	// writes and an fdatasync of its own, at times of its own, to that
 	// count. And
 	// every durable write is a write and a linked fdatasync, so that a

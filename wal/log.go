@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringstore/ringstore/internal/durable"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // Log is a durable append-only log of entries numbered by consecutive
@@ -60,7 +61,8 @@ type Log struct {
 	// TruncateFront has made or found it in the two-slot layout; metaSlot
 	// is the slot holding the current first seq (read by Open's recovery),
 	// -1 while the file is absent or has the one-record layout. Owned by
-	// the truncator while it has jobs, by the committer when it is idle.
+	// the lifecycle's job goroutine while a truncation is queued, by the
+	// committer when none is (truncsIdle).
 	meta     *ioengine.File
 	metaSlot int
 
@@ -80,8 +82,10 @@ type Log struct {
 
 	wg sync.WaitGroup // committer, flushers, acker
 
-	spares spareMaker // the next segment, made ahead of need
-	truncs truncator  // makes front truncations durable beside the appends
+	// files makes the next segment ahead of need, writes sealed
+	// segments' next stale tables, keeps files for reuse and makes front
+	// truncations durable beside the appends (lifecycle.go).
+	files lifecycle
 
 	flushNanos atomic.Int64 // how long the last group write + flush took
 	flushHist  latencyRecorder
@@ -238,8 +242,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.ReadOnly {
 		return l, nil // no committer, flushers, acker or spares: enqueue refuses
 	}
-	l.startSpares()
-	l.startTruncator()
+	l.startLifecycle()
 	if l.active == nil || l.activeOff > l.active.size/2 {
 		l.spareAsked = true
 		l.requestSpare()
@@ -252,6 +255,18 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	return l, nil
 }
+
+// MaxBatchBytes returns the most bytes one AppendBatch (or Append,
+// StartAppendBatch) may encode to: the sum of EncodedLen of its payloads.
+// It is what a new segment holds between its header and where its entries
+// end, which is earlier under Options.RecycleSegments (before the stale
+// table) than without (before the trailer). A larger batch fails with
+// ErrEntryTooLarge. Each payload is also bounded by MaxEntrySize.
+func (l *Log) MaxBatchBytes() int { return l.capacity }
+
+// MaxEntrySize returns the largest payload one entry may carry: the
+// options' MaxEntrySize, at most what a new segment holds.
+func (l *Log) MaxEntrySize() int { return l.opts.MaxEntrySize }
 
 // Dir returns the log's directory.
 func (l *Log) Dir() string { return l.dir }
@@ -546,16 +561,16 @@ func (l *Log) commit(reqs []*request) {
 			r.seq = l.next
 			for _, p := range r.payloads {
 				g.offsets = append(g.offsets, uint32(l.activeOff+int64(len(buf))))
-				buf = AppendEntry(buf, l.next, p)
+				buf = format.AppendEntry(buf, l.next, p)
 				l.next++
 			}
 			n++
 		}
 		g.reqs, reqs = reqs[:n], reqs[n:]
 		g.last, g.n = l.next-1, len(buf)
-		l.activeCRC = crc32.Update(l.activeCRC, castagnoli, buf)
+		l.activeCRC = crc32.Update(l.activeCRC, format.Castagnoli, buf)
 		if g.seg.next != nil {
-			g.seg.next.add(buf)
+			g.seg.next.Add(buf)
 		}
 		if g.seg.reusable {
 			// Zeros to the end of the page: the bytes past the last
@@ -691,7 +706,7 @@ func (l *Log) rotate() error {
 			return l.fail(err)
 		}
 		if seg := l.active; seg.next != nil && seg.size == l.opts.SegmentSize {
-			seg.recyclable = l.queueNextTable(seg, seg.next.finish(l.activeOff, seg.size, seg.stale))
+			seg.recyclable = l.queueNextTable(seg, seg.next.Finish(l.activeOff, seg.size, seg.stale))
 		}
 		l.active.next, l.active.stale = nil, nil
 		l.active = nil
@@ -727,10 +742,11 @@ func (l *Log) seal(seg *segment, dataEnd int64, crc uint32) error {
 		defer f.Close()
 	}
 	var t [TrailerSize]byte
-	Trailer{LastSeq: last, DataEnd: uint64(dataEnd), DataCRC: crc}.Encode(t[:])
+	format.Trailer{LastSeq: last, DataEnd: uint64(dataEnd), DataCRC: crc}.Encode(t[:])
 	if err := l.writeFile(f, seg.path, seg.size-TrailerSize, t[:], !l.opts.Unsafe.NoSync); err != nil {
 		return fmt.Errorf("wal: seal: %w", err)
 	}
+	l.sealed(seg)
 	l.segMu.Lock()
 	seg.sealed = true
 	if seg.f != nil {
@@ -770,7 +786,7 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	// zeros, so that the bytes past it read as unwritten (tail.go).
 	reusable := l.opts.RecycleSegments
 	h := make([]byte, SegmentHeaderSize, pageSize)
-	SegmentHeader{BaseSeq: base, Size: uint64(size), Reusable: reusable}.Encode(h)
+	format.SegmentHeader{BaseSeq: base, Size: uint64(size), Reusable: reusable}.Encode(h)
 	if reusable {
 		h = h[:pageSize]
 	}
@@ -798,7 +814,7 @@ func (l *Log) createSegment(base uint64) (_ *segment, permanent bool, _ error) {
 	seg := &segment{base: base, path: path, size: size, reusable: reusable, last: base - 1, dataEnd: SegmentHeaderSize,
 		index: []uint32{}, f: f, loaded: true}
 	if reusable {
-		seg.stale, seg.next = stale, newNextTable(size, h[:SegmentHeaderSize])
+		seg.stale, seg.next = stale, format.NewStaleTableBuilder(size, h[:SegmentHeaderSize])
 	}
 	return seg, false, nil
 }
@@ -958,8 +974,7 @@ func (l *Log) Close() error {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	l.wg.Wait()
-	l.stopTruncator()
-	l.stopSpares()
+	l.stopLifecycle()
 	err := l.Err()
 	if err == nil {
 		err = l.markClosed()
@@ -982,7 +997,7 @@ func (l *Log) markClosed() error {
 	last := seg.last
 	l.segMu.RUnlock()
 	var t [TrailerSize]byte
-	Trailer{LastSeq: last, DataEnd: uint64(l.activeOff), DataCRC: l.activeCRC, Closed: true}.Encode(t[:])
+	format.Trailer{LastSeq: last, DataEnd: uint64(l.activeOff), DataCRC: l.activeCRC, Closed: true}.Encode(t[:])
 	if err := l.writeFile(seg.f, seg.path, seg.size-TrailerSize, t[:], true); err != nil {
 		return fmt.Errorf("wal: close: writing the clean-close mark: %w", err)
 	}

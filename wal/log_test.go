@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // payloadFor is the payload the tests append as entry seq: its length and
@@ -348,7 +349,7 @@ func TestReopenWithLargerSegments(t *testing.T) {
 	// An empty 64 KiB segment for seq 10, as a crash right after a
 	// rotation leaves it: it holds nothing at or after the first seq.
 	img := make([]byte, 64<<10)
-	SegmentHeader{BaseSeq: 10, Size: 64 << 10}.Encode(img)
+	format.SegmentHeader{BaseSeq: 10, Size: 64 << 10}.Encode(img)
 	if err := os.WriteFile(filepath.Join(dir, segmentName(10)), img, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +389,7 @@ func TestLocate(t *testing.T) {
 			}
 			files[path] = b
 		}
-		got, payload, _, err := DecodeEntry(b[off:], len(b))
+		got, payload, _, err := format.DecodeEntry(b[off:], len(b))
 		if err != nil || got != seq || !bytes.Equal(payload, payloadFor(seq)) {
 			t.Fatalf("Locate(%d) = %s offset %d: the entry there is seq %d (%v)", seq, path, off, got, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // Options configure a Log. The zero value is safe: 64 MiB segments, every
@@ -131,7 +132,7 @@ func (o *Options) String() string {
 // table when segments may be recycled, so that a request fits a recycled
 // segment whenever it fits a fresh one.
 func (o *Options) segmentLimit() int64 {
-	return SegmentHeader{Size: uint64(o.SegmentSize), Reusable: o.RecycleSegments}.DataLimit()
+	return format.SegmentHeader{Size: uint64(o.SegmentSize), Reusable: o.RecycleSegments}.DataLimit()
 }
 
 // withDefaults fills in defaults and checks the options.

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // ReadAt returns a copy of the payload of entry seq. Entries are readable
@@ -79,7 +80,7 @@ func (l *Log) read(seq uint64, dst []byte) ([]byte, error) {
 // decodeAt decodes entry seq from b, read at off of path, and appends its
 // payload to dst, or returns it in place when alias (b is not shared).
 func decodeAt(path string, b []byte, off int64, seq uint64, dst []byte, alias bool) ([]byte, error) {
-	got, payload, _, err := DecodeEntry(b, len(b))
+	got, payload, _, err := format.DecodeEntry(b, len(b))
 	if err == nil && got != seq {
 		err = fmt.Errorf("%w: entry seq %d where %d was expected", ErrCorrupt, got, seq)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // SegmentFile is one segment file read through the rules Open applies,
@@ -94,10 +96,10 @@ func checkSegment(path string, base uint64, isLast bool, opts *Options, frameOnl
 		}
 		s.Info.Closed = true
 	}
-	var stale StaleTable
+	var stale format.StaleTable
 	if h.Reusable {
-		off := StaleTableOffset(s.Info.Size)
-		if stale, err = DecodeStaleTable(s.img[off:off+staleTableSize(s.Info.Size)], s.Info.Size); err != nil {
+		off := format.StaleTableOffset(s.Info.Size)
+		if stale, err = format.DecodeStaleTable(s.img[off:off+format.StaleTableSize(s.Info.Size)], s.Info.Size); err != nil {
 			s.Close()
 			return nil, &CorruptError{Path: path, Offset: off, LastSeq: s.r.last, FirstLost: s.r.last + 1,
 				Err: fmt.Errorf("recycled segment: %w: the bytes after seq %d cannot be told from its earlier use", err, s.r.last)}

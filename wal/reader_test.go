@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // TestReaderBesideAWriter: a Reader reads, beside the process that holds
@@ -59,7 +60,7 @@ func TestReaderBesideAWriter(t *testing.T) {
 	if _, err := r.Scan(1, 300, func(Entry) bool { stopped++; return stopped < 5 }); err != nil || stopped != 5 {
 		t.Errorf("fn asked to stop after 5: %d calls, %v", stopped, err)
 	}
-	// The writer's spare goroutine may make the next segment meanwhile
+	// The writer's job goroutine may make the next segment meanwhile
 	// (asked for once the active one passed half full): its files are not
 	// the Reader's.
 	after := dirState(t, dir)
@@ -85,7 +86,7 @@ func TestReaderDamageAndTornTail(t *testing.T) {
 
 	// A torn tail: the start of a group that never finished.
 	torn := bytes.Clone(data)
-	copy(torn[offs[30]:], AppendEntry(nil, 31, payloadFor(31))[:20])
+	copy(torn[offs[30]:], format.AppendEntry(nil, 31, payloadFor(31))[:20])
 	if err := os.WriteFile(path, torn, 0o644); err != nil {
 		t.Fatal(err)
 	}

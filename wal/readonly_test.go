@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // dirState is every file of dir with its bytes, to tell whether anything
@@ -46,7 +48,7 @@ func TestReadOnly(t *testing.T) {
 	path, offs := writeEntries(t, dir, tailOpts(), 30)
 	// A torn tail: the start of a group that never finished.
 	data, _ := os.ReadFile(path)
-	copy(data[offs[30]:], AppendEntry(nil, 31, payloadFor(31))[:20])
+	copy(data[offs[30]:], format.AppendEntry(nil, 31, payloadFor(31))[:20])
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func (l *Log) openSegment(base uint64, isLast bool) (*segment, error) {
 	}
 	seg := &segment{base: base, path: path, size: sf.Info.Size, reusable: sf.Info.Reusable, last: sf.Info.LastSeq, dataEnd: sf.Info.DataEnd}
 	if sf.Info.Sealed {
-		seg.sealed = true
+		seg.sealed, seg.state = true, segSealed
 		if sf.img != nil { // checked in full: keep the map for reads
 			seg.data, seg.index, seg.loaded = sf.img, sf.r.index, true
 		}

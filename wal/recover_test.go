@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // buildLog writes n entries (payloadFor) in 64 KiB segments and closes the
@@ -48,7 +49,7 @@ func entryOffset(t *testing.T, path string, seq uint64) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := DecodeSegmentHeader(b)
+	h, err := format.DecodeSegmentHeader(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +110,8 @@ func TestRecoveryDamage(t *testing.T) {
 			return segs[2], result{openErr: ErrCorrupt, offset: 16, lastAfter: mustBase(segs[1]) - 1}
 		}},
 		{"meta file damaged", func(t *testing.T, dir string, segs []string) (string, result) {
-			path := filepath.Join(dir, metaName)
-			b := EncodeMeta(1)
+			path := filepath.Join(dir, format.MetaName)
+			b := format.EncodeMeta(1)
 			b[9] ^= 1
 			os.WriteFile(path, b, 0o644)
 			return path, result{openErr: ErrCorrupt, offset: 0, lastAfter: n}
@@ -119,7 +120,7 @@ func TestRecoveryDamage(t *testing.T) {
 			last := segs[len(segs)-1]
 			off := entryOffset(t, last, n) + int64(EncodedLen(len(payloadFor(n))))
 			modifyFile(t, last, func(b []byte) []byte {
-				copy(b[off:], AppendEntry(nil, n+1, []byte("never acknowledged"))[:20])
+				copy(b[off:], format.AppendEntry(nil, n+1, []byte("never acknowledged"))[:20])
 				return b
 			})
 			return last, result{lastAfter: n}
@@ -265,74 +266,14 @@ func TestBadSegmentName(t *testing.T) {
 	}
 }
 
-func FuzzDecodeMeta(f *testing.F) {
-	f.Add(EncodeMeta(1))
-	f.Add(EncodeMeta(1 << 40))
-	f.Add([]byte("RSWALMET"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		first, err := DecodeMeta(b)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTruncated) {
-				t.Fatalf("error %v is neither ErrCorrupt nor ErrTruncated", err)
-			}
-			return
-		}
-		if !bytes.Equal(EncodeMeta(first), b) {
-			t.Fatalf("decode(%x) = %d does not re-encode to the same bytes", b, first)
-		}
-	})
-}
-
-// TestMetaFile: the two-slot file reads as its larger valid slot, a torn
-// slot is what a crash leaves and not an error, and the one-record file of
-// before reads as that record.
-func TestMetaFile(t *testing.T) {
-	two := func(a, b []byte) []byte {
-		f := make([]byte, MetaFileSize)
-		copy(f, a)
-		copy(f[MetaSlotSize:], b)
-		return f
-	}
-	torn := append(EncodeMeta(90)[:10], make([]byte, MetaSize-10)...)
-	cases := []struct {
-		name  string
-		b     []byte
-		first uint64
-		slot  int
-		off   int64 // of the damage, when first is 0
-	}{
-		{"one record", EncodeMeta(7), 7, 0, 0},
-		{"whole file", EncodeMetaFile(7), 7, 0, 0},
-		{"slot 1 newer", two(EncodeMeta(7), EncodeMeta(40)), 40, 1, 0},
-		{"slot 0 newer", two(EncodeMeta(41), EncodeMeta(40)), 41, 0, 0},
-		{"slot 1 torn", two(EncodeMeta(7), torn), 7, 0, 0},
-		{"slot 0 torn", two(torn, EncodeMeta(40)), 40, 1, 0},
-		{"both torn", two(torn, torn), 0, 0, 0},
-		{"slot 0 zero, slot 1 torn", two(nil, torn), 0, 0, 0},
-		{"wrong size", EncodeMetaFile(7)[:MetaSlotSize], 0, 0, 0},
-	}
-	for _, c := range cases {
-		first, slot, off, err := DecodeMetaFile(c.b)
-		if c.first == 0 {
-			if err == nil || !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTruncated)) || off != c.off {
-				t.Errorf("%s: %d, %v at %d; want damage at %d", c.name, first, err, off, c.off)
-			}
-			continue
-		}
-		if err != nil || first != c.first || slot != c.slot {
-			t.Errorf("%s: first %d slot %d, %v; want %d in slot %d", c.name, first, slot, err, c.first, c.slot)
-		}
-	}
-}
-
 // TestTruncateFrontMetaInPlace: the first TruncateFront makes the two-slot
 // file, later ones write the other slot in place, a log from before (one
 // record) is moved to the two-slot file, and each is what Open reads.
 func TestTruncateFrontMetaInPlace(t *testing.T) {
 	dir := t.TempDir()
 	buildLog(t, dir, 300)
-	path := filepath.Join(dir, metaName)
-	if err := os.WriteFile(path, EncodeMeta(1), 0o644); err != nil { // the old layout
+	path := filepath.Join(dir, format.MetaName)
+	if err := os.WriteFile(path, format.EncodeMeta(1), 0o644); err != nil { // the old layout
 		t.Fatal(err)
 	}
 	l, err := Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
@@ -351,8 +292,8 @@ func TestTruncateFrontMetaInPlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first, slot, _, err := DecodeMetaFile(b)
-		if err != nil || len(b) != MetaFileSize || first != w.first || (w.first > 50 && slot != w.slot) {
+		first, slot, _, err := format.DecodeMetaFile(b)
+		if err != nil || len(b) != format.MetaFileSize || first != w.first || (w.first > 50 && slot != w.slot) {
 			t.Fatalf("after TruncateFront(%d): %d bytes, first %d in slot %d, %v", w.first, len(b), first, slot, err)
 		}
 	}
@@ -379,30 +320,9 @@ func TestTruncateFrontMetaInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ce *CorruptError
-	if _, err := Open(dir, Options{SegmentSize: 64 << 10}); !errors.As(err, &ce) || ce.Path != path || ce.Offset != MetaSlotSize+8 {
-		t.Fatalf("Open without the first segment: %v; want damage in %s at offset %d", err, path, MetaSlotSize+8)
+	if _, err := Open(dir, Options{SegmentSize: 64 << 10}); !errors.As(err, &ce) || ce.Path != path || ce.Offset != format.MetaSlotSize+8 {
+		t.Fatalf("Open without the first segment: %v; want damage in %s at offset %d", err, path, format.MetaSlotSize+8)
 	}
-}
-
-func FuzzDecodeMetaFile(f *testing.F) {
-	f.Add(EncodeMeta(1))
-	f.Add(EncodeMetaFile(1 << 40))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		first, slot, _, err := DecodeMetaFile(b)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTruncated) {
-				t.Fatalf("error %v is neither ErrCorrupt nor ErrTruncated", err)
-			}
-			return
-		}
-		rec := b
-		if len(b) == MetaFileSize {
-			rec = b[slot*MetaSlotSize : slot*MetaSlotSize+MetaSize]
-		}
-		if got, err := DecodeMeta(rec); err != nil || got != first || first == 0 {
-			t.Fatalf("decode gave %d from slot %d, whose record decodes to %d, %v", first, slot, got, err)
-		}
-	})
 }
 
 // FuzzRecover opens a log whose only segment holds the fuzzer's bytes
@@ -414,7 +334,7 @@ func FuzzRecover(f *testing.F) {
 	for _, base := range []uint64{1, 1000} {
 		var seed []byte
 		for seq := base; seq < base+5; seq++ {
-			seed = AppendEntry(seed, seq, payloadFor(seq))
+			seed = format.AppendEntry(seed, seq, payloadFor(seq))
 		}
 		recycled := base > 1
 		f.Add(seed, false, recycled)
@@ -429,18 +349,18 @@ func fuzzRecoverOne(t *testing.T, body []byte, sealed, recycled bool) {
 	{
 		const size = 64 << 10
 		base := uint64(1)
-		h := SegmentHeader{BaseSeq: base, Size: size}
+		h := format.SegmentHeader{BaseSeq: base, Size: size}
 		img := make([]byte, size)
 		if recycled {
 			base = 1000
-			h = SegmentHeader{BaseSeq: base, Size: size, Reusable: true}
+			h = format.SegmentHeader{BaseSeq: base, Size: size, Reusable: true}
 			// The earlier use: entries of seqs below base to the end.
 			old := img[:0]
 			for seq := uint64(1); len(old) < int(h.DataLimit())-2000; seq++ {
-				old = AppendEntry(old, seq, payloadFor(seq))
+				old = format.AppendEntry(old, seq, payloadFor(seq))
 			}
 			copy(img, old)
-			copy(img[StaleTableOffset(size):], EncodeStaleTable(img))
+			copy(img[format.StaleTableOffset(size):], format.EncodeStaleTable(img))
 			clear(img[:pageSize])
 		}
 		limit := int(h.DataLimit())
@@ -451,7 +371,7 @@ func fuzzRecoverOne(t *testing.T, body []byte, sealed, recycled bool) {
 		copy(img[SegmentHeaderSize:], body)
 		if sealed {
 			r := scanEntries(img, base, int64(limit))
-			Trailer{LastSeq: r.last, DataEnd: uint64(len(body) + SegmentHeaderSize), DataCRC: segmentCRC(img, int64(len(body)+SegmentHeaderSize))}.Encode(img[size-TrailerSize:])
+			format.Trailer{LastSeq: r.last, DataEnd: uint64(len(body) + SegmentHeaderSize), DataCRC: segmentCRC(img, int64(len(body)+SegmentHeaderSize))}.Encode(img[size-TrailerSize:])
 		}
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, segmentName(base)), img, 0o644); err != nil {

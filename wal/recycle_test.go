@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // recycledLog fills a log with RecycleSegments until its last segment is a
@@ -126,7 +128,7 @@ func TestRecycleSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if allZero(img[(info.DataEnd+pageSize-1)/pageSize*pageSize : StaleTableOffset(info.Size)]) {
+	if format.AllZero(img[(info.DataEnd+pageSize-1)/pageSize*pageSize : format.StaleTableOffset(info.Size)]) {
 		t.Fatal("the recycled segment holds only zeros past its entries: nothing was reused")
 	}
 	// A read-only open reads it as a writer does, cutting nothing.
@@ -218,10 +220,10 @@ func TestRecycledStaleTableDamage(t *testing.T) {
 	dir := t.TempDir()
 	_, kept, _ := recycledLog(t, dir)
 	path := lastSegment(t, dir)
-	flipByte(t, path, StaleTableOffset(64<<10)+100)
+	flipByte(t, path, format.StaleTableOffset(64<<10)+100)
 	_, err := Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
 	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.Offset != StaleTableOffset(64<<10) || !strings.Contains(err.Error(), "stale table") {
+	if !errors.As(err, &ce) || ce.Offset != format.StaleTableOffset(64<<10) || !strings.Contains(err.Error(), "stale table") {
 		t.Fatalf("Open: %v; want damage at the stale table", err)
 	}
 	if _, err := Repair(dir, Options{Logf: t.Logf}); err != nil {
@@ -281,7 +283,12 @@ func TestRecycleNeverReusesCutSegment(t *testing.T) {
 	l.segMu.RUnlock()
 	// Their next stale tables are written after their seals, in the
 	// background: only then may a file be reused.
-	for deadline := time.Now().Add(10 * time.Second); !full.tableWritten.Load() || !cut.tableWritten.Load(); {
+	reusable := func(s *segment) bool {
+		l.files.mu.Lock()
+		defer l.files.mu.Unlock()
+		return s.state == segReusable
+	}
+	for deadline := time.Now().Add(10 * time.Second); !reusable(full) || !reusable(cut); {
 		if time.Now().After(deadline) {
 			t.Fatal("the sealed segments' next stale tables were not written in 10 s")
 		}
@@ -300,89 +307,6 @@ func TestRecycleNeverReusesCutSegment(t *testing.T) {
 	}
 }
 
-func FuzzDecodeStaleTable(f *testing.F) {
-	img := bytes.Repeat([]byte("stale bytes "), (64<<10)/12+1)[:64<<10]
-	f.Add(EncodeStaleTable(img), int64(64<<10))
-	f.Add(EncodeStaleTable(img)[:100], int64(64<<10))
-	f.Fuzz(func(t *testing.T, b []byte, size int64) {
-		if size > 1<<20 {
-			size %= 1 << 20
-		}
-		st, err := DecodeStaleTable(b, size)
-		if err != nil {
-			return
-		}
-		if st == nil {
-			if !allZero(b[:4*(size/sectorSize)+4]) {
-				t.Fatal("a table that is not zeros decoded as none")
-			}
-			return
-		}
-		if int64(len(st)) != 4*(size/sectorSize) {
-			t.Fatalf("table of %d bytes for a segment of %d", len(st), size)
-		}
-		re := make([]byte, len(st)+4)
-		copy(re, st)
-		sealStaleTable(re, size)
-		if !bytes.Equal(re, b[:len(re)]) {
-			t.Fatal("re-sealing differs")
-		}
-		// Lookups past the table or the image answer false, never panic.
-		small := make([]byte, sectorSize)
-		for _, off := range []int64{0, sectorSize, size, size + sectorSize} {
-			_ = st.Unchanged(small, off)
-		}
-	})
-}
-
-// The next stale table the committer builds is the table of the file as
-// the segment's life leaves it: the header page, the entries each group
-// wrote with zeros to the end of its page, and the earlier bytes after.
-func TestNextTable(t *testing.T) {
-	const size = 64 << 10
-	limit := StaleTableOffset(size)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, earlier := range []string{"zeros", "bytes"} {
-		for _, end := range []int64{SegmentHeaderSize, 700, 4096, 4100, 9000, limit - 5000, limit} {
-			img := make([]byte, size)
-			var stale StaleTable
-			if earlier == "bytes" {
-				for i := range img {
-					img[i] = byte(rng.Uint32())
-				}
-				var err error
-				if stale, err = DecodeStaleTable(EncodeStaleTable(img), size); err != nil {
-					t.Fatal(err)
-				}
-			}
-			h := make([]byte, pageSize)
-			SegmentHeader{BaseSeq: 7, Size: size, Reusable: true}.Encode(h)
-			copy(img, h)
-			n := newNextTable(size, h[:SegmentHeaderSize])
-			for off := int64(SegmentHeaderSize); off < end; {
-				g := make([]byte, min(end-off, 1+rng.Int64N(3000)))
-				for i := range g {
-					g[i] = byte(rng.Uint32())
-				}
-				n.add(g)
-				copy(img[off:], g)
-				off += int64(len(g))
-				clear(img[off : (off+pageSize-1)/pageSize*pageSize])
-			}
-			got := n.finish(end, size, stale)
-			want := EncodeStaleTable(img)
-			for s := int64(0); s < limit/sectorSize; s++ {
-				if g, w := got[4*s:4*s+4], want[4*s:4*s+4]; !bytes.Equal(g, w) {
-					t.Fatalf("earlier %s, entries to %d: sector %d (offset %d): table %x, file %x", earlier, end, s, s*sectorSize, g, w)
-				}
-			}
-			if _, err := DecodeStaleTable(got, size); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
 // In a reused segment the earlier bytes past the entries are expected, but
 // bytes the stale table does not match, more than could have been in
 // flight past the last entry, are damage, as non-zero bytes are in a fresh
@@ -395,7 +319,7 @@ func TestRecycledChangedPastTheWindow(t *testing.T) {
 	// largest entry) + 2 sectors.
 	opts := Options{SegmentSize: 64 << 10, MaxGroupBytes: 4096, MaxEntrySize: 7100, Logf: t.Logf}
 	window := inFlightWindow(opts)
-	if end+window+2*sectorSize > StaleTableOffset(64<<10) {
+	if end+window+2*sectorSize > format.StaleTableOffset(64<<10) {
 		t.Skipf("entries end at %d: no room past the window", end)
 	}
 	orig, err := os.ReadFile(path)

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -10,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // pageSize is the unit the recycled-segment rules pad to: a group write
@@ -56,16 +55,11 @@ type segment struct {
 	// written (nil unless this Log made the segment reusable). Owned by the
 	// committer.
 	recyclable bool
-	stale      StaleTable
-	next       *nextTable
-	// tableWritten: the table next built is written and flushed in the
-	// file's table region (by the spare goroutine, after the seal), so the
-	// file may be reused. tableMu orders that write with the file's
-	// removal: removed, once set, keeps it from being written.
-	tableWritten atomic.Bool
-	tableMu      sync.Mutex
-	removed      bool
-
+	stale      format.StaleTable
+	next       *format.StaleTableBuilder
+	// state is where the file is in its life (lifecycle.go); guarded by
+	// Log.files.mu.
+	state   segFileState
 	sealed  bool
 	last    uint64   // last durable entry (base-1 when none)
 	dataEnd int64    // offset just past the last durable entry
@@ -85,8 +79,8 @@ type segment struct {
 }
 
 // header is the segment's header.
-func (s *segment) header() SegmentHeader {
-	return SegmentHeader{BaseSeq: s.base, Size: uint64(s.size), Reusable: s.reusable}
+func (s *segment) header() format.SegmentHeader {
+	return format.SegmentHeader{BaseSeq: s.base, Size: uint64(s.size), Reusable: s.reusable}
 }
 
 // capacity is the largest payload one entry of a segment can hold.
@@ -122,7 +116,7 @@ func scanEntries(img []byte, base uint64, limit int64) scanResult {
 	r := scanResult{last: base - 1, dataEnd: SegmentHeaderSize}
 	maxBody := len(img) - SegmentHeaderSize - TrailerSize - EntryHeaderSize
 	for r.dataEnd < limit {
-		seq, _, n, err := DecodeEntry(img[r.dataEnd:limit], maxBody)
+		seq, _, n, err := format.DecodeEntry(img[r.dataEnd:limit], maxBody)
 		if err == nil && seq != r.last+1 {
 			err = fmt.Errorf("%w: entry seq %d where %d was expected", ErrCorrupt, seq, r.last+1)
 		}
@@ -131,7 +125,7 @@ func scanEntries(img []byte, base uint64, limit int64) scanResult {
 			break
 		}
 		r.index = append(r.index, uint32(r.dataEnd))
-		r.crc = crc32.Update(r.crc, castagnoli, img[r.dataEnd:r.dataEnd+int64(n)])
+		r.crc = crc32.Update(r.crc, format.Castagnoli, img[r.dataEnd:r.dataEnd+int64(n)])
 		r.dataEnd += int64(n)
 		r.last = seq
 	}
@@ -144,7 +138,7 @@ func scanEntries(img []byte, base uint64, limit int64) scanResult {
 // checkSealed verifies a sealed segment image fully against its trailer:
 // every entry in sequence, the data CRC, and nothing but entries before
 // dataEnd.
-func checkSealed(path string, img []byte, h SegmentHeader, t Trailer) (scanResult, error) {
+func checkSealed(path string, img []byte, h format.SegmentHeader, t format.Trailer) (scanResult, error) {
 	bad := func(off int64, last uint64, format string, args ...any) (scanResult, error) {
 		return scanResult{}, &CorruptError{Path: path, Offset: off, LastSeq: last, Err: fmt.Errorf(format, args...)}
 	}
@@ -172,7 +166,7 @@ func checkSealed(path string, img []byte, h SegmentHeader, t Trailer) (scanResul
 // records, or nil. The log was closed with every entry durable and nothing
 // in flight, so an entry the mark covers that is not valid is damage to
 // acknowledged data, never a torn tail.
-func closedDamage(path string, size int64, r scanResult, t Trailer) error {
+func closedDamage(path string, size int64, r scanResult, t format.Trailer) error {
 	switch {
 	case r.last < t.LastSeq:
 		return &CorruptError{Path: path, Offset: r.dataEnd, LastSeq: r.last, FirstLost: r.last + 1, LastLost: t.LastSeq, Lost: t.LastSeq - r.last,
@@ -189,7 +183,7 @@ func closedDamage(path string, size int64, r scanResult, t Trailer) error {
 }
 
 // checkTrailer checks that a trailer fits its segment's header.
-func checkTrailer(path string, h SegmentHeader, t Trailer) error {
+func checkTrailer(path string, h format.SegmentHeader, t format.Trailer) error {
 	if t.DataEnd < SegmentHeaderSize || int64(t.DataEnd) > h.DataLimit() || t.LastSeq+1 < h.BaseSeq {
 		return &CorruptError{Path: path, Offset: int64(h.Size) - TrailerSize, Err: fmt.Errorf("%w: trailer data end %d, last seq %d do not fit a segment of %d bytes starting at seq %d", ErrCorrupt, t.DataEnd, t.LastSeq, h.Size, h.BaseSeq)}
 	}
@@ -207,47 +201,47 @@ func gapError(path string, base uint64, prevPath string, prevLast uint64) error 
 // slot holding it.
 func startError(dir string, first uint64, segPath string, base uint64) error {
 	_, slot, _ := readMetaSlot(dir)
-	return &CorruptError{Path: filepath.Join(dir, metaName), Offset: int64(max(slot, 0)*MetaSlotSize) + 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(segPath), base)}
+	return &CorruptError{Path: filepath.Join(dir, format.MetaName), Offset: int64(max(slot, 0)*format.MetaSlotSize) + 8, Err: fmt.Errorf("%w: the log should start at seq %d but its first segment %s starts at %d", ErrCorrupt, first, filepath.Base(segPath), base)}
 }
 
 // readHeaderTrailer reads and checks the header of a segment file (and its
 // size), and decodes and checks its trailer. A trailer of zeros is reported as
 // (Trailer{}, false, nil); a clean-close mark as (mark, false, nil).
-func readHeaderTrailer(f *os.File, path string, base uint64) (SegmentHeader, Trailer, bool, error) {
+func readHeaderTrailer(f *os.File, path string, base uint64) (format.SegmentHeader, format.Trailer, bool, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return SegmentHeader{}, Trailer{}, false, fmt.Errorf("wal: %w", err)
+		return format.SegmentHeader{}, format.Trailer{}, false, fmt.Errorf("wal: %w", err)
 	}
 	var hb [SegmentHeaderSize]byte
 	if _, err := f.ReadAt(hb[:], 0); err != nil {
-		return SegmentHeader{}, Trailer{}, false, &CorruptError{Path: path, Offset: 0, Err: fmt.Errorf("%w: segment header: %v", ErrTruncated, err)}
+		return format.SegmentHeader{}, format.Trailer{}, false, &CorruptError{Path: path, Offset: 0, Err: fmt.Errorf("%w: segment header: %v", ErrTruncated, err)}
 	}
-	h, err := DecodeSegmentHeader(hb[:])
+	h, err := format.DecodeSegmentHeader(hb[:])
 	if err != nil {
-		return h, Trailer{}, false, &CorruptError{Path: path, Offset: 0, Err: err}
+		return h, format.Trailer{}, false, &CorruptError{Path: path, Offset: 0, Err: err}
 	}
 	if h.BaseSeq != base {
-		return h, Trailer{}, false, &CorruptError{Path: path, Offset: 16, Err: fmt.Errorf("%w: segment header base seq %d, file name says %d", ErrCorrupt, h.BaseSeq, base)}
+		return h, format.Trailer{}, false, &CorruptError{Path: path, Offset: 16, Err: fmt.Errorf("%w: segment header base seq %d, file name says %d", ErrCorrupt, h.BaseSeq, base)}
 	}
 	if uint64(st.Size()) != h.Size {
-		return h, Trailer{}, false, &CorruptError{Path: path, Offset: min(st.Size(), int64(h.Size)), Err: fmt.Errorf("%w: segment file is %d bytes, header says %d", ErrTruncated, st.Size(), h.Size)}
+		return h, format.Trailer{}, false, &CorruptError{Path: path, Offset: min(st.Size(), int64(h.Size)), Err: fmt.Errorf("%w: segment file is %d bytes, header says %d", ErrTruncated, st.Size(), h.Size)}
 	}
 	if h.Size > 1<<32 || h.Size%4096 != 0 {
-		return h, Trailer{}, false, &CorruptError{Path: path, Offset: 24, Err: fmt.Errorf("%w: segment size %d in header", ErrCorrupt, h.Size)}
+		return h, format.Trailer{}, false, &CorruptError{Path: path, Offset: 24, Err: fmt.Errorf("%w: segment size %d in header", ErrCorrupt, h.Size)}
 	}
 	var tb [TrailerSize]byte
 	if _, err := f.ReadAt(tb[:], int64(h.Size)-TrailerSize); err != nil {
-		return h, Trailer{}, false, fmt.Errorf("wal: read trailer of %s: %w", path, err)
+		return h, format.Trailer{}, false, fmt.Errorf("wal: read trailer of %s: %w", path, err)
 	}
-	t, err := DecodeTrailer(tb[:])
+	t, err := format.DecodeTrailer(tb[:])
 	if errors.Is(err, ErrEndOfEntries) {
-		return h, Trailer{}, false, nil
+		return h, format.Trailer{}, false, nil
 	}
 	if err != nil {
-		return h, Trailer{}, false, &CorruptError{Path: path, Offset: int64(h.Size) - TrailerSize, Err: err}
+		return h, format.Trailer{}, false, &CorruptError{Path: path, Offset: int64(h.Size) - TrailerSize, Err: err}
 	}
 	if err := checkTrailer(path, h, t); err != nil {
-		return h, Trailer{}, false, err
+		return h, format.Trailer{}, false, err
 	}
 	return h, t, !t.Closed, nil
 }
@@ -269,7 +263,7 @@ func (s *segment) load() error {
 	}
 	if s.index == nil {
 		h := s.header()
-		t, terr := DecodeTrailer(img[s.size-TrailerSize:])
+		t, terr := format.DecodeTrailer(img[s.size-TrailerSize:])
 		if terr != nil {
 			unmapFile(img)
 			s.loadErr = &CorruptError{Path: s.path, Offset: s.size - TrailerSize, Err: terr}
@@ -331,65 +325,7 @@ func listSegments(dir string, removeTmp bool) ([]uint64, error) {
 	return bases, nil // ReadDir sorts by name, and names sort as numbers
 }
 
-// nextTable is the stale table a segment's file will carry into its next
-// use, built as the committer writes it: the checksum of every sector once
-// it is whole, and at the seal, of the sectors its life left as they were.
-type nextTable struct {
-	table  []byte
-	sector int64  // the sector carry belongs to
-	carry  []byte // that sector's bytes so far
-}
-
-// newNextTable starts the table of a segment of size bytes whose header
-// (the first bytes of sector 0) is h.
-func newNextTable(size int64, h []byte) *nextTable {
-	n := &nextTable{table: make([]byte, staleTableSize(size)), carry: make([]byte, 0, sectorSize)}
-	n.carry = append(n.carry, h...)
-	return n
-}
-
-// add takes the bytes written next, right after the last ones.
-func (n *nextTable) add(b []byte) {
-	if len(n.carry) > 0 {
-		k := min(sectorSize-len(n.carry), len(b))
-		n.carry, b = append(n.carry, b[:k]...), b[k:]
-		if len(n.carry) < sectorSize {
-			return
-		}
-		putSectorCRCs(n.table, n.sector*sectorSize, n.carry)
-		n.sector, n.carry = n.sector+1, n.carry[:0]
-	}
-	whole := len(b) / sectorSize * sectorSize
-	putSectorCRCs(n.table, n.sector*sectorSize, b[:whole])
-	n.sector += int64(whole / sectorSize)
-	n.carry = append(n.carry, b[whole:]...)
-}
-
-var zeroSectorCRC = crc32.Checksum(zeroPage[:sectorSize], castagnoli)
-
-// finish completes the table when the segment is sealed after its entries
-// end at dataEnd: the last of them padded with zeros to the end of their
-// page (as the group write left it), and from the next page on what the
-// file held before (stale; nil: zeros).
-func (n *nextTable) finish(dataEnd, size int64, stale StaleTable) []byte {
-	s := n.sector
-	if len(n.carry) > 0 {
-		putSectorCRCs(n.table, s*sectorSize, append(n.carry, zeroPage[:sectorSize-len(n.carry)]...))
-		s++
-	}
-	pageEnd := (dataEnd + pageSize - 1) / pageSize * pageSize / sectorSize
-	for ; s < size/sectorSize; s++ {
-		crc := zeroSectorCRC
-		if s >= pageEnd && stale != nil {
-			crc = binary.LittleEndian.Uint32(stale[4*s:])
-		}
-		binary.LittleEndian.PutUint32(n.table[4*s:], crc)
-	}
-	sealStaleTable(n.table, size)
-	return n.table
-}
-
 // segmentCRC is the CRC32C of a segment's data bytes.
 func segmentCRC(img []byte, dataEnd int64) uint32 {
-	return crc32.Checksum(img[SegmentHeaderSize:dataEnd], castagnoli)
+	return crc32.Checksum(img[SegmentHeaderSize:dataEnd], format.Castagnoli)
 }

@@ -3,6 +3,8 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // What recovery finds after the last valid entry of the last segment when
@@ -40,7 +42,7 @@ import (
 
 // sectorSize is the unit a crash keeps or loses whole (the model of the
 // crash-state tests; the package doc states it).
-const sectorSize = 512
+const sectorSize = format.SectorSize
 
 // tailScan is what recovery found after dataEnd.
 type tailScan struct {
@@ -58,12 +60,12 @@ type tailScan struct {
 // a fresh one): there a sector the table matches reads as unwritten, as a
 // zero one does, and nonZero is the end of the last sector neither zero
 // nor matching.
-func scanTail(img []byte, dataEnd, limit int64, last uint64, stale StaleTable) tailScan {
+func scanTail(img []byte, dataEnd, limit int64, last uint64, stale format.StaleTable) tailScan {
 	t := tailScan{next: -1, dataEnd: dataEnd, nonZero: dataEnd}
 	// unwritten reports whether img[from:to], within one sector, reads as
 	// never written since the segment was made.
 	unwritten := func(from, to int64) bool {
-		return allZero(img[from:to]) || (stale != nil && from%sectorSize == 0 && to == from+sectorSize && stale.Unchanged(img, from))
+		return format.AllZero(img[from:to]) || (stale != nil && from%sectorSize == 0 && to == from+sectorSize && stale.Unchanged(img, from))
 	}
 	if stale == nil {
 		for i := limit - 1; i >= dataEnd; i-- {
@@ -91,14 +93,14 @@ func scanTail(img []byte, dataEnd, limit int64, last uint64, stale StaleTable) t
 		if bodyLen := int64(binary.LittleEndian.Uint32(img[off : off+4])); off+EntryHeaderSize+bodyLen > limit {
 			continue
 		}
-		s, _, n, err := DecodeEntry(img[off:limit], maxBody)
+		s, _, n, err := format.DecodeEntry(img[off:limit], maxBody)
 		if err != nil || s != seq {
 			continue
 		}
 		t.next, t.nextSeq, t.lastSeq, t.entries = off, seq, seq, 1
 		end := off + int64(n)
 		for end < limit {
-			s, _, n, err := DecodeEntry(img[end:limit], maxBody)
+			s, _, n, err := format.DecodeEntry(img[end:limit], maxBody)
 			if err != nil || s != t.lastSeq+1 {
 				break
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // tailOpts are small groups and entries, so the in-flight window is a few
@@ -119,7 +120,7 @@ func TestTornTailIsCutAndReported(t *testing.T) {
 	end := offs[50]
 	var group []byte
 	for seq := uint64(51); seq <= 53; seq++ {
-		group = AppendEntry(group, seq, payloadFor(seq))
+		group = format.AppendEntry(group, seq, payloadFor(seq))
 	}
 	copy(data[end:], group)
 	lost := (end/sectorSize + 1) * sectorSize // the rest of end's sector was not written

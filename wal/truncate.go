@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // TruncateFront removes the entries before seq: seq becomes the first
@@ -49,7 +49,7 @@ func (l *Log) structural(kind reqKind, seq uint64) error {
 // segments wholly before seq from the log at once (reads no longer find
 // them) and finishes r once seq is durable in wal.meta and their files are
 // removed. While at least one entry stays, that durable part runs on the
-// truncator, beside the appends that follow: a crash before wal.meta is
+// lifecycle's job goroutine, beside the appends that follow: a crash before wal.meta is
 // written leaves the log as before, with those appends after its last
 // entry. When the log is emptied it runs here, before any append: the next
 // entry gets seq, which a crash must not find after the old last entry
@@ -68,10 +68,10 @@ func (l *Log) truncateFront(r *request) {
 		return
 	}
 	if seq <= last {
-		l.truncs.add(truncJob{seq: seq, drop: l.dropBefore(seq), req: r})
+		l.queueTruncation(seq, l.dropBefore(seq), r)
 		return
 	}
-	l.truncs.waitIdle()
+	l.truncsIdle()
 	if err := l.recordFirst(seq); err != nil {
 		r.finish(l.fail(err))
 		return
@@ -105,7 +105,7 @@ func (l *Log) dropBefore(seq uint64) []droppedSegment {
 		if s == l.active {
 			l.active = nil
 		}
-		drop = append(drop, droppedSegment{seg: s, recyclable: s.recyclable && s.tableWritten.Load()})
+		drop = append(drop, droppedSegment{seg: s, recyclable: s.recyclable})
 	}
 	l.segMu.Unlock()
 	return drop
@@ -117,124 +117,11 @@ func (l *Log) dropBefore(seq uint64) []droppedSegment {
 // undoes lies before the first seq, and Open skips and removes it.
 func (l *Log) removeDropped(drop []droppedSegment) error {
 	for _, d := range drop {
-		if d.recyclable && l.opts.RecycleSegments {
-			kept, err := l.keepForReuse(d.seg.path)
-			if err != nil {
-				return l.fail(err)
-			}
-			if kept {
-				continue
-			}
-		}
-		if err := l.removeSegment(d.seg, false); err != nil {
+		if err := l.removeSegment(d.seg, d.recyclable && l.opts.RecycleSegments, false); err != nil {
 			return l.fail(err)
 		}
 	}
 	return nil
-}
-
-// removeSegment removes a segment's file (and flushes the directory if
-// durably) once no next stale table is being written into it.
-func (l *Log) removeSegment(s *segment, durably bool) error {
-	s.tableMu.Lock()
-	defer s.tableMu.Unlock()
-	s.removed = true
-	if durably {
-		return l.removeDurably(s.path)
-	}
-	return l.remove(s.path)
-}
-
-// The truncator makes front truncations durable off the committer, in the
-// order they were made: wal.meta's slot written and flushed, then the
-// dropped files removed, then the caller answered. It alone writes wal.meta
-// while it runs; the committer waits for it to be idle (waitIdle) before it
-// writes wal.meta itself or removes segments from the back.
-type truncator struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	jobs []truncJob
-	busy bool // a job is being done
-	stop bool
-	done chan struct{}
-}
-
-type truncJob struct {
-	seq  uint64
-	drop []droppedSegment
-	req  *request
-}
-
-func (l *Log) startTruncator() {
-	t := &l.truncs
-	t.cond = sync.NewCond(&t.mu)
-	t.done = make(chan struct{})
-	go l.truncateLoop()
-}
-
-func (l *Log) truncateLoop() {
-	t := &l.truncs
-	defer close(t.done)
-	t.mu.Lock()
-	for {
-		for len(t.jobs) == 0 && !t.stop {
-			t.cond.Wait()
-		}
-		if len(t.jobs) == 0 {
-			t.mu.Unlock()
-			return
-		}
-		j := t.jobs[0]
-		t.jobs[0] = truncJob{}
-		t.jobs = t.jobs[1:]
-		t.busy = true
-		t.mu.Unlock()
-		err := l.Err()
-		if err == nil {
-			if err = l.recordFirst(j.seq); err != nil {
-				err = l.fail(err)
-			} else {
-				err = l.removeDropped(j.drop)
-			}
-		}
-		j.req.finish(err)
-		t.mu.Lock()
-		t.busy = false
-		t.cond.Broadcast()
-	}
-}
-
-// add queues a job for the truncator.
-func (t *truncator) add(j truncJob) {
-	t.mu.Lock()
-	t.jobs = append(t.jobs, j)
-	t.cond.Broadcast()
-	t.mu.Unlock()
-}
-
-// waitIdle waits until every queued job is done.
-func (t *truncator) waitIdle() {
-	if t.cond == nil {
-		return
-	}
-	t.mu.Lock()
-	for len(t.jobs) > 0 || t.busy {
-		t.cond.Wait()
-	}
-	t.mu.Unlock()
-}
-
-// stopTruncator finishes the queued jobs and stops the truncator.
-func (l *Log) stopTruncator() {
-	t := &l.truncs
-	if t.cond == nil {
-		return
-	}
-	t.mu.Lock()
-	t.stop = true
-	t.cond.Broadcast()
-	t.mu.Unlock()
-	<-t.done
 }
 
 // truncateBack runs on the committer with nothing in flight.
@@ -242,7 +129,7 @@ func (l *Log) truncateBack(seq uint64) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	l.truncs.waitIdle()
+	l.truncsIdle()
 	l.segMu.RLock()
 	first, last := l.first, l.last
 	l.segMu.RUnlock()
@@ -269,7 +156,7 @@ func (l *Log) truncateBack(seq uint64) error {
 		if s == l.active {
 			l.active = nil
 		}
-		if err := l.removeSegment(s, true); err != nil {
+		if err := l.removeSegment(s, false, true); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -317,7 +204,7 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 		return 0, fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
-	h := crc32.New(castagnoli)
+	h := crc32.New(format.Castagnoli)
 	if _, err := io.Copy(h, io.NewSectionReader(f, SegmentHeaderSize, end-SegmentHeaderSize)); err != nil {
 		return 0, fmt.Errorf("wal: read %s: %w", s.path, err)
 	}
@@ -329,7 +216,7 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 // fdatasync), once the file has the two-slot layout; otherwise by
 // replacing the file whole.
 func (l *Log) recordFirst(first uint64) error {
-	path := filepath.Join(l.dir, metaName)
+	path := filepath.Join(l.dir, format.MetaName)
 	if l.meta == nil {
 		if l.metaSlot < 0 {
 			if err := l.writeMeta(first); err != nil {
@@ -347,7 +234,7 @@ func (l *Log) recordFirst(first uint64) error {
 		}
 	}
 	slot := 1 - l.metaSlot
-	if err := l.writeFile(l.meta, path, int64(slot*MetaSlotSize), EncodeMeta(first), true); err != nil {
+	if err := l.writeFile(l.meta, path, int64(slot*format.MetaSlotSize), format.EncodeMeta(first), true); err != nil {
 		return err
 	}
 	l.metaSlot = slot
@@ -358,7 +245,7 @@ func (l *Log) recordFirst(first uint64) error {
 // first: a temporary file written and flushed, renamed over the old one,
 // and the directory flushed.
 func (l *Log) writeMeta(first uint64) error {
-	path := filepath.Join(l.dir, metaName)
+	path := filepath.Join(l.dir, format.MetaName)
 	tmp := path + tmpSuffix
 	f, err := ioengine.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -366,7 +253,7 @@ func (l *Log) writeMeta(first uint64) error {
 	}
 	defer f.Close()
 	l.traceCreate(tmp, 0)
-	if err := l.writeFile(f, tmp, 0, EncodeMetaFile(first), false); err != nil {
+	if err := l.writeFile(f, tmp, 0, format.EncodeMetaFile(first), false); err != nil {
 		return err
 	}
 	if err := l.syncFile(f, tmp); err != nil {

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // metaGate holds every write of wal.meta (in place or whole) until it is
@@ -20,7 +22,7 @@ func newMetaGate() *metaGate {
 }
 
 func (g *metaGate) trace(ev traceEvent) {
-	if ev.op == traceWrite && (ev.path == metaName || ev.path == metaName+tmpSuffix) && g.armed.Load() {
+	if ev.op == traceWrite && (ev.path == format.MetaName || ev.path == format.MetaName+tmpSuffix) && g.armed.Load() {
 		g.reached <- struct{}{}
 		<-g.open
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/wal/internal/format"
 )
 
 // SegmentInfo describes one segment file as Verify found it.
@@ -33,6 +34,10 @@ type SegmentInfo struct {
 
 // Entries returns the number of entries in the segment.
 func (s SegmentInfo) Entries() uint64 { return s.LastSeq + 1 - s.BaseSeq }
+
+// EntryBytes returns the bytes the segment's entries take, headers and
+// payloads.
+func (s SegmentInfo) EntryBytes() int64 { return s.DataEnd - SegmentHeaderSize }
 
 // VerifyReport is what Verify found.
 type VerifyReport struct {
@@ -194,7 +199,7 @@ func repair(dir string, l *Log, view *repairView) (RepairReport, error) {
 		} else {
 			seen[key] = true
 		}
-		if filepath.Base(ce.Path) == metaName {
+		if filepath.Base(ce.Path) == format.MetaName {
 			first := uint64(1)
 			if len(v.Segments) > 0 {
 				first = v.Segments[0].BaseSeq
@@ -300,7 +305,7 @@ func salvageSegment(path string, base uint64) (*SegmentFile, error) {
 	if err != nil && st == nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	h, err := DecodeSegmentHeader(hb[:])
+	h, err := format.DecodeSegmentHeader(hb[:])
 	if err != nil || h.BaseSeq != base || int64(h.Size) != st.Size() || st.Size()%4096 != 0 {
 		return nil, nil
 	}

@@ -341,7 +341,7 @@ func walStat(args []string, stdout, stderr io.Writer) error {
 		}
 		r.StoredEntries += s.Entries()
 		r.BytesOnDisk += s.Size
-		r.EntryBytes += s.DataEnd - wal.SegmentHeaderSize
+		r.EntryBytes += s.EntryBytes()
 		r.TornTail += s.TornTail
 		if i == 0 {
 			r.SegmentSize = s.Size

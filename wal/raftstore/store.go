@@ -26,8 +26,8 @@ var ErrClosed = fmt.Errorf("raftstore: %w", wal.ErrClosed)
 type Store struct {
 	dir string // immutable
 	log *wal.Log
-	// capacity is the payload bytes one AppendBatch may carry (a segment's
-	// data area); immutable.
+	// capacity is the most bytes one AppendBatch may encode to (the log's
+	// MaxBatchBytes); immutable.
 	capacity int
 
 	// wmu serialises the writers of the log (StoreLogs, DeleteRange), whose
@@ -54,10 +54,6 @@ var (
 // Open opens (or creates) the store in dir. opts configure the wal; its
 // zero value is safe. Only one Store may have a directory open at a time.
 func Open(dir string, opts wal.Options) (*Store, error) {
-	segSize := opts.SegmentSize
-	if segSize == 0 {
-		segSize = 64 << 20
-	}
 	l, err := wal.Open(dir, opts) // takes the directory's lock
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: %w", err)
@@ -70,7 +66,7 @@ func Open(dir string, opts wal.Options) (*Store, error) {
 	return &Store{
 		dir:      dir,
 		log:      l,
-		capacity: int(segSize) - wal.SegmentHeaderSize - wal.TrailerSize,
+		capacity: l.MaxBatchBytes(),
 		kv:       kv,
 	}, nil
 }
@@ -188,7 +184,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 			return fmt.Errorf("raftstore: StoreLogs: expected index %d, got %d (entry %d of %d)", want, l.Index, i, len(logs))
 		}
 	}
-	// Append in chunks that fit in a segment: one AppendBatch must.
+	// Append in chunks the log takes in one AppendBatch (MaxBatchBytes).
 	payloads := make([][]byte, 0, len(logs))
 	size := 0
 	flush := func() error {
@@ -215,18 +211,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	return flush()
 }
 
-// appendBatch appends payloads as the entries from index want on. A batch
-// the wal finds too large for one segment is split in halves (the wal
-// refuses it before writing anything).
+// appendBatch appends payloads, which encode to at most s.capacity bytes,
+// as the entries from index want on.
 func (s *Store) appendBatch(payloads [][]byte, want uint64) error {
 	got, err := s.log.AppendBatch(payloads)
-	if errors.Is(err, wal.ErrEntryTooLarge) && len(payloads) > 1 {
-		h := len(payloads) / 2
-		if err := s.appendBatch(payloads[:h], want); err != nil {
-			return err
-		}
-		return s.appendBatch(payloads[h:], want+uint64(h))
-	}
 	if err != nil {
 		return fmt.Errorf("raftstore: store indexes %d to %d: %w", want, want+uint64(len(payloads))-1, err)
 	}

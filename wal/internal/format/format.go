@@ -1,4 +1,4 @@
-package wal
+package format
 
 import (
 	"encoding/binary"
@@ -11,6 +11,14 @@ import (
 
 // Sizes of the fixed parts of the format.
 const (
+	// SectorSize is the unit a crash keeps or loses whole, and the unit
+	// of a stale table.
+	SectorSize = 512
+	// PageSize is the unit the recycled-segment rules pad to: a group
+	// write ends with zeros to the end of its page, and so does a new
+	// header; the trailer's page ends the file.
+	PageSize = 4096
+
 	SegmentHeaderSize = 40
 	TrailerSize       = 40
 	EntryHeaderSize   = 16
@@ -22,7 +30,7 @@ var (
 	segmentMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'S', 'E', 'G'}
 	trailerMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'E', 'N', 'D'}
 	closeMagic   = [8]byte{'R', 'S', 'W', 'A', 'L', 'C', 'L', 'S'}
-	castagnoli   = crc32.MakeTable(crc32.Castagnoli)
+	Castagnoli   = crc32.MakeTable(crc32.Castagnoli)
 )
 
 // Decoding errors. ErrEndOfEntries and ErrTruncated are what a torn tail
@@ -65,7 +73,7 @@ func (h SegmentHeader) Encode(b []byte) {
 	binary.LittleEndian.PutUint32(b[8:12], version)
 	binary.LittleEndian.PutUint64(b[16:24], h.BaseSeq)
 	binary.LittleEndian.PutUint64(b[24:32], h.Size)
-	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], castagnoli))
+	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], Castagnoli))
 }
 
 // DecodeSegmentHeader checks and decodes a segment header.
@@ -76,7 +84,7 @@ func DecodeSegmentHeader(b []byte) (SegmentHeader, error) {
 	if err := checkFrame(b, segmentMagic, "segment header"); err != nil {
 		return SegmentHeader{}, err
 	}
-	if !allZero(b[12:16]) || !allZero(b[32:36]) {
+	if !AllZero(b[12:16]) || !AllZero(b[32:36]) {
 		return SegmentHeader{}, fmt.Errorf("%w: segment header reserved bytes are not zero", ErrCorrupt)
 	}
 	v := binary.LittleEndian.Uint32(b[8:12])
@@ -103,39 +111,39 @@ func DecodeSegmentHeader(b []byte) (SegmentHeader, error) {
 // was new (its earlier bytes are zeros): no table is needed then. The
 // entries for sectors from the table on are not read.
 
-// staleTableSize is the size of the stale table of a segment of size bytes.
-func staleTableSize(size int64) int64 {
-	return (4*(size/sectorSize) + 4 + 4095) / 4096 * 4096
+// StaleTableSize is the size of the stale table of a segment of size bytes.
+func StaleTableSize(size int64) int64 {
+	return (4*(size/SectorSize) + 4 + 4095) / 4096 * 4096
 }
 
 // StaleTableOffset is where the stale table of a reusable segment of size
 // bytes starts: its entries end before it.
 func StaleTableOffset(size int64) int64 {
-	return size - 4096 - staleTableSize(size)
+	return size - 4096 - StaleTableSize(size)
 }
 
 // EncodeStaleTable returns the stale table of img, the whole file of a
 // segment about to be reused.
 func EncodeStaleTable(img []byte) []byte {
-	b := make([]byte, staleTableSize(int64(len(img))))
-	putSectorCRCs(b, 0, img)
-	sealStaleTable(b, int64(len(img)))
+	b := make([]byte, StaleTableSize(int64(len(img))))
+	PutSectorCRCs(b, 0, img)
+	SealStaleTable(b, int64(len(img)))
 	return b
 }
 
-// putSectorCRCs records in table the checksums of the sectors of chunk,
+// PutSectorCRCs records in table the checksums of the sectors of chunk,
 // which starts at off of the file (both multiples of 512).
-func putSectorCRCs(table []byte, off int64, chunk []byte) {
-	for i := int64(0); i+sectorSize <= int64(len(chunk)); i += sectorSize {
-		binary.LittleEndian.PutUint32(table[4*((off+i)/sectorSize):], crc32.Checksum(chunk[i:i+sectorSize], castagnoli))
+func PutSectorCRCs(table []byte, off int64, chunk []byte) {
+	for i := int64(0); i+SectorSize <= int64(len(chunk)); i += SectorSize {
+		binary.LittleEndian.PutUint32(table[4*((off+i)/SectorSize):], crc32.Checksum(chunk[i:i+SectorSize], Castagnoli))
 	}
 }
 
-// sealStaleTable writes the checksum of the table of a segment of size
+// SealStaleTable writes the checksum of the table of a segment of size
 // bytes after its sector checksums.
-func sealStaleTable(table []byte, size int64) {
-	n := size / sectorSize
-	binary.LittleEndian.PutUint32(table[4*n:], crc32.Checksum(table[:4*n], castagnoli))
+func SealStaleTable(table []byte, size int64) {
+	n := size / SectorSize
+	binary.LittleEndian.PutUint32(table[4*n:], crc32.Checksum(table[:4*n], Castagnoli))
 }
 
 // StaleTable is a decoded stale table.
@@ -144,17 +152,17 @@ type StaleTable []byte
 // DecodeStaleTable checks the stale table b of a segment of size bytes.
 // A table of zeros (the file was new) is (nil, nil).
 func DecodeStaleTable(b []byte, size int64) (StaleTable, error) {
-	if size <= 0 || size%sectorSize != 0 {
+	if size <= 0 || size%SectorSize != 0 {
 		return nil, fmt.Errorf("%w: stale table for a segment of %d bytes", ErrCorrupt, size)
 	}
-	n := size / sectorSize
+	n := size / SectorSize
 	if int64(len(b)) < 4*n+4 {
 		return nil, fmt.Errorf("%w: stale table needs %d bytes, have %d", ErrTruncated, 4*n+4, len(b))
 	}
-	if allZero(b[:4*n+4]) {
+	if AllZero(b[:4*n+4]) {
 		return nil, nil
 	}
-	if got, want := binary.LittleEndian.Uint32(b[4*n:]), crc32.Checksum(b[:4*n], castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[4*n:]), crc32.Checksum(b[:4*n], Castagnoli); got != want {
 		return nil, fmt.Errorf("%w: stale table checksum %#08x, computed %#08x", ErrCorrupt, got, want)
 	}
 	return StaleTable(b[:4*n]), nil
@@ -163,11 +171,11 @@ func DecodeStaleTable(b []byte, size int64) (StaleTable, error) {
 // Unchanged reports whether the sector at off (a multiple of 512) holds
 // what it held before the segment began.
 func (t StaleTable) Unchanged(img []byte, off int64) bool {
-	i := off / sectorSize
-	if 4*i+4 > int64(len(t)) || off+sectorSize > int64(len(img)) {
+	i := off / SectorSize
+	if 4*i+4 > int64(len(t)) || off+SectorSize > int64(len(img)) {
 		return false
 	}
-	return binary.LittleEndian.Uint32(t[4*i:]) == crc32.Checksum(img[off:off+sectorSize], castagnoli)
+	return binary.LittleEndian.Uint32(t[4*i:]) == crc32.Checksum(img[off:off+SectorSize], Castagnoli)
 }
 
 // Trailer is the last 40 bytes of a sealed segment, or, with Closed, the
@@ -196,7 +204,7 @@ func (t Trailer) Encode(b []byte) {
 	binary.LittleEndian.PutUint64(b[8:16], t.LastSeq)
 	binary.LittleEndian.PutUint64(b[16:24], t.DataEnd)
 	binary.LittleEndian.PutUint32(b[24:28], t.DataCRC)
-	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], castagnoli))
+	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], Castagnoli))
 }
 
 // DecodeTrailer checks and decodes a trailer or a clean-close mark
@@ -206,7 +214,7 @@ func DecodeTrailer(b []byte) (Trailer, error) {
 	if len(b) < TrailerSize {
 		return Trailer{}, fmt.Errorf("%w: trailer needs %d bytes, have %d", ErrTruncated, TrailerSize, len(b))
 	}
-	if allZero(b[:TrailerSize]) {
+	if AllZero(b[:TrailerSize]) {
 		return Trailer{}, fmt.Errorf("%w: segment not sealed", ErrEndOfEntries)
 	}
 	magic, what := trailerMagic, "trailer"
@@ -216,7 +224,7 @@ func DecodeTrailer(b []byte) (Trailer, error) {
 	if err := checkFrame(b, magic, what); err != nil {
 		return Trailer{}, err
 	}
-	if !allZero(b[28:36]) {
+	if !AllZero(b[28:36]) {
 		return Trailer{}, fmt.Errorf("%w: %s reserved bytes are not zero", ErrCorrupt, what)
 	}
 	return Trailer{LastSeq: binary.LittleEndian.Uint64(b[8:16]), DataEnd: binary.LittleEndian.Uint64(b[16:24]), DataCRC: binary.LittleEndian.Uint32(b[24:28]), Closed: magic == closeMagic}, nil
@@ -230,7 +238,7 @@ func AppendEntry(dst []byte, seq uint64, payload []byte) []byte {
 	var h [EntryHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[0:4], uint32(len(payload)))
 	binary.LittleEndian.PutUint64(h[4:12], seq)
-	crc := crc32.Update(crc32.Checksum(h[0:12], castagnoli), castagnoli, payload)
+	crc := crc32.Update(crc32.Checksum(h[0:12], Castagnoli), Castagnoli, payload)
 	binary.LittleEndian.PutUint32(h[12:16], crc)
 	return append(append(dst, h[:]...), payload...)
 }
@@ -241,12 +249,12 @@ func AppendEntry(dst []byte, seq uint64, payload []byte) []byte {
 // header, ErrTruncated when b ends inside the entry, ErrCorrupt otherwise.
 func DecodeEntry(b []byte, maxBody int) (seq uint64, payload []byte, n int, err error) {
 	if len(b) < EntryHeaderSize {
-		if allZero(b) {
+		if AllZero(b) {
 			return 0, nil, 0, ErrEndOfEntries
 		}
 		return 0, nil, 0, fmt.Errorf("%w: entry header needs %d bytes, have %d", ErrTruncated, EntryHeaderSize, len(b))
 	}
-	if allZero(b[:EntryHeaderSize]) {
+	if AllZero(b[:EntryHeaderSize]) {
 		return 0, nil, 0, ErrEndOfEntries
 	}
 	bodyLen := binary.LittleEndian.Uint32(b[0:4])
@@ -258,7 +266,7 @@ func DecodeEntry(b []byte, maxBody int) (seq uint64, payload []byte, n int, err 
 		return 0, nil, 0, fmt.Errorf("%w: entry of %d bytes, %d left", ErrTruncated, bodyLen, len(b)-EntryHeaderSize)
 	}
 	payload = b[EntryHeaderSize : EntryHeaderSize+int(bodyLen)]
-	crc := crc32.Update(crc32.Checksum(b[0:12], castagnoli), castagnoli, payload)
+	crc := crc32.Update(crc32.Checksum(b[0:12], Castagnoli), Castagnoli, payload)
 	if got := binary.LittleEndian.Uint32(b[12:16]); got != crc {
 		return 0, nil, 0, fmt.Errorf("%w: entry seq %d checksum %#08x, computed %#08x", ErrCorrupt, seq, got, crc)
 	}
@@ -273,13 +281,14 @@ func checkFrame(b []byte, magic [8]byte, what string) error {
 	if [8]byte(b[0:8]) != magic {
 		return fmt.Errorf("%w: %s magic %q", ErrCorrupt, what, b[0:8])
 	}
-	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], Castagnoli); got != want {
 		return fmt.Errorf("%w: %s checksum %#08x, computed %#08x", ErrCorrupt, what, got, want)
 	}
 	return nil
 }
 
-func allZero(b []byte) bool {
+// AllZero reports whether b holds only zeros.
+func AllZero(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {
 			return false
