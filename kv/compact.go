@@ -385,8 +385,12 @@ func (db *DB) compactLocked(c *compaction) error {
 	}
 	db.stats.compactions.Add(1)
 	db.stats.compactedIn.Add(inBytes)
+	lc := &db.stats.byLevel[out]
+	lc.count.Add(1)
+	lc.in.Add(inBytes)
 	for _, meta := range metas {
 		db.stats.compactedOut.Add(meta.Size)
+		lc.out.Add(meta.Size)
 	}
 	db.stats.compactNanos.Add(uint64(time.Since(start)))
 	return nil
