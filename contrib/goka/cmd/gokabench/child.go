@@ -52,6 +52,20 @@ const (
 	xCompactPerFlush        = "compaction_written_per_flushed_byte"
 )
 
+// compactionDelta prints the flushes and compactions between two Stats, by
+// output level.
+func compactionDelta(before, after kv.Stats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "flushes %d (%d bytes)\n", after.Flushes-before.Flushes, after.FlushedBytes-before.FlushedBytes)
+	for l := range after.Compacted {
+		a, o := after.Compacted[l], before.Compacted[l]
+		if a.Count > o.Count {
+			fmt.Fprintf(&b, "into L%d: %d compactions, %d bytes read, %d written\n", l, a.Count-o.Count, a.Read-o.Read, a.Written-o.Written)
+		}
+	}
+	return b.String()
+}
+
 // writeAmp returns compaction's written bytes between two Stats per op and
 // per flushed byte (0 where there is nothing to divide by).
 func writeAmp(before, after kv.Stats, ops int64) (perOp, perFlushed float64) {
@@ -90,8 +104,8 @@ func init() { bench.RegisterChild("goka", child) }
 // of its processing phase only, as SYSTEM-PID.pprof.
 const processProfileEnv = "GOKABENCH_PROCESS_CPUPROFILE"
 
-// statsEnv, when set, makes each ringstore child print its kv.Stats at the
-// end of processing to stderr.
+// statsEnv names a directory where each ringstore child writes its kv.Stats
+// at the end of processing (DIR/SYSTEM-PID.txt).
 const statsEnv = "GOKABENCH_KV_STATS"
 
 // bid is the value of a (bidder, auction) key: Nexmark query 18 keeps the
@@ -353,8 +367,11 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		tr.Extra[xCompactSeconds] = (kvAfter.CompactionTime - kvBefore.CompactionTime).Seconds()
 		tr.Extra[xFlushSeconds] = (kvAfter.FlushTime - kvBefore.FlushTime).Seconds()
 		tr.Extra[xCompactPerEvent], tr.Extra[xCompactPerFlush] = writeAmp(kvBefore, kvAfter, events)
-		if os.Getenv(statsEnv) != "" {
-			fmt.Fprintf(os.Stderr, "%s process stats:\n%s\n", c.System, kvAfter)
+		if dir := os.Getenv(statsEnv); dir != "" {
+			text := fmt.Sprintf("%s\nsince the measured seconds began:\n%s", kvAfter, compactionDelta(kvBefore, kvAfter))
+			if err := os.WriteFile(fmt.Sprintf("%s/%s-%d.txt", dir, c.System, os.Getpid()), []byte(text), 0o644); err != nil {
+				return tr, err
+			}
 		}
 		if e := after.Enters - before.Enters; e > 0 {
 			tr.Extra[xReqPerEnter] = float64(after.Requests-before.Requests) / float64(e)

@@ -267,7 +267,7 @@ func writeTable(out io.Writer, o options, mem bench.MemoryLimit, results []bench
 	}
 	fmt.Fprintln(out, "medians of trials (events/s: median, min-max)")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tevents/s\tmin-max\tGet p50 µs\tGet p99 µs\tstate MiB\trestore s\trestore rec/s\trestore RSS peak MiB\tcgroup peak MiB\treq/enter\tcompaction s in process\t")
+	fmt.Fprintln(tw, "system\tevents/s\tmin-max\tGet p50 µs\tGet p99 µs\tstate MiB\trestore s\trestore rec/s\trestore RSS peak MiB\tcgroup peak MiB\treq/enter\tcompaction s in process\tcompacted B/rec restore\tcompacted B/event\tcompacted/flushed process\t")
 	for i := range results {
 		r := &results[i]
 		if len(r.Trials) == 0 {
