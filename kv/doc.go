@@ -103,15 +103,24 @@
 // Leveled: L0 tables may overlap; L1 to L6 are sorted runs of tables with
 // disjoint key ranges, each level LevelMultiplier times the one above, L1
 // BaseLevelSize. When L0 has L0CompactionTrigger tables they are merged with
-// the L1 tables they overlap; otherwise the level furthest over its target
+// the L1 tables they overlap — unless those L1 tables hold more than twice
+// L0's bytes (small flushes, e.g. a store flushed every second) and L0 has
+// fewer than halfway to L0StopWritesTrigger tables: then the newest L0
+// tables (two, and each older one no larger than those before it) are
+// merged into one L0 table in their place, so L1 is rewritten for at least
+// half its size of new data, not for every few small flushes
+// (Stats.Compacted counts bytes by output level). Otherwise the level furthest over its target
 // gives one table (round robin through its keys) to be merged with the next
 // level's overlapping tables. A table with nothing to merge with moves down
 // without being rewritten. Outputs are cut at TargetFileSize between user
 // keys. A version older than the oldest snapshot is dropped once a newer one
 // (also at or below it) exists; a tombstone is dropped at the bottom of the
 // tree. A compaction reads its inputs with O_DIRECT in 256 KiB chunks of
-// consecutive blocks, each input's next chunk read ahead on the engine
-// while the merge decodes the current one. A table being written (by a
+// consecutive blocks, each input's next chunk read ahead while the merge
+// decodes the current one; on io_uring these reads go to an inline engine
+// of the compaction goroutine's own, so they never queue in the ring
+// goroutine that serves lookups (and Stats.Engine counts lookups and the
+// log only). A table being written (by a
 // flush or a compaction) has its writeback started every MiB
 // (sync_file_range, not a durability point: the fsync at its end is), and
 // every table's pages are dropped from the page cache once it is written

@@ -189,16 +189,16 @@ func (db *DB) readBlockInto(t *table, h sstable.BlockHandle, buf []byte, noFill 
 	}
 	db.stats.blockReads.Add(uint64(len(buf)) / directio.BlockSize)
 	db.stats.directCalls.Add(1)
-	return db.readTableAt(t, buf, int64(h.Offset))
+	return readTableAt(db.eng, t, buf, int64(h.Offset))
 }
 
 // readTableAt reads len(buf) bytes of t at off with its data descriptor
 // (O_DIRECT unless BufferedIO: buf aligned, off and len(buf) multiples of
-// the block size) on the store's engine; a short read means the table is
-// shorter than its index says.
-func (db *DB) readTableAt(t *table, buf []byte, off int64) error {
+// the block size) on eng; a short read means the table is shorter than its
+// index says.
+func readTableAt(eng *ioengine.Engine, t *table, buf []byte, off int64) error {
 	req := [1]ioengine.Request{{Op: ioengine.OpRead, File: t.data, Buf: buf, Off: off}}
-	err := db.eng.Do(req[:])
+	err := eng.Do(req[:])
 	return checkTableRead(t, off, len(buf), req[0].N, err)
 }
 
@@ -220,9 +220,10 @@ const compactionChunk = 256 << 10
 
 // blockChunk holds the chunk of consecutive blocks a compaction's iterator
 // is walking, and reads the chunk after it ahead: once the walk is past the
-// first block of a chunk, the next chunk's read is started on the store's
-// engine (ioengine.Engine.Start) into a second buffer, so that it is in
-// flight while the merge decodes this one. Not counted in
+// first block of a chunk, the next chunk's read is started on the
+// compaction engine (DB.compactEng, ioengine.Engine.Start) into a second
+// buffer, so that it is in flight while the merge decodes this one. Not
+// counted in
 // Stats.BlockReads (what lookups read); Stats.CompactedIn counts
 // compaction inputs.
 //
@@ -292,7 +293,7 @@ func (c *blockChunk) block(db *DB, t *table, i int) ([]byte, error) {
 				buf = alignedBuf(max(n, compactionChunk))
 			}
 			c.cur = chunkSpan{buf: buf[:n], base: t.r.Block(i).Offset}
-			if err := db.readTableAt(t, c.cur.buf, int64(c.cur.base)); err != nil {
+			if err := readTableAt(db.compactEng, t, c.cur.buf, int64(c.cur.base)); err != nil {
 				return nil, err
 			}
 			c.cur.first, c.cur.end = i, end
@@ -311,7 +312,7 @@ func (c *blockChunk) startAhead(db *DB, t *table) {
 	a := &c.ahead
 	*a = chunkSpan{buf: c.buffer(n), first: i, end: end, base: t.r.Block(i).Offset}
 	a.req[0] = ioengine.Request{Op: ioengine.OpRead, File: t.data, Buf: a.buf, Off: int64(a.base)}
-	p, err := db.eng.Start(a.req[:])
+	p, err := db.compactEng.Start(a.req[:])
 	if err != nil {
 		// Reported when the walk reaches the chunk (read then with Do).
 		a.startErr = err

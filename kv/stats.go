@@ -20,6 +20,19 @@ type statCounters struct {
 	compactions, trivialMoves             atomic.Uint64
 	compactedIn, compactedOut             atomic.Uint64
 	compactNanos                          atomic.Uint64
+	// byLevel counts compactions by output level (L0: intra-L0 merges).
+	byLevel [numLevels]struct{ count, in, out atomic.Uint64 }
+}
+
+// LevelCompactions count the merging compactions that wrote into one level
+// (trivial moves not included): for L0, merges of L0 tables among
+// themselves; for Ln, n >= 1, compactions of L(n-1) into Ln. Read is the
+// bytes of their input tables (both levels), Written of their outputs.
+// Their Written summed over the levels, over Stats.FlushedBytes, is the
+// store's write amplification beyond its flushes.
+type LevelCompactions struct {
+	Count         uint64
+	Read, Written uint64
 }
 
 // LevelStats describe one level of the tree.
@@ -54,11 +67,13 @@ type Stats struct {
 	Compactions, TrivialMoves uint64
 	CompactedIn, CompactedOut uint64
 	CompactionTime            time.Duration
-	Memtables                 int   // the mutable one plus those waiting for a flush
-	MemtableBytes             int64 // their approximate size
-	Levels                    [numLevels]LevelStats
-	Snapshots, Iterators      int
-	LastSeq                   uint64
+	// Compacted is indexed by output level.
+	Compacted            [numLevels]LevelCompactions
+	Memtables            int   // the mutable one plus those waiting for a flush
+	MemtableBytes        int64 // their approximate size
+	Levels               [numLevels]LevelStats
+	Snapshots, Iterators int
+	LastSeq              uint64
 }
 
 // Stats returns the counters and the current shape of the tree.
@@ -74,6 +89,10 @@ func (db *DB) Stats() Stats {
 		CompactionTime: time.Duration(c.compactNanos.Load()),
 		Engine:         db.eng.Stats(), Backend: db.eng.Backend(), FallbackCause: db.eng.FallbackReason(),
 		LastSeq: db.visible.Load(),
+	}
+	for l := range s.Compacted {
+		b := &c.byLevel[l]
+		s.Compacted[l] = LevelCompactions{Count: b.count.Load(), Read: b.in.Load(), Written: b.out.Load()}
 	}
 	if db.log != nil {
 		s.LogFlushes = db.log.Stats().Flushes
@@ -128,5 +147,10 @@ func (s Stats) String() string {
 	fmt.Fprintf(&b, "flushes %d (%d bytes, %s), compactions %d (+%d moves; %d bytes in, %d out, %s)\n",
 		s.Flushes, s.FlushedBytes, s.FlushTime.Round(time.Millisecond), s.Compactions, s.TrivialMoves,
 		s.CompactedIn, s.CompactedOut, s.CompactionTime.Round(time.Millisecond))
+	for l, lc := range s.Compacted {
+		if lc.Count > 0 {
+			fmt.Fprintf(&b, "  into L%d: %d compactions, %d bytes read, %d written\n", l, lc.Count, lc.Read, lc.Written)
+		}
+	}
 	return b.String()
 }

@@ -44,7 +44,40 @@ const (
 	xCompactSeconds = "compaction_seconds_during_process"
 	xFlushSeconds   = "flush_seconds_during_process"
 	xSettleSeconds  = "settle_seconds"
+	// Compaction's written bytes per event (restore: per record) and per
+	// byte flushed, in each phase: the store's write amplification.
+	xRestoreCompactPerRec   = "restore_compaction_written_bytes_per_record"
+	xRestoreCompactPerFlush = "restore_compaction_written_per_flushed_byte"
+	xCompactPerEvent        = "compaction_written_bytes_per_event"
+	xCompactPerFlush        = "compaction_written_per_flushed_byte"
 )
+
+// compactionDelta prints the flushes and compactions between two Stats, by
+// output level.
+func compactionDelta(before, after kv.Stats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "flushes %d (%d bytes)\n", after.Flushes-before.Flushes, after.FlushedBytes-before.FlushedBytes)
+	for l := range after.Compacted {
+		a, o := after.Compacted[l], before.Compacted[l]
+		if a.Count > o.Count {
+			fmt.Fprintf(&b, "into L%d: %d compactions, %d bytes read, %d written\n", l, a.Count-o.Count, a.Read-o.Read, a.Written-o.Written)
+		}
+	}
+	return b.String()
+}
+
+// writeAmp returns compaction's written bytes between two Stats per op and
+// per flushed byte (0 where there is nothing to divide by).
+func writeAmp(before, after kv.Stats, ops int64) (perOp, perFlushed float64) {
+	written := float64(after.CompactedOut - before.CompactedOut)
+	if ops > 0 {
+		perOp = written / float64(ops)
+	}
+	if f := after.FlushedBytes - before.FlushedBytes; f > 0 {
+		perFlushed = written / float64(f)
+	}
+	return perOp, perFlushed
+}
 
 // childConfig is one trial's work, sent to the child as JSON.
 type childConfig struct {
@@ -70,6 +103,10 @@ func init() { bench.RegisterChild("goka", child) }
 // processProfileEnv names a directory where each child writes a CPU profile
 // of its processing phase only, as SYSTEM-PID.pprof.
 const processProfileEnv = "GOKABENCH_PROCESS_CPUPROFILE"
+
+// statsEnv names a directory where each ringstore child writes its kv.Stats
+// at the end of processing (DIR/SYSTEM-PID.txt).
+const statsEnv = "GOKABENCH_KV_STATS"
 
 // bid is the value of a (bidder, auction) key: Nexmark query 18 keeps the
 // last bid of each bidder on each auction.
@@ -178,6 +215,9 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	}
 	tr.Extra[xRestoreSeconds] = time.Since(start).Seconds()
 	tr.Extra[xRestoreRecords] = float64(c.Restore)
+	if store != nil {
+		tr.Extra[xRestoreCompactPerRec], tr.Extra[xRestoreCompactPerFlush] = writeAmp(kv.Stats{}, store.DB().Stats(), c.Restore)
+	}
 	hwm, err := rssHWM()
 	if err != nil {
 		return tr, err
@@ -227,10 +267,6 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	)
 	var before ioengine.Stats
 	var kvBefore kv.Stats
-	if store != nil {
-		kvBefore = store.DB().Stats()
-		before = kvBefore.Engine
-	}
 	go func() {
 		time.Sleep(time.Duration(c.Warmup * float64(time.Second)))
 		close(measured)
@@ -250,7 +286,19 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	go func() { <-measured; cpu0 = bench.CPUTime(); t0 = time.Now() }()
+	// The measured seconds' counters are read when they start; began is
+	// closed once they are.
+	began := make(chan struct{})
+	go func() {
+		<-measured
+		cpu0 = bench.CPUTime()
+		t0 = time.Now()
+		if store != nil {
+			kvBefore = store.DB().Stats()
+			before = kvBefore.Engine
+		}
+		close(began)
+	}()
 	err = parallel(c.Partitions, func(p int) error {
 		st := sts[p]
 		l := bench.NewLatencies()
@@ -307,6 +355,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	if err != nil {
 		return tr, fmt.Errorf("process: %w", err)
 	}
+	<-began
 	tr.Seconds = time.Since(t0).Seconds()
 	tr.CPUSeconds = bench.CPUTime() - cpu0
 	tr.Ops = events
@@ -317,6 +366,13 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		after := kvAfter.Engine
 		tr.Extra[xCompactSeconds] = (kvAfter.CompactionTime - kvBefore.CompactionTime).Seconds()
 		tr.Extra[xFlushSeconds] = (kvAfter.FlushTime - kvBefore.FlushTime).Seconds()
+		tr.Extra[xCompactPerEvent], tr.Extra[xCompactPerFlush] = writeAmp(kvBefore, kvAfter, events)
+		if dir := os.Getenv(statsEnv); dir != "" {
+			text := fmt.Sprintf("%s\nsince the measured seconds began:\n%s", kvAfter, compactionDelta(kvBefore, kvAfter))
+			if err := os.WriteFile(fmt.Sprintf("%s/%s-%d.txt", dir, c.System, os.Getpid()), []byte(text), 0o644); err != nil {
+				return tr, err
+			}
+		}
 		if e := after.Enters - before.Enters; e > 0 {
 			tr.Extra[xReqPerEnter] = float64(after.Requests-before.Requests) / float64(e)
 		}

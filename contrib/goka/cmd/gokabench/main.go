@@ -267,20 +267,21 @@ func writeTable(out io.Writer, o options, mem bench.MemoryLimit, results []bench
 	}
 	fmt.Fprintln(out, "medians of trials (events/s: median, min-max)")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tevents/s\tmin-max\tGet p50 µs\tGet p99 µs\tstate MiB\trestore s\trestore rec/s\trestore RSS peak MiB\tcgroup peak MiB\treq/enter\tcompaction s in process\t")
+	fmt.Fprintln(tw, "system\tevents/s\tmin-max\tGet p50 µs\tGet p99 µs\tstate MiB\trestore s\trestore rec/s\trestore RSS peak MiB\tcgroup peak MiB\treq/enter\tcompaction s in process\tcompacted B/rec restore\tcompacted B/event\tcompacted/flushed process\t")
 	for i := range results {
 		r := &results[i]
 		if len(r.Trials) == 0 {
-			fmt.Fprintf(tw, "%s\tno trial completed\t\t\t\t\t\t\t\t\t\t\n", r.Mode.Name)
+			fmt.Fprintf(tw, "%s\tno trial completed\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Mode.Name)
 			continue
 		}
 		rs := medianExtra(r, xRestoreSeconds)
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f-%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f-%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f\t%.0f\t%.0f\t%.1f\t\n",
 			r.Mode.Name, bench.Median(r.Rates()), r.Min(), r.Max(),
 			medianOf(r, func(t bench.Trial) float64 { return t.P50us }),
 			medianOf(r, func(t bench.Trial) float64 { return t.P99us }),
 			medianExtra(r, xStateBytes)/mib, rs, float64(o.Restore)/rs,
-			medianExtra(r, xRestoreHWM)/mib, medianExtra(r, xCgroupPeak)/mib, medianExtra(r, xReqPerEnter), medianExtra(r, xCompactSeconds))
+			medianExtra(r, xRestoreHWM)/mib, medianExtra(r, xCgroupPeak)/mib, medianExtra(r, xReqPerEnter), medianExtra(r, xCompactSeconds),
+			medianExtra(r, xRestoreCompactPerRec), medianExtra(r, xCompactPerEvent), medianExtra(r, xCompactPerFlush))
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "\nbars (issue 30):")
