@@ -70,11 +70,13 @@ const ScanProbationPercent = 50
 // PoolOptions returns o with the settings that suit a pool shared by
 // concurrent scans where o leaves them zero: ScanProbationPercent; the
 // arena's pages allocated at New (Prefault), since scans go through every
-// frame; and windows (bufpool.Options.Windows) where the platform and the
+// frame, and registered with the engine's ring (FixedBuffers), so that
+// loads do not pin and unpin the frames' pages for every read; and windows (bufpool.Options.Windows) where the platform and the
 // number of frames allow them, so that a batch whose projected ranges span
 // several frames is decoded from the pool's memory instead of a copy.
 func PoolOptions(o bufpool.Options) bufpool.Options {
 	o.Prefault = true
+	o.FixedBuffers = true
 	if o.ProbationPercent == 0 {
 		o.ProbationPercent = ScanProbationPercent
 	}

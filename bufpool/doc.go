@@ -18,6 +18,13 @@
 // arena. The last frame of a file is partial: Bytes stops at the registered
 // size (the read itself is rounded up to 4 KiB, as O_DIRECT requires).
 //
+// With Options.FixedBuffers the arena is registered with the engine's ring
+// at New (ioengine.Engine.RegisterMemory, in chunks of up to 1 GiB) and
+// unregistered at Close, before it is unmapped; loads then go as
+// READ_FIXED, so the kernel does not pin and unpin a frame's pages for
+// every read. Where the registration is refused the pool reads as before,
+// logs why, and Stats.FixedBuffersOff keeps the reason.
+//
 // # Windows
 //
 // Consecutive frames of a file lie wherever eviction freed a slot, so a

@@ -92,6 +92,17 @@ type Options struct {
 	// that lives as long as the process pays it once instead of in its
 	// first pass over the arena.
 	Prefault bool
+	// FixedBuffers registers the arena with the engine's ring
+	// (ioengine.Engine.RegisterMemory), so that loads are issued as
+	// READ_FIXED: the kernel pins the arena's pages once instead of pinning
+	// and unpinning a frame's pages for every read. The pages then stay in
+	// memory until Close (with Prefault they would be allocated anyway) and
+	// count against RLIMIT_MEMLOCK unless the process has CAP_IPC_LOCK.
+	// Where the registration is refused (that limit, a kernel that cannot
+	// register the memory, the syscall backend), New makes the pool without
+	// it, says why through Logf, and Stats reports FixedBuffers false with
+	// the reason in FixedBuffersOff.
+	FixedBuffers bool
 	// Logf receives the engine's fallback reason and the pool's rare
 	// notices (the first failed prefetch). Default: the standard logger.
 	Logf func(format string, args ...any)
@@ -116,8 +127,8 @@ func (o *Options) String() string {
 	if o.FrameSize > 0 {
 		frames = o.Budget / int64(o.FrameSize)
 	}
-	return fmt.Sprintf("bufpool.Options{FrameSize: %d, Budget: %d (%d frames), IOWorkers: %d, Engine: %s, MaxBatch: %d, ProbationPercent: %d, Windows: %v, Prefault: %v}",
-		o.FrameSize, o.Budget, frames, o.IOWorkers, engine, o.MaxBatch, o.ProbationPercent, o.Windows, o.Prefault)
+	return fmt.Sprintf("bufpool.Options{FrameSize: %d, Budget: %d (%d frames), IOWorkers: %d, Engine: %s, MaxBatch: %d, ProbationPercent: %d, Windows: %v, Prefault: %v, FixedBuffers: %v}",
+		o.FrameSize, o.Budget, frames, o.IOWorkers, engine, o.MaxBatch, o.ProbationPercent, o.Windows, o.Prefault, o.FixedBuffers)
 }
 
 // withDefaults returns o with every zero field set to its default. It is

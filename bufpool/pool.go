@@ -20,6 +20,8 @@ type Pool struct {
 	eng       *ioengine.Engine // immutable
 	ownEngine bool             // immutable: the pool made eng and closes it
 	arena     []byte           // immutable until Close frees it
+	region    *ioengine.Region // immutable: the arena registered with the engine (Options.FixedBuffers), or nil
+	fixedOff  string           // immutable: why Options.FixedBuffers is not in effect, or ""
 	win       *windows         // immutable: nil unless Options.Windows
 	frames    []Frame          // immutable slice; frame fields as documented on Frame
 	target    int              // immutable: probation's target length
@@ -143,6 +145,16 @@ func New(opts Options) (*Pool, error) {
 			return nil, fmt.Errorf("bufpool: engine: %w", err)
 		}
 		p.ownEngine = true
+	}
+	switch {
+	case !o.FixedBuffers:
+	case p.eng.Backend() == ioengine.BackendSyscall:
+		p.fixedOff = "the engine is on the syscall backend, which takes any buffer"
+	default:
+		if p.region, err = p.eng.RegisterMemory(arena); err != nil {
+			p.fixedOff = err.Error()
+			o.Logf("bufpool: arena not registered with the engine, loads read without fixed buffers: %v", err)
+		}
 	}
 	p.callerLoads = !o.demandViaWorkers && p.eng.Backend() != ioengine.BackendSyscall
 	p.workers.Add(o.IOWorkers)
@@ -305,6 +317,14 @@ func (p *Pool) Close() error {
 
 	p.workers.Wait()
 	var errs []error
+	// Before the arena is unmapped: the kernel would keep its pages, and
+	// memory mapped later at the same address would not be what a fixed
+	// read fills.
+	if p.region != nil {
+		if err := p.region.Unregister(); err != nil {
+			errs = append(errs, fmt.Errorf("bufpool: unregister the arena: %w", err))
+		}
+	}
 	if p.ownEngine {
 		if err := p.eng.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("bufpool: close engine: %w", err))
@@ -458,6 +478,9 @@ type Stats struct {
 	WindowMaps     uint64 `json:"window_maps,omitempty"`     // frames mapped into their files' windows (Options.Windows)
 	WindowMoves    uint64 `json:"window_moves,omitempty"`    // of WindowMaps, those whose slot's mapping was moved from its earlier place, page tables and all
 	WindowFailures uint64 `json:"window_failures,omitempty"` // frames or files left without a window because a mapping call failed
+
+	FixedBuffers    bool   `json:"fixed_buffers"`               // the arena is registered with the engine's ring: loads go as READ_FIXED (Options.FixedBuffers)
+	FixedBuffersOff string `json:"fixed_buffers_off,omitempty"` // why Options.FixedBuffers asked for it and it is not in effect
 }
 
 // HitRatio returns Hits / (Hits + Misses + LoadWaits), or 0 before any Pin.
@@ -472,11 +495,12 @@ func (s Stats) HitRatio() float64 {
 func (s Stats) String() string {
 	return fmt.Sprintf("frames %d × %d B: %d pinned, %d resident, %d loading; hits %d, misses %d, load waits %d (hit ratio %.3f); "+
 		"loads %d, %d B read in %d engine calls; evictions %d, promotions %d, ghost hits %d; "+
-		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d; window maps %d (moved %d), failures %d",
+		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d; window maps %d (moved %d), failures %d; fixed buffers %v%s",
 		s.Frames, s.FrameSize, s.Pinned, s.Resident, s.Loading, s.Hits, s.Misses, s.LoadWaits, s.HitRatio(),
 		s.Loads, s.BytesRead, s.EngineCalls, s.Evictions, s.Promotions, s.GhostHits,
 		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected,
-		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors, s.WindowMaps, s.WindowMoves, s.WindowFailures)
+		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors, s.WindowMaps, s.WindowMoves, s.WindowFailures,
+		s.FixedBuffers, fixedOffNote(s.FixedBuffersOff))
 }
 
 // Stats returns the pool's counters.
@@ -488,10 +512,18 @@ func (p *Pool) Stats() Stats {
 	s.Loading = p.loading
 	s.Resident = len(p.table) - p.loading
 	s.OpenAnnouncements = p.openAnnouncementsLocked()
+	s.FixedBuffers, s.FixedBuffersOff = p.region != nil, p.fixedOff
 	if p.win != nil {
 		p.win.mu.Lock()
 		s.WindowMaps, s.WindowMoves, s.WindowFailures = p.win.maps, p.win.moves, p.win.fails
 		p.win.mu.Unlock()
 	}
 	return s
+}
+
+func fixedOffNote(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
 }

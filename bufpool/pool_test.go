@@ -63,7 +63,7 @@ func TestOptionsDefaults(t *testing.T) {
 		o.IOWorkers != DefaultIOWorkers || o.MaxBatch != DefaultMaxBatch || o.ProbationPercent != DefaultProbationPercent {
 		t.Errorf("defaults: frame size %d, frames %d, options %s", p.FrameSize(), p.Frames(), o.String())
 	}
-	want := "bufpool.Options{FrameSize: 262144, Budget: 268435456 (1024 frames), IOWorkers: 2, Engine: own, mode syscall, MaxBatch: 64, ProbationPercent: 10, Windows: false, Prefault: false}"
+	want := "bufpool.Options{FrameSize: 262144, Budget: 268435456 (1024 frames), IOWorkers: 2, Engine: own, mode syscall, MaxBatch: 64, ProbationPercent: 10, Windows: false, Prefault: false, FixedBuffers: false}"
 	if got := (&Options{FrameSize: 262144, Budget: 268435456, IOWorkers: 2, IOMode: ioengine.Syscall, MaxBatch: 64, ProbationPercent: 10}).String(); got != want {
 		t.Errorf("String:\n got %s\nwant %s", got, want)
 	}

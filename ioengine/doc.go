@@ -60,4 +60,19 @@
 // slot index and generation, so a completion is never delivered to another
 // caller. Engine methods are safe for concurrent use; Close waits for the
 // calls in progress.
+//
+// # Registered memory
+//
+// RegisterMemory registers off-heap memory with the ring (in chunks of at
+// most 1 GiB, the kernel's limit per buffer). A read or write whose buffer
+// lies wholly inside one chunk is then issued as READ_FIXED or WRITE_FIXED,
+// so the kernel does not pin and unpin the pages for every request
+// (Stats.FixedTransfers counts them); any other buffer goes as before. The
+// registration is made on the thread that issues to the ring, and a change
+// waits until no fixed request is in flight, so no request names a buffer
+// table that has been replaced. Where the kernel refuses it (RLIMIT_MEMLOCK
+// without CAP_IPC_LOCK, file-backed memory before Linux 6.5) or the backend
+// is the syscall one, RegisterMemory returns the reason and requests run as
+// plain reads and writes. The memory must stay mapped until
+// Region.Unregister (or Close) returns.
 package ioengine

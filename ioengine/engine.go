@@ -168,6 +168,7 @@ type Stats struct {
 	Syscalls        uint64 // pread/pwrite/fsync calls (syscall backend)
 	CQOverflow      uint64 // completions the kernel could not post
 	LostCompletions uint64 // EBADR seen
+	FixedTransfers  uint64 // reads and writes issued as READ_FIXED/WRITE_FIXED (buffers in registered memory, RegisterMemory)
 	Fallbacks       uint64 // 1 if this engine fell back to syscalls
 }
 
@@ -179,6 +180,9 @@ type backend interface {
 	// start begins reqs (validated, results reset) and returns a function
 	// that waits until all have finished; it must be called exactly once.
 	start(reqs []Request) (wait func() error)
+	// setRegions replaces the registered buffers with chunks (none:
+	// unregister all). On an error the backend has none registered.
+	setRegions(chunks [][]byte) error
 	stats(*Stats)
 	close() error
 }
@@ -196,6 +200,7 @@ type Engine struct {
 	bytes    atomic.Uint64
 	closed   atomic.Bool
 	fellBack bool // immutable
+	regionState
 }
 
 var (

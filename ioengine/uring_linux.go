@@ -42,10 +42,11 @@ type uringBackend struct {
 	broken  error      // inline, guarded by issueMu: the ring failed; every later call fails
 
 	mu       sync.Mutex
-	queue    []*batch // guarded by mu
-	spare    []*batch // guarded by mu: the previous queue's array, reused
-	sleeping bool     // guarded by mu: the ring goroutine may be blocked in enter
-	closing  bool     // guarded by mu (inline: by issueMu)
+	queue    []*batch     // guarded by mu
+	spare    []*batch     // guarded by mu: the previous queue's array, reused
+	sleeping bool         // guarded by mu: the ring goroutine may be blocked in enter
+	closing  bool         // guarded by mu (inline: by issueMu)
+	ctl      []*regionCtl // guarded by mu: registration changes for the ring goroutine, oldest first
 
 	exited chan struct{} // closed when the ring goroutine has returned
 
@@ -63,9 +64,29 @@ type uringBackend struct {
 	wakeArmed bool
 	overrides map[uint64]int32 // user_data → result replacing the kernel's (fault injection)
 
+	// Registered buffers, owned by the ring goroutine (inline: by the
+	// holder of issueMu). fixed is what the kernel holds registered. A
+	// change waits in pendingCtl until no fixed SQE is in flight
+	// (fixedInflight 0), and no SQE is placed as fixed meanwhile, so an
+	// SQE never names a buffer index of a table that has been replaced.
+	fixed         fixedTable
+	fixedInflight int
+	pendingCtl    *regionCtl
+
 	// Counters, written by the ring goroutine, read by stats.
-	enters, sqes, completions, resubmits, overflow, lost atomic.Uint64
+	enters, sqes, completions, resubmits, overflow, lost, fixedTransfers atomic.Uint64
 }
+
+// regionCtl asks the ring goroutine to register chunks as the ring's
+// buffers (replacing any registered before); done receives the result.
+type regionCtl struct {
+	chunks [][]byte
+	done   chan error
+}
+
+// maxFixedBuffers is the most buffers a ring registers
+// (IORING_MAX_REG_BUFFERS).
+const maxFixedBuffers = 1 << 14
 
 // sqFullPoll is how long the ring goroutine waits for a completion while
 // work waits for room in an SQPOLL ring's SQ.
@@ -95,10 +116,11 @@ type chain struct {
 // slot is one in-flight SQE. user_data = gen<<32 | index, so a completion
 // for a recycled slot is recognised and never delivered to another caller.
 type slot struct {
-	c    *chain
-	idx  int
-	gen  uint32
-	used bool
+	c     *chain
+	idx   int
+	gen   uint32
+	used  bool
+	fixed bool // the SQE names a registered buffer
 }
 
 func newURing(opts Options, sqpoll bool) (backend, Backend, error) {
@@ -195,8 +217,18 @@ func (u *uringBackend) loop() {
 		u.spare = taken
 		u.sleeping = false
 		closing := u.closing
+		if u.pendingCtl == nil && len(u.ctl) > 0 {
+			u.pendingCtl = u.ctl[0]
+			u.ctl = u.ctl[:copy(u.ctl, u.ctl[1:])]
+		}
 		u.mu.Unlock()
 
+		if c := u.pendingCtl; c != nil && u.fixedInflight == 0 {
+			u.pendingCtl = nil
+			c.done <- u.applyRegions(c.chunks)
+			// The next change, if any, is taken on the next turn, which
+			// readyToSleep does not skip while one is queued.
+		}
 		for _, b := range taken {
 			u.addBatch(b)
 		}
@@ -211,6 +243,7 @@ func (u *uringBackend) loop() {
 			u.armWake()
 		}
 		if closing && len(u.ready) == 0 && u.inflight == 0 {
+			u.refuseCtl(ErrClosed)
 			return
 		}
 		if !u.readyToSleep() {
@@ -307,7 +340,7 @@ func (u *uringBackend) readyToSleep() bool {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if len(u.queue) > 0 {
+	if len(u.queue) > 0 || (len(u.ctl) > 0 && u.pendingCtl == nil) || (u.pendingCtl != nil && u.fixedInflight == 0) {
 		return false
 	}
 	u.sleeping = true
@@ -368,9 +401,19 @@ func (u *uringBackend) placeChain(c *chain) {
 		case inj.n == 0:
 			sqe.PrepNop() // the fault replaces the request
 		case r.Op == OpRead:
-			sqe.PrepRead(r.Fd, buf, off)
+			if idx, ok := u.fixedFor(buf); ok {
+				sqe.PrepReadFixed(r.Fd, buf, off, idx)
+				u.markFixed(ud)
+			} else {
+				sqe.PrepRead(r.Fd, buf, off)
+			}
 		case r.Op == OpWrite:
-			sqe.PrepWrite(r.Fd, buf, off)
+			if idx, ok := u.fixedFor(buf); ok {
+				sqe.PrepWriteFixed(r.Fd, buf, off, idx)
+				u.markFixed(ud)
+			} else {
+				sqe.PrepWrite(r.Fd, buf, off)
+			}
 			if r.DSync {
 				sqe.OpFlags = unix.RWF_DSYNC
 			}
@@ -386,6 +429,124 @@ func (u *uringBackend) placeChain(c *chain) {
 	}
 	c.outstanding = end - c.first
 	u.inflight += c.outstanding
+}
+
+// fixedFor returns the registered buffer that holds all of buf, unless a
+// change of the registered buffers is waiting.
+func (u *uringBackend) fixedFor(buf []byte) (uint16, bool) {
+	if u.pendingCtl != nil {
+		return 0, false
+	}
+	return u.fixed.lookup(buf)
+}
+
+// markFixed records that the SQE of slot ud names a registered buffer.
+func (u *uringBackend) markFixed(ud uint64) {
+	u.slots[uint32(ud)].fixed = true
+	u.fixedInflight++
+	u.fixedTransfers.Add(1)
+}
+
+// applyRegions registers chunks as the ring's buffers, replacing those
+// registered before; no fixed SQE may be in flight. On an error none are
+// registered.
+func (u *uringBackend) applyRegions(chunks [][]byte) error {
+	if len(u.fixed.chunks) > 0 {
+		u.fixed = fixedTable{}
+		if err := u.ring.UnregisterBuffers(); err != nil {
+			return err
+		}
+	}
+	if len(chunks) == 0 {
+		return nil
+	}
+	if len(chunks) > maxFixedBuffers {
+		return fmt.Errorf("%d buffers of up to %d bytes exceed the %d a ring registers", len(chunks), MaxRegisteredChunk, maxFixedBuffers)
+	}
+	if err := u.ring.RegisterBuffers(chunks); err != nil {
+		return explainRegister(err)
+	}
+	u.fixed = newFixedTable(chunks)
+	return nil
+}
+
+// refuseCtl answers every waiting registration change with err.
+func (u *uringBackend) refuseCtl(err error) {
+	if c := u.pendingCtl; c != nil {
+		u.pendingCtl = nil
+		c.done <- err
+	}
+	u.mu.Lock()
+	ctl := u.ctl
+	u.ctl = nil
+	u.mu.Unlock()
+	for _, c := range ctl {
+		c.done <- err
+	}
+}
+
+// setRegions registers chunks as the ring's buffers: on the ring goroutine,
+// the ring's single issuer, or inline under issueMu once no fixed SQE is in
+// flight.
+func (u *uringBackend) setRegions(chunks [][]byte) error {
+	if u.inline {
+		return u.setRegionsInline(chunks)
+	}
+	c := &regionCtl{chunks: chunks, done: make(chan error, 1)}
+	u.mu.Lock()
+	if u.closing {
+		u.mu.Unlock()
+		return ErrClosed
+	}
+	u.ctl = append(u.ctl, c)
+	if u.sleeping {
+		u.sleeping = false
+		u.wake()
+	}
+	u.mu.Unlock()
+	return <-c.done
+}
+
+func (u *uringBackend) setRegionsInline(chunks [][]byte) error {
+	u.issueMu.Lock()
+	defer u.issueMu.Unlock()
+	if u.broken != nil {
+		return u.broken
+	}
+	if u.closing {
+		return ErrClosed
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// Calls Start began may still have fixed SQEs in flight: finish them
+	// (their Waits then find them done).
+	for u.reap(); u.fixedInflight > 0; u.reap() {
+		u.place()
+		if err := u.enter(); err != nil {
+			u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
+			u.failAll(err)
+			return u.broken
+		}
+	}
+	return u.applyRegions(chunks)
+}
+
+// explainRegister adds the usual cause of a refused buffer registration.
+func explainRegister(err error) error {
+	var hint string
+	switch {
+	case errors.Is(err, unix.ENOMEM):
+		hint = "the pinned pages would pass RLIMIT_MEMLOCK (the process lacks CAP_IPC_LOCK)"
+	case errors.Is(err, unix.EOPNOTSUPP):
+		hint = "the kernel registers no file-backed memory (memfd or shared mappings need Linux 6.5)"
+	case errors.Is(err, unix.EFAULT):
+		hint = "the memory is not mapped, or cannot be pinned"
+	case errors.Is(err, unix.EINVAL):
+		hint = "a buffer is too large or the kernel is too old"
+	default:
+		return err
+	}
+	return fmt.Errorf("%s: %w", hint, err)
 }
 
 func (u *uringBackend) allocSlot(c *chain, idx int) uint64 {
@@ -427,6 +588,10 @@ func (u *uringBackend) complete(ud uint64, res int32) {
 	}
 	s := &u.slots[i]
 	c, idx := s.c, s.idx
+	if s.fixed {
+		s.fixed = false
+		u.fixedInflight--
+	}
 	s.c, s.used = nil, false
 	u.freeSlots = append(u.freeSlots, i)
 	if v, ok := u.overrides[ud]; ok {
@@ -510,13 +675,15 @@ func (u *uringBackend) failAll(err error) {
 				// Every member fails, those not placed too.
 				u.failChain(s.c, err)
 			}
-			s.used = false
+			s.used, s.fixed = false, false
 		}
 	}
 	for _, c := range u.ready {
 		u.failChain(c, err)
 	}
 	u.ready = nil
+	u.fixedInflight = 0
+	u.refuseCtl(fmt.Errorf("ioengine: io_uring failed: %w", err))
 }
 
 func (u *uringBackend) do(reqs []Request) error {
@@ -700,6 +867,7 @@ func (u *uringBackend) stats(s *Stats) {
 	s.Resubmits = u.resubmits.Load()
 	s.CQOverflow = u.overflow.Load()
 	s.LostCompletions = u.lost.Load()
+	s.FixedTransfers = u.fixedTransfers.Load()
 }
 
 func (u *uringBackend) close() error {

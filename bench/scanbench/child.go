@@ -86,6 +86,7 @@ const (
 	xOpenReadBytes = "open_read_bytes"      // read_bytes while opening
 	xResidentStart = "resident_start_bytes" // data bytes still in the page cache when the measured part starts (after the child's own drop)
 	xEngineBytes   = "engine_bytes"
+	xEngineFixed   = "engine_fixed_transfers" // reads issued as READ_FIXED (the pool's arena registered: bufpool.Options.FixedBuffers)
 	xPoolRead      = "pool_bytes_read"
 	xPoolHits      = "pool_hits"
 	xPoolMisses    = "pool_misses"
@@ -372,7 +373,9 @@ func scanChild(c childConfig, ioMode ioengine.IOMode) (bench.Trial, error) {
 		tr.Extra[xQueryMSPrefx+q] = latencyStats(ls).mean
 	}
 	if eng != nil {
-		tr.Extra[xEngineBytes] = float64(eng.Stats().Bytes - es0.Bytes)
+		es := eng.Stats()
+		tr.Extra[xEngineBytes] = float64(es.Bytes - es0.Bytes)
+		tr.Extra[xEngineFixed] = float64(es.FixedTransfers - es0.FixedTransfers)
 	}
 	if memory {
 		tr.Extra[xNeedBytes] = float64(needBytes)

@@ -297,6 +297,11 @@ func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, r
 		default:
 			notes = append(notes, fmt.Sprintf("pool: batches decoded in place through the pool's windows (bufpool.Options.Windows): %.0f frame mappings per trial (median), %.0f of them a reused slot's mapping moved with its page tables, none failed. Max RSS counts a frame read through a window twice (its slot in the arena and its place in the window map the same memory); the cgroup peak counts it once", maps, moves))
 		}
+		if fixed := median(figures(*r, extra(xEngineFixed))); fixed > 0 {
+			notes = append(notes, fmt.Sprintf("pool: the arena is registered with the ring (bufpool.Options.FixedBuffers): %.0f loads per trial (median) read as READ_FIXED", fixed))
+		} else {
+			notes = append(notes, "pool: no load read as READ_FIXED: the arena is not registered with the ring (the child's log says why)")
+		}
 	}
 	// The device byte counts rest on read_bytes counting O_DIRECT and
 	// io_uring reads: check it against the pool's and the engine's counts.

@@ -1,0 +1,161 @@
+package bufpool
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// pinAndCheck pins the file in spans of two frames, front to back, checking
+// every frame's bytes, and unpins them.
+func pinAndCheck(t *testing.T, p *Pool, tf *testFile) {
+	t.Helper()
+	fs := int64(p.FrameSize())
+	for off := int64(0); off < int64(len(tf.data)); off += 2 * fs {
+		s := Span{File: tf.id, Off: off, Len: min(2*fs, int64(len(tf.data))-off)}
+		frames, err := p.Pin([]Span{s}, nil)
+		if err != nil {
+			t.Fatalf("Pin(%v): %v", s, err)
+		}
+		checkFrames(t, p, tf, s, frames)
+		unpinAll(frames)
+	}
+}
+
+// TestFixedBuffers: with Options.FixedBuffers every load on io_uring reads
+// into the registered arena with READ_FIXED (the engine's FixedTransfers
+// counts as many as the pool's Loads) and returns the file's bytes, from
+// Pins and from prefetches, with and without windows (the arena is then a
+// memfd); on the syscall backend the pool says why it has none.
+func TestFixedBuffers(t *testing.T) {
+	for _, windows := range []bool{false, true} {
+		t.Run(fmt.Sprintf("windows=%v", windows), func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
+				eng := newEngine(t, mode, nil)
+				p := newPool(t, eng, Options{FrameSize: 64 << 10, Budget: 1 << 20, FixedBuffers: true, Windows: windows})
+				tf := register(t, p, testdir.Direct(t), "fixed", 3<<20+5000, 7)
+				e0 := eng.Stats()
+				p.Prefetch([]Span{{File: tf.id, Off: 0, Len: 8 << 16}})
+				eventually(t, 10*time.Second, "prefetches loaded", func() bool { return p.Stats().Loading == 0 })
+				pinAndCheck(t, p, tf)
+				st := p.Stats()
+				fixed := eng.Stats().FixedTransfers - e0.FixedTransfers
+				if mode == ioengine.Syscall {
+					if st.FixedBuffers || st.FixedBuffersOff == "" || fixed != 0 {
+						t.Fatalf("syscall backend: FixedBuffers %v, FixedBuffersOff %q, fixed transfers %d; want false, a reason, 0", st.FixedBuffers, st.FixedBuffersOff, fixed)
+					}
+					return
+				}
+				if !st.FixedBuffers || st.FixedBuffersOff != "" {
+					t.Fatalf("FixedBuffers %v, FixedBuffersOff %q; want true and no reason", st.FixedBuffers, st.FixedBuffersOff)
+				}
+				if st.Loads < 48 || fixed != st.Loads {
+					t.Fatalf("%d loads, %d fixed transfers; want every load fixed (at least 48)", st.Loads, fixed)
+				}
+				if !strings.Contains(st.String(), "fixed buffers true") {
+					t.Errorf("Stats.String() does not say fixed buffers are on: %s", st)
+				}
+			})
+		})
+	}
+}
+
+// Child process of TestFixedBuffersRefused.
+const (
+	fixedChildEnv = "RINGSTORE_BUFPOOL_FIXED_CHILD"
+	fixedChildOK  = "fixed-refused-child-ok "
+	capIPCLock    = 14 // CAP_IPC_LOCK
+)
+
+// TestFixedBuffersRefused runs a child process of this test binary without
+// CAP_IPC_LOCK (dropped from the bounding set of the thread that starts it,
+// so an exec as root does not get it back) and with RLIMIT_MEMLOCK at 64
+// KiB: the real kernel refuses to register a 1 MiB arena with ENOMEM, and
+// the pool reads without fixed buffers, the reason in its Stats, every
+// byte still right.
+func TestFixedBuffersRefused(t *testing.T) {
+	if os.Getenv(fixedChildEnv) == "1" {
+		fixedRefusedChild(t)
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFixedBuffersRefused$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), fixedChildEnv+"=1")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	started := make(chan error, 1)
+	go func() {
+		// The thread stays locked and ends with this goroutine: its bounding
+		// set is changed for good.
+		runtime.LockOSThread()
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, capIPCLock, 0, 0, 0); err != nil && os.Geteuid() == 0 {
+			started <- fmt.Errorf("drop CAP_IPC_LOCK from the bounding set: %w", err)
+			return
+		}
+		started <- cmd.Start()
+	}()
+	if err := <-started; err != nil {
+		t.Skipf("cannot start a child without CAP_IPC_LOCK: %v", err)
+	}
+	err := cmd.Wait()
+	if strings.Contains(out.String(), "--- SKIP") {
+		t.Skipf("child skipped:\n%s", out.String())
+	}
+	if err != nil || !strings.Contains(out.String(), fixedChildOK) {
+		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, fixedChildOK) {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+}
+
+func fixedRefusedChild(t *testing.T) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			var eff uint64
+			fmt.Sscanf(strings.TrimSpace(v), "%x", &eff)
+			if eff&(1<<capIPCLock) != 0 {
+				t.Fatalf("the child has CAP_IPC_LOCK (CapEff %s)", strings.TrimSpace(v))
+			}
+		}
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 64 << 10, Max: 64 << 10}); err != nil {
+		t.Fatalf("setrlimit RLIMIT_MEMLOCK: %v", err)
+	}
+	eng := newEngine(t, ioengine.URing, nil)
+	var logged []string
+	p := newPool(t, eng, Options{FrameSize: 64 << 10, Budget: 1 << 20, FixedBuffers: true, Logf: func(f string, a ...any) {
+		logged = append(logged, fmt.Sprintf(f, a...))
+	}})
+	st := p.Stats()
+	if st.FixedBuffers || !strings.Contains(st.FixedBuffersOff, "RLIMIT_MEMLOCK") || !strings.Contains(st.FixedBuffersOff, unix.ENOMEM.Error()) {
+		t.Fatalf("FixedBuffers %v, FixedBuffersOff %q; want false and the RLIMIT_MEMLOCK refusal (ENOMEM)", st.FixedBuffers, st.FixedBuffersOff)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], st.FixedBuffersOff) {
+		t.Fatalf("logged %q; want one line with the reason", logged)
+	}
+	tf := register(t, p, testdir.Direct(t), "refused", 2<<20, 9)
+	e0 := eng.Stats()
+	pinAndCheck(t, p, tf)
+	if n := eng.Stats().FixedTransfers - e0.FixedTransfers; n != 0 {
+		t.Fatalf("%d fixed transfers without registered memory", n)
+	}
+	fmt.Printf("%sreason: %s\n", fixedChildOK, st.FixedBuffersOff)
+}
