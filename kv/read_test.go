@@ -105,3 +105,49 @@ func TestReadSetKeepsTables(t *testing.T) {
 		t.Fatalf("Get after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestCacheReadsFixed: on io_uring the block cache's arena is registered
+// with the ring, so its block reads go as READ_FIXED and return the
+// stored values; where the kernel refuses the registration (memlock),
+// Stats says why and the reads go plain, with the same values.
+func TestCacheReadsFixed(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, config{"uring", ioengine.URing, Options{Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 1 << 20}})
+	for i := range 2000 {
+		if err := db.Put([]byte(fmt.Sprintf("k%05d", i)), []byte(fmt.Sprintf("value-%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, config{"uring", ioengine.URing, Options{CacheSize: 1 << 20}})
+	defer db.Close()
+	keys := [][]byte{[]byte("k00007"), []byte("k01999"), []byte("k00500")}
+	vals, found, err := db.MultiGet(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if !found[i] || string(vals[i]) != "value-"+string(k[1:]) {
+			t.Errorf("%s: %q found %v", k, vals[i], found[i])
+		}
+	}
+	st := db.Stats()
+	if st.Cache == nil {
+		t.Fatal("no block cache")
+	}
+	if !st.Cache.FixedBuffers {
+		if st.Cache.FixedBuffersOff == "" {
+			t.Fatal("the arena is not registered, and Stats does not say why")
+		}
+		t.Logf("registration refused here (%s): the reads went plain", st.Cache.FixedBuffersOff)
+		return
+	}
+	if st.Engine.FixedTransfers == 0 {
+		t.Errorf("the arena is registered but no block read went fixed: %+v", st.Engine)
+	}
+}
