@@ -89,7 +89,7 @@ func (db *DB) flushLocked() error {
 	var ts []*table
 	for _, m := range metas {
 		var t *table
-		if t, err = db.openTable(m); err != nil {
+		if t, err = db.openTable(m, false); err != nil {
 			break
 		}
 		ts = append(ts, t)
@@ -467,7 +467,7 @@ func (db *DB) compactLocked(c *compaction) error {
 			break
 		}
 		var t *table
-		if t, err = db.openTable(meta); err == nil {
+		if t, err = db.openTable(meta, false); err == nil {
 			ts = append(ts, t)
 		}
 	}
