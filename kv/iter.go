@@ -53,7 +53,7 @@ type tableIter struct {
 	chunk  *blockChunk     // compaction inputs only
 	r      *sstable.Reader // t's metadata, held from the first seek on
 	blk    int             // index of the loaded block (-1: none)
-	loads  int         // blocks loaded so far
+	loads  int             // blocks loaded so far
 	buf    []byte
 	it     *sstable.BlockIter
 	e      error

@@ -319,7 +319,7 @@ func (db *DB) blockFor(t *table, key []byte) (blockRead, error) {
 type blockRead struct {
 	t    *table
 	rd   *sstable.Reader // t's metadata, held for the read
-	bi   int // the block's place in the table (sstable.Reader.Block)
+	bi   int             // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
 }
