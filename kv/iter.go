@@ -377,13 +377,35 @@ func (c *blockChunk) close(t *table) {
 
 // levelIter concatenates the tables of one sorted level, opening a table
 // iterator only when the walk reaches it.
+//
+// A compaction's levelIter (compaction set) walks its tables with
+// compaction iterators, closing each before the next is opened: a merge
+// holds one table's chunk buffers and metadata per sorted input level.
 type levelIter struct {
-	db     *DB
-	ts     []*table
-	noFill bool
-	i      int
-	cur    *tableIter
-	e      error
+	db         *DB
+	ts         []*table
+	noFill     bool
+	compaction bool
+	i          int
+	cur        *tableIter
+	e          error
+}
+
+// open makes table i the current one, closing the one before.
+func (li *levelIter) open(i int) {
+	li.close()
+	if li.compaction {
+		li.cur = newCompactionIter(li.db, li.ts[i])
+	} else {
+		li.cur = newTableIter(li.db, li.ts[i], li.noFill)
+	}
+}
+
+// close closes the current table's iterator (see tableIter.close).
+func (li *levelIter) close() {
+	if li.cur != nil {
+		li.cur.close()
+	}
 }
 
 func (li *levelIter) seekGE(key []byte) bool {
@@ -392,7 +414,7 @@ func (li *levelIter) seekGE(key []byte) bool {
 		li.i = sort.Search(len(li.ts), func(j int) bool { return bytes.Compare(li.ts[j].largestUser, key) >= 0 })
 	}
 	for ; li.i < len(li.ts); li.i++ {
-		li.cur = newTableIter(li.db, li.ts[li.i], li.noFill)
+		li.open(li.i)
 		if li.cur.seekGE(key) {
 			return true
 		}
@@ -416,7 +438,7 @@ func (li *levelIter) next() bool {
 		return false
 	}
 	for li.i++; li.i < len(li.ts); li.i++ {
-		li.cur = newTableIter(li.db, li.ts[li.i], li.noFill)
+		li.open(li.i)
 		if li.cur.seekGE(nil) {
 			return true
 		}
