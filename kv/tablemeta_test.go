@@ -32,7 +32,7 @@ func fillTables(t *testing.T, db *DB, n, per int) {
 
 func metaOptions(budget int64) Options {
 	return Options{TableMetaCacheSize: budget, DisableAutoCompaction: true, L0StopWritesTrigger: 100,
-		L0CompactionTrigger: 99, CacheSize: 256 << 10, Unsafe: UnsafeOptions{NoSync: true}}
+		L0CompactionTrigger: 99, CacheSize: 256 << 10, DisableWAL: true}
 }
 
 // The metadata held stays within the budget however many tables are opened
@@ -73,7 +73,7 @@ func TestTableMetaBudget(t *testing.T) {
 	}
 	check("after Open")
 	for round := 0; round < 2; round++ {
-		for i := 0; i < tables*per; i += 7 {
+		for i := 0; i < tables*per; i += 97 {
 			got, err := db.Get(keyOf(i))
 			if err != nil {
 				t.Fatalf("Get(%s): %v", keyOf(i), err)
@@ -81,7 +81,7 @@ func TestTableMetaBudget(t *testing.T) {
 			if want := fmt.Sprintf("value-%d", i); string(got) != want {
 				t.Fatalf("Get(%s) = %q, want %q", keyOf(i), got, want)
 			}
-			if i%701 == 0 {
+			if i%(97*13) == 0 {
 				check(fmt.Sprintf("round %d, key %d", round, i))
 			}
 		}
