@@ -214,15 +214,16 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		}
 		return st.MarkRecovered()
 	})
+	elapsed := time.Since(start)
+	if watch != nil {
+		if werr := watch.stop(); werr != nil && err == nil {
+			err = fmt.Errorf("restore memory profile: %w", werr)
+		}
+	}
 	if err != nil {
 		return tr, fmt.Errorf("restore: %w", err)
 	}
-	tr.Extra[xRestoreSeconds] = time.Since(start).Seconds()
-	if watch != nil {
-		if err := watch.stop(); err != nil {
-			return tr, fmt.Errorf("restore memory profile: %w", err)
-		}
-	}
+	tr.Extra[xRestoreSeconds] = elapsed.Seconds()
 	tr.Extra[xRestoreRecords] = float64(c.Restore)
 	if store != nil {
 		tr.Extra[xRestoreCompactPerRec], tr.Extra[xRestoreCompactPerFlush] = writeAmp(kv.Stats{}, store.DB().Stats(), c.Restore)
