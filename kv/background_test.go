@@ -122,7 +122,11 @@ func TestCompactionInputWalksTheTable(t *testing.T) {
 	if tb.meta.Size < 3*compactionChunk {
 		t.Fatalf("the table is %d bytes: want several %d-byte chunks", tb.meta.Size, compactionChunk)
 	}
-	want := tb.r.NewIterator()
+	rd, err := db.reader(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rd.NewIterator()
 	got := newCompactionIter(db, tb)
 	defer got.close()
 	n := 0

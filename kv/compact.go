@@ -89,7 +89,7 @@ func (db *DB) flushLocked() error {
 	var ts []*table
 	for _, m := range metas {
 		var t *table
-		if t, err = db.openTable(m); err != nil {
+		if t, err = db.openTable(m, false); err != nil {
 			break
 		}
 		ts = append(ts, t)
@@ -443,13 +443,22 @@ func (db *DB) compactLocked(c *compaction) error {
 		hook()
 	}
 	start := time.Now()
+	// L0's inputs overlap: each is an input of the merge. A lower level's
+	// are sorted and disjoint: one concatenated input, walked a table at a
+	// time.
 	m := &mergingIter{}
-	var tis []*tableIter
-	for _, in := range c.inputs {
-		for _, t := range in {
-			ti := newCompactionIter(db, t)
-			tis = append(tis, ti)
-			m.all = append(m.all, ti)
+	var closers []interface{ close() }
+	for i, in := range c.inputs {
+		if c.level+i == 0 {
+			for _, t := range in {
+				ti := newCompactionIter(db, t)
+				closers = append(closers, ti)
+				m.all = append(m.all, ti)
+			}
+		} else if len(in) > 0 {
+			li := &levelIter{db: db, ts: in, compaction: true}
+			closers = append(closers, li)
+			m.all = append(m.all, li)
 		}
 	}
 	f := &compactionFilter{in: m, smallestSnap: smallestSnap, bottom: bottom}
@@ -458,8 +467,8 @@ func (db *DB) compactLocked(c *compaction) error {
 		defer db.mu.Unlock()
 		return db.closed
 	})
-	for _, ti := range tis {
-		ti.close()
+	for _, cl := range closers {
+		cl.close()
 	}
 	var ts []*table
 	for _, meta := range metas {
@@ -467,7 +476,7 @@ func (db *DB) compactLocked(c *compaction) error {
 			break
 		}
 		var t *table
-		if t, err = db.openTable(meta); err == nil {
+		if t, err = db.openTable(meta, false); err == nil {
 			ts = append(ts, t)
 		}
 	}

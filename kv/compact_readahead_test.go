@@ -109,17 +109,21 @@ func TestCompactionReadAheadCorrupt(t *testing.T) {
 			if tb == nil {
 				t.Fatalf("%s is not in L0", path)
 			}
+			rd, err := db.reader(tb)
+			if err != nil {
+				t.Fatal(err)
+			}
 			bi := 0
-			for bi < tb.r.NumBlocks() && tb.r.Block(bi).Offset < 2*compactionChunk+compactionChunk/2 {
+			for bi < rd.NumBlocks() && rd.Block(bi).Offset < 2*compactionChunk+compactionChunk/2 {
 				bi++
 			}
-			h := tb.r.Block(bi)
+			h := rd.Block(bi)
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
 			restore := flipByte(t, path, int64(h.Offset)+100)
 			db = openTest(t, dir, config{mode: mode, opts: Options{DisableAutoCompaction: true, Unsafe: UnsafeOptions{NoSync: true}}})
-			err := db.Compact()
+			err = db.Compact()
 			checkSSTCorrupt(t, "Compact", err, path, h.Offset, h.Offset+h.Len)
 			if cerr := db.Close(); cerr != nil {
 				t.Logf("Close after the failed compaction: %v", cerr)

@@ -123,6 +123,7 @@ type DB struct {
 	testInCompaction func()
 
 	stats statCounters
+	meta  metaCache
 }
 
 // cacheIOWorkers is how many I/O goroutines the block cache runs on
@@ -149,6 +150,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	db := &DB{dir: dir, opts: opts}
+	db.meta.budget = opts.TableMetaCacheSize
 	db.cond = sync.NewCond(&db.mu)
 	ok := false
 	defer func() {
@@ -217,7 +219,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	var levels [numLevels][]*table
 	for l, metas := range mv.Levels {
 		for _, m := range metas {
-			t, err := db.openTable(m)
+			t, err := db.openTable(m, true)
 			if err != nil {
 				for _, lvl := range levels {
 					for _, t := range lvl {

@@ -57,7 +57,14 @@
 // Snapshot's, or the latest visible). It looks in the memtables
 // newest first, then in the tables that may hold the key: L0's newest first,
 // then at most one table per lower level, each past its key range and its
-// bloom filter, with no I/O. MultiGet reads in rounds: each round takes, for
+// bloom filter, with no I/O when the table's metadata is held. A table's
+// metadata (its block index and bloom filter) is held in a cache bounded
+// by Options.TableMetaCacheSize: the tables opened by Open hold theirs, new
+// tables of flushes and compactions load theirs at the first read that
+// needs it (a store that only writes holds none but its running
+// compaction's), and past the budget the least recently read are dropped
+// and read again (one pread of the sections, every checksum checked again)
+// when next needed. MultiGet reads in rounds: each round takes, for
 // every key not yet resolved, the data block of its next candidate table, and
 // reads them all together, through the block cache in one Pin (whose misses go
 // to the engine in one call) or, without a cache, in one engine call of
@@ -124,7 +131,7 @@
 // flush or a compaction) has its writeback started every MiB
 // (sync_file_range, not a durability point: the fsync at its end is), and
 // every table's pages are dropped from the page cache once it is written
-// and fsynced (and after its metadata is read at open): without
+// and fsynced (and after each read of its metadata): without
 // BufferedIO, no table stays in the page cache (the log, written through
 // it, does).
 // Flushes and compactions run on two goroutines of their own, so a

@@ -50,9 +50,10 @@ type tableIter struct {
 	db     *DB
 	t      *table
 	noFill bool
-	chunk  *blockChunk // compaction inputs only
-	blk    int         // index of the loaded block (-1: none)
-	loads  int         // blocks loaded so far
+	chunk  *blockChunk     // compaction inputs only
+	r      *sstable.Reader // t's metadata, held from the first seek on
+	blk    int             // index of the loaded block (-1: none)
+	loads  int             // blocks loaded so far
 	buf    []byte
 	it     *sstable.BlockIter
 	e      error
@@ -67,16 +68,43 @@ func newCompactionIter(db *DB, t *table) *tableIter {
 	return &tableIter{db: db, t: t, blk: -1, chunk: &blockChunk{}}
 }
 
+// reader loads the table's metadata on first use, holding it for the
+// iterator's life.
+func (ti *tableIter) reader() bool {
+	if ti.r == nil {
+		if ti.chunk != nil {
+			ti.r, ti.e = ti.db.transientReader(ti.t)
+		} else {
+			ti.r, ti.e = ti.db.reader(ti.t)
+		}
+		if ti.e != nil {
+			ti.it = nil
+			return false
+		}
+	}
+	return true
+}
+
 func (ti *tableIter) load(i int) bool {
 	ti.it = nil
-	if i >= ti.t.r.NumBlocks() {
+	if !ti.reader() {
 		return false
 	}
-	h := ti.t.r.Block(i)
+	if i >= ti.r.NumBlocks() {
+		if ti.chunk != nil {
+			// A compaction input walked to its end gives back its chunk
+			// buffers and metadata: a merge holds those of the inputs it
+			// is still walking only (a sorted level's tables one at a time).
+			ti.chunk.release(ti.t)
+			ti.r = nil
+		}
+		return false
+	}
+	h := ti.r.Block(i)
 	var buf []byte
 	if ti.chunk != nil {
 		var err error
-		if buf, err = ti.chunk.block(ti.db, ti.t, i); err != nil {
+		if buf, err = ti.chunk.block(ti.db, ti.t, ti.r, i); err != nil {
 			ti.e = err
 			return false
 		}
@@ -85,11 +113,11 @@ func (ti *tableIter) load(i int) bool {
 			ti.buf = alignedBuf(int(h.Len))
 		}
 		buf = ti.buf[:h.Len]
-		if p := ti.db.pool; p != nil && !ti.noFill && ti.loads > 0 && i+1 < ti.t.r.NumBlocks() {
+		if p := ti.db.pool; p != nil && !ti.noFill && ti.loads > 0 && i+1 < ti.r.NumBlocks() {
 			// A walk past its first block reads ahead: the next readAhead
 			// blocks (those resident or loading are skipped by Prefetch).
-			last := min(i+readAhead, ti.t.r.NumBlocks()-1)
-			first, end := ti.t.r.Block(i+1), ti.t.r.Block(last)
+			last := min(i+readAhead, ti.r.NumBlocks()-1)
+			first, end := ti.r.Block(i+1), ti.r.Block(last)
 			p.Prefetch([]bufpool.Span{{File: ti.t.fid, Off: int64(first.Offset), Len: int64(end.Offset + end.Len - first.Offset)}})
 		}
 		if err := ti.db.readBlockInto(ti.t, h, buf, ti.noFill); err != nil {
@@ -97,7 +125,7 @@ func (ti *tableIter) load(i int) bool {
 			return false
 		}
 	}
-	b, err := ti.t.r.DecodeBlock(h, buf)
+	b, err := ti.r.DecodeBlock(h, buf)
 	if err != nil {
 		ti.e = fmt.Errorf("kv: %w", err)
 		return false
@@ -110,15 +138,18 @@ func (ti *tableIter) load(i int) bool {
 
 func (ti *tableIter) seekGE(key []byte) bool {
 	ti.e = nil
+	if !ti.reader() {
+		return false
+	}
 	i := 0
 	if key != nil {
-		h, ok := ti.t.r.BlockFor(key)
+		h, ok := ti.r.BlockFor(key)
 		if !ok {
 			ti.it = nil
 			return false
 		}
-		n := ti.t.r.NumBlocks()
-		i = sort.Search(n, func(j int) bool { return ti.t.r.Block(j).Offset >= h.Offset })
+		n := ti.r.NumBlocks()
+		i = sort.Search(n, func(j int) bool { return ti.r.Block(j).Offset >= h.Offset })
 	}
 	if !ti.load(i) {
 		return false
@@ -250,8 +281,7 @@ type chunkSpan struct {
 // chunkAt returns the blocks [i, end) of t that the chunk starting at
 // block i holds (as many whole blocks as fit in compactionChunk, at least one) and
 // their length in bytes.
-func chunkAt(t *table, i int) (end, n int) {
-	r := t.r
+func chunkAt(r *sstable.Reader, i int) (end, n int) {
 	h := r.Block(i)
 	end = i + 1
 	for end < r.NumBlocks() && r.Block(end).Offset+r.Block(end).Len-h.Offset <= compactionChunk {
@@ -273,7 +303,7 @@ func (c *blockChunk) buffer(n int) []byte {
 
 // block returns data block i of t: from the chunk being walked, from the
 // chunk read ahead when the walk reaches it, or else read now.
-func (c *blockChunk) block(db *DB, t *table, i int) ([]byte, error) {
+func (c *blockChunk) block(db *DB, t *table, r *sstable.Reader, i int) ([]byte, error) {
 	if i < c.cur.first || i >= c.cur.end {
 		if c.ahead.p != nil && c.ahead.first == i {
 			err := c.ahead.wait(t)
@@ -287,30 +317,30 @@ func (c *blockChunk) block(db *DB, t *table, i int) ([]byte, error) {
 			}
 		} else {
 			c.close(t)
-			end, n := chunkAt(t, i)
+			end, n := chunkAt(r, i)
 			buf := c.cur.buf
 			if cap(buf) < n {
 				buf = alignedBuf(max(n, compactionChunk))
 			}
-			c.cur = chunkSpan{buf: buf[:n], base: t.r.Block(i).Offset}
+			c.cur = chunkSpan{buf: buf[:n], base: r.Block(i).Offset}
 			if err := readTableAt(db.compactEng, t, c.cur.buf, int64(c.cur.base)); err != nil {
 				return nil, err
 			}
 			c.cur.first, c.cur.end = i, end
 		}
-	} else if i > c.cur.first && c.ahead.p == nil && c.ahead.startErr == nil && c.cur.end < t.r.NumBlocks() {
-		c.startAhead(db, t)
+	} else if i > c.cur.first && c.ahead.p == nil && c.ahead.startErr == nil && c.cur.end < r.NumBlocks() {
+		c.startAhead(db, t, r)
 	}
-	h := t.r.Block(i)
+	h := r.Block(i)
 	return c.cur.buf[h.Offset-c.cur.base : h.Offset-c.cur.base+h.Len], nil
 }
 
 // startAhead starts the read of the chunk after the current one.
-func (c *blockChunk) startAhead(db *DB, t *table) {
+func (c *blockChunk) startAhead(db *DB, t *table, r *sstable.Reader) {
 	i := c.cur.end
-	end, n := chunkAt(t, i)
+	end, n := chunkAt(r, i)
 	a := &c.ahead
-	*a = chunkSpan{buf: c.buffer(n), first: i, end: end, base: t.r.Block(i).Offset}
+	*a = chunkSpan{buf: c.buffer(n), first: i, end: end, base: r.Block(i).Offset}
 	a.req[0] = ioengine.Request{Op: ioengine.OpRead, File: t.data, Buf: a.buf, Off: int64(a.base)}
 	p, err := db.compactEng.Start(a.req[:])
 	if err != nil {
@@ -329,6 +359,12 @@ func (a *chunkSpan) wait(t *table) error {
 	return checkTableRead(t, a.req[0].Off, len(a.buf), a.req[0].N, err)
 }
 
+// release closes c and drops its buffers.
+func (c *blockChunk) release(t *table) {
+	c.close(t)
+	c.cur, c.spare = chunkSpan{}, nil
+}
+
 // close waits for a read ahead still in flight (its result unused), so
 // that no buffer of c belongs to the engine any more.
 func (c *blockChunk) close(t *table) {
@@ -341,13 +377,35 @@ func (c *blockChunk) close(t *table) {
 
 // levelIter concatenates the tables of one sorted level, opening a table
 // iterator only when the walk reaches it.
+//
+// A compaction's levelIter (compaction set) walks its tables with
+// compaction iterators, closing each before the next is opened: a merge
+// holds one table's chunk buffers and metadata per sorted input level.
 type levelIter struct {
-	db     *DB
-	ts     []*table
-	noFill bool
-	i      int
-	cur    *tableIter
-	e      error
+	db         *DB
+	ts         []*table
+	noFill     bool
+	compaction bool
+	i          int
+	cur        *tableIter
+	e          error
+}
+
+// open makes table i the current one, closing the one before.
+func (li *levelIter) open(i int) {
+	li.close()
+	if li.compaction {
+		li.cur = newCompactionIter(li.db, li.ts[i])
+	} else {
+		li.cur = newTableIter(li.db, li.ts[i], li.noFill)
+	}
+}
+
+// close closes the current table's iterator (see tableIter.close).
+func (li *levelIter) close() {
+	if li.cur != nil {
+		li.cur.close()
+	}
 }
 
 func (li *levelIter) seekGE(key []byte) bool {
@@ -356,7 +414,7 @@ func (li *levelIter) seekGE(key []byte) bool {
 		li.i = sort.Search(len(li.ts), func(j int) bool { return bytes.Compare(li.ts[j].largestUser, key) >= 0 })
 	}
 	for ; li.i < len(li.ts); li.i++ {
-		li.cur = newTableIter(li.db, li.ts[li.i], li.noFill)
+		li.open(li.i)
 		if li.cur.seekGE(key) {
 			return true
 		}
@@ -380,7 +438,7 @@ func (li *levelIter) next() bool {
 		return false
 	}
 	for li.i++; li.i < len(li.ts); li.i++ {
-		li.cur = newTableIter(li.db, li.ts[li.i], li.noFill)
+		li.open(li.i)
 		if li.cur.seekGE(nil) {
 			return true
 		}
@@ -620,13 +678,17 @@ func (db *DB) prefetchSeek(v *version, key []byte, noFill bool) {
 	}
 	var spans []bufpool.Span
 	add := func(t *table) {
-		if t == nil || t.r.NumBlocks() == 0 {
+		if t == nil {
 			return
 		}
-		h := t.r.Block(0)
+		r, err := db.reader(t)
+		if err != nil || r.NumBlocks() == 0 {
+			return // the seek meets the error and reports it
+		}
+		h := r.Block(0)
 		if key != nil {
 			var ok bool
-			if h, ok = t.r.BlockFor(key); !ok {
+			if h, ok = r.BlockFor(key); !ok {
 				return
 			}
 		}

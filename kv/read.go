@@ -174,7 +174,9 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			continue
 		}
 		start := len(cands)
-		cands = appendCandidates(cands, rs.v, k)
+		if cands, err = db.appendCandidates(cands, rs.v, k); err != nil {
+			return nil, nil, err
+		}
 		if len(cands) > start {
 			lookups = append(lookups, lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)]})
 			pending = append(pending, &lookups[len(lookups)-1])
@@ -183,14 +185,18 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	for len(pending) > 0 {
 		reads := make([]blockRead, 0, len(pending))
 		for _, lk := range pending {
-			reads = append(reads, blockFor(lk.cands[lk.next], lk.key))
+			r, err := db.blockFor(lk.cands[lk.next], lk.key)
+			if err != nil {
+				return nil, nil, err
+			}
+			reads = append(reads, r)
 		}
 		db.stats.rounds.Add(1)
 		err := db.readBlocks(reads, noFill, func(i int, buf []byte, verified bool) error {
 			lk, r := pending[i], &reads[i]
-			get := r.t.r.GetInBlock
+			get := r.rd.GetInBlock
 			if verified {
-				get = r.t.r.GetInVerifiedBlock
+				get = r.rd.GetInVerifiedBlock
 			}
 			got, err := get(r.bi, buf, lk.key, rs.seq)
 			switch {
@@ -246,19 +252,37 @@ func memGet(mems []*memTable, key []byte, seq uint64) ([]byte, sstable.Kind, boo
 
 // appendCandidates appends the tables of v that may hold key, newest first:
 // L0's that cover it, then at most one per lower level, each past its bloom
-// filter. No I/O.
-func appendCandidates(out []*table, v *version, key []byte) []*table {
+// filter. No I/O but the loads of metadata the metaCache does not hold.
+func (db *DB) appendCandidates(out []*table, v *version, key []byte) ([]*table, error) {
+	mayContain := func(t *table) (bool, error) {
+		r, err := db.reader(t)
+		if err != nil {
+			return false, err
+		}
+		return r.MayContain(key), nil
+	}
 	for _, t := range v.levels[0] {
-		if t.containsUser(key) && t.r.MayContain(key) {
+		if !t.containsUser(key) {
+			continue
+		}
+		if ok, err := mayContain(t); err != nil {
+			return out, err
+		} else if ok {
 			out = append(out, t)
 		}
 	}
 	for l := 1; l < numLevels; l++ {
-		if t := findTable(v.levels[l], key); t != nil && t.r.MayContain(key) {
+		t := findTable(v.levels[l], key)
+		if t == nil {
+			continue
+		}
+		if ok, err := mayContain(t); err != nil {
+			return out, err
+		} else if ok {
 			out = append(out, t)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // tableGetAt returns the newest version of key in t with seq <= snap, walking
@@ -279,18 +303,23 @@ func (db *DB) tableGetAt(t *table, key []byte, snap uint64, noFill bool) ([]byte
 }
 
 // blockFor is the read of the block of t that may hold key.
-func blockFor(t *table, key []byte) blockRead {
-	bi, ok := t.r.BlockIndexFor(key)
-	if !ok {
-		return blockRead{t: t, skip: true}
+func (db *DB) blockFor(t *table, key []byte) (blockRead, error) {
+	rd, err := db.reader(t)
+	if err != nil {
+		return blockRead{}, err
 	}
-	return blockRead{t: t, bi: bi, h: t.r.Block(bi)}
+	bi, ok := rd.BlockIndexFor(key)
+	if !ok {
+		return blockRead{t: t, skip: true}, nil
+	}
+	return blockRead{t: t, rd: rd, bi: bi, h: rd.Block(bi)}, nil
 }
 
 // blockRead is one data block a read needs.
 type blockRead struct {
 	t    *table
-	bi   int // the block's place in the table (sstable.Reader.Block)
+	rd   *sstable.Reader // t's metadata, held for the read
+	bi   int             // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
 }

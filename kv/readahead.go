@@ -57,11 +57,16 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 		if _, _, ok := memGet(rs.mems, k, rs.seq); ok {
 			continue
 		}
-		cands = appendCandidates(cands[:0], rs.v, k)
+		if cands, err = db.appendCandidates(cands[:0], rs.v, k); err != nil {
+			break // the MultiGet reports it
+		}
 		if len(cands) == 0 {
 			continue
 		}
-		r := blockFor(cands[0], k)
+		r, err := db.blockFor(cands[0], k)
+		if err != nil {
+			break
+		}
 		if r.skip {
 			continue
 		}

@@ -18,15 +18,18 @@ import (
 // numLevels is the number of LSM levels, L0 to L6.
 const numLevels = manifest.NumLevels
 
-// table is one open SST file: its metadata Reader (a descriptor without
-// O_DIRECT, read once at open), a second descriptor for data block reads
-// (O_DIRECT unless Options.BufferedIO) and its FileID in the block cache.
-// refs counts the versions that list it (guarded by DB.mu); the last unref
-// of an obsolete table closes and removes it.
+// table is one open SST file: a descriptor without O_DIRECT for its
+// metadata sections (index, filter, properties), whose decoded form the
+// DB's metaCache holds or drops (DB.reader), a second descriptor for data
+// block reads (O_DIRECT unless Options.BufferedIO) and its FileID in the
+// block cache. refs counts the versions that list it (guarded by DB.mu);
+// the last unref of an obsolete table closes and removes it.
 type table struct {
 	meta                      manifest.FileMeta
 	path                      string
-	r                         *sstable.Reader
+	mf                        *os.File // metadata reads; immutable until close
+	dropMeta                  bool     // drop mf's pages once read (O_DIRECT data reads); immutable
+	m                         tableMeta
 	data                      *ioengine.File // its requests hold it: close cannot race a read
 	fid                       bufpool.FileID // 0 without a block cache
 	refs                      int            // guarded by DB.mu
@@ -37,22 +40,30 @@ type table struct {
 func tableName(num uint64) string { return fmt.Sprintf("%06d.sst", num) }
 
 // openTable opens the SST of meta in the DB's directory and checks that it is
-// the file the manifest describes.
-func (db *DB) openTable(meta manifest.FileMeta) (*table, error) {
+// the file the manifest describes: its size, and its metadata sections read
+// and checked whole. hold keeps the decoded metadata in the metaCache (the
+// tables of a store being opened, which its first reads need); else the
+// first read that needs it loads it again (a new table of a flush or
+// compaction: a store that only writes never reads its metadata).
+func (db *DB) openTable(meta manifest.FileMeta, hold bool) (*table, error) {
 	path := filepath.Join(db.dir, tableName(meta.Num))
-	r, err := sstable.Open(path)
+	mf, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("kv: table %s: %w", path, err)
 	}
-	p := r.Properties()
-	if st, err := os.Stat(path); err != nil || uint64(st.Size()) != meta.Size || p.Entries != meta.Entries || p.MaxSeq != meta.MaxSeq {
-		r.Close()
-		size := int64(-1)
-		if st != nil {
-			size = st.Size()
+	t := &table{meta: meta, path: path, mf: mf, dropMeta: !db.opts.BufferedIO,
+		smallestUser: meta.Smallest.UserKey, largestUser: meta.Largest.UserKey}
+	if st, err := mf.Stat(); err != nil || uint64(st.Size()) != meta.Size {
+		mf.Close()
+		if err != nil {
+			return nil, fmt.Errorf("kv: table %s: %w", path, err)
 		}
-		return nil, fmt.Errorf("kv: table %s is not the file the manifest describes (size %d, entries %d, max seq %d; manifest says %d, %d, %d)",
-			path, size, p.Entries, p.MaxSeq, meta.Size, meta.Entries, meta.MaxSeq)
+		return nil, fmt.Errorf("kv: table %s is not the file the manifest describes (size %d; manifest says %d)", path, st.Size(), meta.Size)
+	}
+	rd, err := t.loadReader()
+	if err != nil {
+		mf.Close()
+		return nil, err
 	}
 	var osf *os.File
 	if db.opts.BufferedIO {
@@ -61,30 +72,27 @@ func (db *DB) openTable(meta manifest.FileMeta) (*table, error) {
 		osf, err = directio.OpenFile(path, os.O_RDONLY, 0)
 	}
 	if err != nil {
-		r.Close()
+		mf.Close()
 		return nil, fmt.Errorf("kv: table %s: %w", path, err)
 	}
-	if !db.opts.BufferedIO {
-		// sstable.Open read the footer, index and filter through the page
-		// cache; they are in memory now, and blocks are read with O_DIRECT.
-		dropPageCache(int(osf.Fd()))
-	}
-	data := ioengine.NewFile(osf)
-	t := &table{meta: meta, path: path, r: r, data: data,
-		smallestUser: meta.Smallest.UserKey, largestUser: meta.Largest.UserKey}
+	t.data = ioengine.NewFile(osf)
 	if db.pool != nil && !db.opts.BufferedIO {
-		if t.fid, err = db.pool.Register(data, int64(meta.Size), path); err != nil {
-			data.Close()
-			r.Close()
+		if t.fid, err = db.pool.Register(t.data, int64(meta.Size), path); err != nil {
+			t.data.Close()
+			mf.Close()
 			return nil, fmt.Errorf("kv: table %s: %w", path, err)
 		}
+	}
+	if hold {
+		db.meta.hold(t, rd)
 	}
 	return t, nil
 }
 
-// close releases the table's descriptors and cache registration.
+// close releases the table's descriptors, metadata and cache registration.
 func (t *table) close(db *DB) error {
 	var first error
+	db.meta.drop(t)
 	if t.fid != 0 {
 		if err := db.pool.Unregister(t.fid); err != nil {
 			first = err
@@ -93,7 +101,7 @@ func (t *table) close(db *DB) error {
 	if err := t.data.Close(); err != nil && first == nil {
 		first = err
 	}
-	if err := t.r.Close(); err != nil && first == nil {
+	if err := t.mf.Close(); err != nil && first == nil {
 		first = err
 	}
 	return first

@@ -2,7 +2,8 @@
 // kv store: a storage.Storage per partition and a storage.Builder that gives
 // the partitions of one processor instance ONE shared kv store — one block
 // cache, one io_uring engine, one set of memtables — so the instance's
-// memory is bounded by the cache and the memtables, not by a LevelDB per
+// memory is bounded by the cache, the memtables and the budget of the
+// tables' metadata (kv.Options.TableMetaCacheSize), not by a LevelDB per
 // partition. It lives in a module of its own (contrib/goka) so that users of
 // ringstore never pull Kafka clients.
 //

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"unsafe"
 )
 
 // Reader gives access to one SST file. Open reads and checks the footer,
@@ -319,3 +320,17 @@ func (it *Iterator) Value() []byte {
 
 // Err returns the error that stopped the iterator, if any.
 func (it *Iterator) Err() error { return it.err }
+
+// MetaBytes is the memory the Reader's decoded metadata takes: the block
+// index (an entry and its last key per block, and the search copy of the
+// keys), the bloom filter's bits and the properties' keys. It is fixed at
+// Open.
+func (r *Reader) MetaBytes() int64 {
+	const entrySize = int64(unsafe.Sizeof(indexEntry{})) + 4 // and its lastKeyEnd
+	n := int64(unsafe.Sizeof(*r)) + int64(len(r.index))*entrySize + int64(len(r.lastKeys))
+	for i := range r.index {
+		n += int64(cap(r.index[i].lastKey.UserKey))
+	}
+	n += int64(unsafe.Sizeof(*r.filter)) + 8*int64(len(r.filter.bits))
+	return n + int64(len(r.props.Smallest.UserKey)+len(r.props.Largest.UserKey))
+}

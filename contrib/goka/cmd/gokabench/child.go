@@ -189,6 +189,10 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	if err != nil {
 		return tr, err
 	}
+	var watch *memWatch
+	if dir := os.Getenv(restoreMemEnv); dir != "" {
+		watch = startMemWatch(dir, c.System, store)
+	}
 	start := time.Now()
 	err = parallel(c.Partitions, func(p int) error {
 		st := sts[p]
@@ -210,10 +214,16 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		}
 		return st.MarkRecovered()
 	})
+	elapsed := time.Since(start)
+	if watch != nil {
+		if werr := watch.stop(); werr != nil && err == nil {
+			err = fmt.Errorf("restore memory profile: %w", werr)
+		}
+	}
 	if err != nil {
 		return tr, fmt.Errorf("restore: %w", err)
 	}
-	tr.Extra[xRestoreSeconds] = time.Since(start).Seconds()
+	tr.Extra[xRestoreSeconds] = elapsed.Seconds()
 	tr.Extra[xRestoreRecords] = float64(c.Restore)
 	if store != nil {
 		tr.Extra[xRestoreCompactPerRec], tr.Extra[xRestoreCompactPerFlush] = writeAmp(kv.Stats{}, store.DB().Stats(), c.Restore)
