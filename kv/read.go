@@ -113,6 +113,7 @@ func (db *DB) Get(key []byte) ([]byte, error) { return db.GetWith(ReadOptions{},
 
 // GetWith is Get with read options.
 func (db *DB) GetWith(ro ReadOptions, key []byte) ([]byte, error) {
+	ro.ReadAhead = nil
 	vals, found, err := db.multiGet(ro, [][]byte{key}, false)
 	if err != nil {
 		return nil, err
@@ -150,6 +151,10 @@ type lookup struct {
 	next  int      // index of the next candidate to read
 	done  bool
 	spill bool // the snapshot's version may be in a later block of cands[next]
+	// first is the block of cands[0] a read ahead chose (ahead set), read
+	// in the first round instead of looking it up again.
+	first blockRead
+	ahead bool
 }
 
 func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []bool, error) {
@@ -173,6 +178,14 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			continue
 		}
+		if al := ro.ReadAhead.lookFor(rs.v, i, k); al != nil {
+			db.stats.readAheadLookups.Add(1)
+			if len(al.cands) > 0 {
+				lookups = append(lookups, lookup{i: i, key: k, cands: al.cands, first: al.first, ahead: true})
+				pending = append(pending, &lookups[len(lookups)-1])
+			}
+			continue
+		}
 		start := len(cands)
 		cands = appendCandidates(cands, rs.v, k)
 		if len(cands) > start {
@@ -183,6 +196,13 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	for len(pending) > 0 {
 		reads := make([]blockRead, 0, len(pending))
 		for _, lk := range pending {
+			if lk.ahead {
+				lk.ahead = false
+				r := lk.first
+				r.ahead = true
+				reads = append(reads, r)
+				continue
+			}
 			reads = append(reads, blockFor(lk.cands[lk.next], lk.key))
 		}
 		db.stats.rounds.Add(1)
@@ -293,6 +313,9 @@ type blockRead struct {
 	bi   int // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
+	// ahead: a ReadAhead chose this block and started its load; the blocks
+	// of a read ahead fit the cache together.
+	ahead bool
 }
 
 // readBlocks fetches the blocks of reads and calls fn(i, buf, verified)
@@ -316,32 +339,38 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 	var which []int
 	var direct []int
 	var frames []*bufpool.Frame
-	for i, r := range reads {
-		if r.skip {
-			continue
-		}
-		if blockFrames(r.h) > db.pool.Frames() {
-			direct = append(direct, i) // a block larger than the cache: read past it
-			continue
-		}
-		s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
-		if noFill {
-			var ok bool
-			var err error
-			frames, ok, err = db.pool.PinResident([]bufpool.Span{s}, frames)
-			if err != nil {
-				return fmt.Errorf("kv: block cache: %w", err)
-			}
-			if !ok {
-				direct = append(direct, i)
+	// The blocks a read ahead started come first, in a Pin of their own
+	// (nAhead of which): it waits for no read but theirs, already in flight,
+	// and takes no frame they hold.
+	nAhead := 0
+	for pass := 0; pass < 2; pass++ {
+		for i, r := range reads {
+			if r.skip || r.ahead != (pass == 0) {
 				continue
+			}
+			if blockFrames(r.h) > db.pool.Frames() {
+				direct = append(direct, i) // a block larger than the cache: read past it
+				continue
+			}
+			s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
+			if noFill {
+				var ok bool
+				var err error
+				frames, ok, err = db.pool.PinResident([]bufpool.Span{s}, frames)
+				if err != nil {
+					return fmt.Errorf("kv: block cache: %w", err)
+				}
+				if !ok {
+					direct = append(direct, i)
+					continue
+				}
 			}
 			which = append(which, i)
 			spans = append(spans, s)
-			continue
 		}
-		which = append(which, i)
-		spans = append(spans, s)
+		if pass == 0 {
+			nAhead = len(which)
+		}
 	}
 	var scratch []byte
 	// deliver hands the blocks of which (pinned in frames, in order) to fn.
@@ -404,8 +433,12 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 			if start == 0 && total <= limit {
 				end = len(which)
 			}
+			stop := len(which) // a Pin takes read-ahead blocks or others, not both
+			if start < nAhead {
+				stop = nAhead
+			}
 			clear(seen)
-			for end < len(which) {
+			for end < stop {
 				r := reads[which[end]]
 				k := blockKey{r.t.fid, r.h.Offset}
 				if !seen[k] {
