@@ -62,8 +62,13 @@
 // reads them all together, through the block cache in one Pin (whose misses go
 // to the engine in one call) or, without a cache, in one engine call of
 // O_DIRECT reads with adjacent blocks of a file coalesced (up to 256 KiB). A
-// key is resolved by the first table that holds any version of it, so a
-// second round happens only for bloom false positives (about 1%).
+// round of more blocks than the cache has frames pins as many as fit; on
+// io_uring the blocks past those (up to 1 MiB) are read without the cache in
+// the same submission, so the round waits for the device once (the cache
+// could not have kept them: the round's own later Pins would have evicted
+// them), and the rest in further Pins. A key is resolved by the first table
+// that holds any version of it, so a second round happens only for bloom
+// false positives (about 1%).
 //
 // On io_uring that engine call is one submission; on the syscall backend
 // (RINGSTORE_IO_URING off, or io_uring refused) the same reads are

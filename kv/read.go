@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -419,24 +420,19 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		limit := db.pool.Frames()
 		// The common case, every span's frames (counted with repeats)
 		// within the cache, is one Pin without counting distinct blocks.
-		total := 0
-		for _, i := range which {
-			total += blockFrames(reads[i].h)
-		}
 		type blockKey struct {
 			fid bufpool.FileID
 			off uint64
 		}
+		total := 0
+		for _, i := range which {
+			total += blockFrames(reads[i].h)
+		}
 		var seen map[blockKey]bool
-		for start := 0; start < len(which); {
+		// chunkEnd is where a Pin from which[start] ends: at stop, or before
+		// the block that would take it past the cache.
+		chunkEnd := func(start, stop int) int {
 			end, nf := start, 0
-			if start == 0 && total <= limit {
-				end = len(which)
-			}
-			stop := len(which) // a Pin takes read-ahead blocks or others, not both
-			if start < nAhead {
-				stop = nAhead
-			}
 			clear(seen)
 			for end < stop {
 				r := reads[which[end]]
@@ -453,22 +449,85 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 				}
 				end++
 			}
+			return end
+		}
+		// stopAt is where the Pin from which[start] must stop: a Pin takes
+		// read-ahead blocks or others, not both.
+		stopAt := func(start int) int {
+			if start < nAhead {
+				return nAhead
+			}
+			return len(which)
+		}
+		// On io_uring, the blocks past the first Pin (up to
+		// maxOverflowBytes) are read past the cache, submitted before that
+		// Pin: the round waits for the device once, not once per Pin. The
+		// cache could not keep them anyway — the later Pins of the round
+		// would evict the earlier ones'.
+		var over *directCall
+		if total > limit && db.eng.Backend() != ioengine.BackendSyscall {
+			end := chunkEnd(0, stopAt(0))
+			n, nb := 0, uint64(0)
+			clear(seen)
+			for ; end+n < len(which); n++ {
+				r := reads[which[end+n]]
+				k := blockKey{r.t.fid, r.h.Offset}
+				if seen[k] {
+					continue // another key's block: read once
+				}
+				if nb+r.h.Len > maxOverflowBytes {
+					break
+				}
+				if seen == nil {
+					seen = map[blockKey]bool{}
+				}
+				seen[k] = true
+				nb += r.h.Len
+			}
+			if n > 0 {
+				over = db.planDirect(reads, slices.Clone(which[end:end+n]))
+				which, spans = slices.Delete(which, end, end+n), slices.Delete(spans, end, end+n)
+				if err := over.start(db.eng); err != nil {
+					return err
+				}
+			}
+		}
+		// finishOver waits for the reads past the cache (once, whatever
+		// happened to the Pins) and, if err is nil, hands them to fn.
+		finishOver := func(err error) error {
+			if over == nil {
+				return err
+			}
+			werr := over.wait(db)
+			if err != nil {
+				return err
+			}
+			return over.deliver(reads, werr, fn)
+		}
+		for start := 0; start < len(which); {
+			end := len(which)
+			if start > 0 || total > limit {
+				end = chunkEnd(start, stopAt(start))
+			}
 			if start > 0 {
 				db.stats.rounds.Add(1) // another submission of this round's reads
 			}
 			var err error
 			frames, err = db.pool.Pin(spans[start:end], frames[:0])
 			if err != nil {
-				return fmt.Errorf("kv: reading blocks: %w", err)
+				return finishOver(fmt.Errorf("kv: reading blocks: %w", err))
 			}
 			err = deliver(which[start:end], frames)
 			for _, f := range frames {
 				f.Unpin()
 			}
 			if err != nil {
-				return err
+				return finishOver(err)
 			}
 			start = end
+		}
+		if err := finishOver(nil); err != nil {
+			return err
 		}
 	}
 	if len(direct) > 0 {
@@ -510,6 +569,30 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, ver
 	if len(order) == 0 {
 		return nil
 	}
+	dc := db.planDirect(reads, order)
+	err := db.eng.Do(dc.reqs)
+	db.stats.blockReads.Add(dc.bytes / directio.BlockSize)
+	db.stats.directCalls.Add(1)
+	return dc.deliver(reads, err, fn)
+}
+
+// maxOverflowBytes bounds the blocks a cached round reads past the cache
+// in one submission.
+const maxOverflowBytes = 1 << 20
+
+// directCall is a read of blocks into memory of its own, past the cache:
+// runs of adjacent blocks, one request each.
+type directCall struct {
+	runs  []*run
+	bufs  [][]byte
+	reqs  []ioengine.Request
+	bytes uint64
+	pend  *ioengine.Pending
+}
+
+// planDirect plans the reads of reads[order...] (order is sorted in place):
+// adjacent blocks of a table coalesced up to maxRunBytes.
+func (db *DB) planDirect(reads []blockRead, order []int) *directCall {
 	sort.Slice(order, func(a, b int) bool {
 		ra, rb := reads[order[a]], reads[order[b]]
 		if ra.t != rb.t {
@@ -517,38 +600,58 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, ver
 		}
 		return ra.h.Offset < rb.h.Offset
 	})
-	var runs []*run
+	dc := &directCall{}
 	for _, i := range order {
 		r := reads[i]
-		if n := len(runs); n > 0 {
-			last := runs[n-1]
+		if n := len(dc.runs); n > 0 {
+			last := dc.runs[n-1]
 			if last.t == r.t && r.h.Offset <= last.end && r.h.Offset+r.h.Len-last.off <= maxRunBytes {
 				last.end = max(last.end, r.h.Offset+r.h.Len)
 				last.members = append(last.members, i)
 				continue
 			}
 		}
-		runs = append(runs, &run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: []int{i}})
+		dc.runs = append(dc.runs, &run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: []int{i}})
 	}
-	var total uint64
-	for _, r := range runs {
-		total += r.end - r.off
+	for _, r := range dc.runs {
+		dc.bytes += r.end - r.off
 	}
-	mem := alignedBuf(int(total))
-	reqs := make([]ioengine.Request, len(runs))
+	mem := alignedBuf(int(dc.bytes))
+	dc.reqs = make([]ioengine.Request, len(dc.runs))
+	dc.bufs = make([][]byte, len(dc.runs))
 	var pos uint64
-	bufs := make([][]byte, len(runs))
-	for k, r := range runs {
-		bufs[k] = mem[pos : pos+r.end-r.off]
+	for k, r := range dc.runs {
+		dc.bufs[k] = mem[pos : pos+r.end-r.off]
 		pos += r.end - r.off
-		reqs[k] = ioengine.Request{Op: ioengine.OpRead, File: r.t.data, Off: int64(r.off), Buf: bufs[k]}
+		dc.reqs[k] = ioengine.Request{Op: ioengine.OpRead, File: r.t.data, Off: int64(r.off), Buf: dc.bufs[k]}
 	}
-	err := db.eng.Do(reqs)
-	db.stats.blockReads.Add(total / directio.BlockSize)
+	return dc
+}
+
+// start submits the call's reads without waiting; wait must follow.
+func (dc *directCall) start(eng *ioengine.Engine) error {
+	pend, err := eng.Start(dc.reqs)
+	if err != nil {
+		return fmt.Errorf("kv: reading blocks: %w", err)
+	}
+	dc.pend = pend
+	return nil
+}
+
+// wait waits for the reads start began and counts them.
+func (dc *directCall) wait(db *DB) error {
+	err := dc.pend.Wait()
+	db.stats.blockReads.Add(dc.bytes / directio.BlockSize)
 	db.stats.directCalls.Add(1)
-	for k, r := range runs {
-		req := &reqs[k]
-		if req.Err != nil || req.N != len(bufs[k]) {
+	return err
+}
+
+// deliver checks each run's read (err: the call's) and hands each block to
+// fn, unverified.
+func (dc *directCall) deliver(reads []blockRead, err error, fn func(i int, buf []byte, verified bool) error) error {
+	for k, r := range dc.runs {
+		req := &dc.reqs[k]
+		if req.Err != nil || req.N != len(dc.bufs[k]) {
 			cause := req.Err
 			if cause == nil {
 				cause = err
@@ -561,7 +664,7 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, ver
 		for _, i := range r.members {
 			br := reads[i]
 			start := br.h.Offset - r.off
-			if err := fn(i, bufs[k][start:start+br.h.Len], false); err != nil {
+			if err := fn(i, dc.bufs[k][start:start+br.h.Len], false); err != nil {
 				return err
 			}
 		}
