@@ -80,15 +80,15 @@
 // a cached block at its first lookup after its load (its frame is then
 // marked), an uncached one on every read.
 //
-// ReadAhead starts the first round's block reads of a batch of keys, as
-// many as the MultiGet's first Pin takes (the cache's frames), and returns
-// at once (on an inline io_uring engine, submitted from the caller's
-// thread), so that the MultiGet of those keys, made later, finds them
-// cached; it changes what is cached, never what a read returns. A MultiGet
-// given it (ReadOptions.ReadAhead) takes the tables and blocks it chose for
-// each key while the tables are unchanged, and pins the blocks it read
-// ahead apart from the rest, so that they never wait for other reads nor
-// give up their frames to them.
+// ReadAhead starts the first round's block reads of a batch of keys, the
+// way that MultiGet would read them — as many as its first Pin takes through
+// the cache, up to 1 MiB more past it — and returns at once (on an inline
+// io_uring engine, submitted from the caller's thread); it changes what is
+// cached, never what a read returns. A MultiGet given it
+// (ReadOptions.ReadAhead) takes the tables and blocks it chose for each key
+// while the tables are unchanged, pins the blocks it loaded apart from the
+// rest (they never wait for other reads nor give up their frames to them),
+// and uses the blocks it read past the cache.
 //
 // An iterator merges the memtables and one iterator per L0 table and per
 // lower level. Its first seek prefetches the first block of every table

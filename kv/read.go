@@ -156,6 +156,7 @@ type lookup struct {
 	// in the first round instead of looking it up again.
 	first blockRead
 	ahead bool
+	dread int // aheadLookup.dread
 }
 
 func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []bool, error) {
@@ -182,7 +183,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		if al := ro.ReadAhead.lookFor(rs.v, i, k); al != nil {
 			db.stats.readAheadLookups.Add(1)
 			if len(al.cands) > 0 {
-				lookups = append(lookups, lookup{i: i, key: k, cands: al.cands, first: al.first, ahead: true})
+				lookups = append(lookups, lookup{i: i, key: k, cands: al.cands, first: al.first, ahead: true, dread: al.dread})
 				pending = append(pending, &lookups[len(lookups)-1])
 			}
 			continue
@@ -201,6 +202,9 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 				lk.ahead = false
 				r := lk.first
 				r.ahead = true
+				if lk.dread > 0 {
+					r.buf = ro.ReadAhead.directBuf(lk.dread - 1)
+				}
 				reads = append(reads, r)
 				continue
 			}
@@ -317,6 +321,9 @@ type blockRead struct {
 	// ahead: a ReadAhead chose this block and started its load; the blocks
 	// of a read ahead fit the cache together.
 	ahead bool
+	// buf, if not nil, is the block's bytes, read past the cache by a
+	// ReadAhead (unverified).
+	buf []byte
 }
 
 // readBlocks fetches the blocks of reads and calls fn(i, buf, verified)
@@ -344,9 +351,16 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 	// (nAhead of which): it waits for no read but theirs, already in flight,
 	// and takes no frame they hold.
 	nAhead := 0
+	for i, r := range reads {
+		if !r.skip && r.buf != nil {
+			if err := fn(i, r.buf, false); err != nil {
+				return err
+			}
+		}
+	}
 	for pass := 0; pass < 2; pass++ {
 		for i, r := range reads {
-			if r.skip || r.ahead != (pass == 0) {
+			if r.skip || r.buf != nil || r.ahead != (pass == 0) {
 				continue
 			}
 			if blockFrames(r.h) > db.pool.Frames() {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/internal/testengine"
@@ -218,5 +219,85 @@ func TestReadAheadOtherKeys(t *testing.T) {
 	ra.Done()
 	if st := db.Stats(); st.ReadAheadLookups == 0 {
 		t.Errorf("no lookup was taken from a read ahead")
+	}
+}
+
+// TestReadAheadOpenAtClose: a read ahead left open — its reads past an
+// 8-frame cache in flight, holding the tables — does not hold Close up:
+// Close waits for them and releases the tables; Done after Close is
+// harmless. Then a read ahead whose tables a flush and
+// compaction replace before its MultiGet: the MultiGet reads the new tables
+// and Done releases the old ones.
+func TestReadAheadOpenAtClose(t *testing.T) {
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key%06d", i)) }
+	open := func(dir string) *DB {
+		eng := testengine.New(t, ioengine.URing, ioengine.Options{})
+		db, err := Open(dir, Options{Engine: eng, Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 32 << 10, Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	dir := testdir.Direct(t)
+	db := open(dir)
+	var b Batch
+	keys := make([][]byte, 0, 3000)
+	for i := 0; i < 3000; i++ {
+		b.Put(key(i), fmt.Appendf(nil, "%0100d", i))
+		keys = append(keys, key(i))
+	}
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ra := db.ReadAhead(keys)
+	if ra.direct == nil {
+		t.Fatalf("no read past the cache started (%d blocks through it)", len(ra.spans))
+	}
+	done := make(chan error, 1)
+	go func() { done <- db.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close hangs on an open read ahead")
+	}
+	// Close waited for the reads and let the tables go.
+	if ra.dbufs == nil || len(db.aheads) != 0 {
+		t.Errorf("after Close: reads past the cache not waited for (%d read aheads listed)", len(db.aheads))
+	}
+	ra.Done()
+
+	db = open(dir)
+	defer db.Close()
+	ra = db.ReadAhead(keys)
+	for i := 0; i < 3000; i += 3 {
+		if err := db.Put(key(i), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	ra.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range keys {
+		want := string(fmt.Appendf(nil, "%0100d", i))
+		if i%3 == 0 {
+			want = "new"
+		}
+		if !found[i] || string(vals[i]) != want {
+			t.Fatalf("%s = %.20q (found %v), want %.20q", keys[i], vals[i], found[i], want)
+		}
 	}
 }
