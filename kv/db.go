@@ -122,6 +122,11 @@ type DB struct {
 	// compaction once its inputs are chosen, with mu released.
 	testInCompaction func()
 
+	// aheads are the ReadAheads whose reads past the cache are not waited
+	// for yet (Close finishes them); guarded by aheadMu.
+	aheadMu sync.Mutex
+	aheads  map[*ReadAhead]struct{}
+
 	stats statCounters
 	meta  metaCache
 }
@@ -462,6 +467,9 @@ func (db *DB) Close() error {
 	if last != nil {
 		<-last
 	}
+	// Reads run ahead and not waited for hold a read set and are in flight
+	// on the engine: finish them before the engine and the tables go.
+	db.finishReadAheads()
 	return db.closeResources()
 }
 

@@ -69,8 +69,13 @@
 // reads them all together, through the block cache in one Pin (whose misses go
 // to the engine in one call) or, without a cache, in one engine call of
 // O_DIRECT reads with adjacent blocks of a file coalesced (up to 256 KiB). A
-// key is resolved by the first table that holds any version of it, so a
-// second round happens only for bloom false positives (about 1%).
+// round of more blocks than the cache has frames pins as many as fit; on
+// io_uring the blocks past those (up to 1 MiB) are read without the cache in
+// the same submission, so the round waits for the device once (the cache
+// could not have kept them: the round's own later Pins would have evicted
+// them), and the rest in further Pins. A key is resolved by the first table
+// that holds any version of it, so a second round happens only for bloom
+// false positives (about 1%).
 //
 // On io_uring that engine call is one submission; on the syscall backend
 // (RINGSTORE_IO_URING off, or io_uring refused) the same reads are
@@ -82,10 +87,15 @@
 // a cached block at its first lookup after its load (its frame is then
 // marked), an uncached one on every read.
 //
-// ReadAhead starts the first round's block reads of a batch of keys and
-// returns at once (on an inline io_uring engine, submitted from the
-// caller's thread), so that the MultiGet of those keys, made later, finds
-// them cached; it changes what is cached, never what a read returns.
+// ReadAhead starts the first round's block reads of a batch of keys, the
+// way that MultiGet would read them — as many as its first Pin takes through
+// the cache, up to 1 MiB more past it — and returns at once (on an inline
+// io_uring engine, submitted from the caller's thread); it changes what is
+// cached, never what a read returns. A MultiGet given it
+// (ReadOptions.ReadAhead) takes the tables and blocks it chose for each key
+// while the tables are unchanged, pins the blocks it loaded apart from the
+// rest (they never wait for other reads nor give up their frames to them),
+// and uses the blocks it read past the cache.
 //
 // An iterator merges the memtables and one iterator per L0 table and per
 // lower level. Its first seek prefetches the first block of every table

@@ -216,4 +216,12 @@ type ReadOptions struct {
 	// it (a one-off scan that should not displace the working set). Blocks
 	// already cached are still used.
 	NoFillCache bool
+	// ReadAhead is a read ahead of the same keys (DB.ReadAhead), for a
+	// MultiGet: it takes the tables and first block the read ahead chose
+	// for each key instead of looking them up again, as long as no flush or
+	// compaction has changed the tables since (a key written meanwhile is
+	// still found in its memtable first). Keys it did not look at, or that
+	// differ from those it was given, are looked up as usual. It changes the
+	// work a MultiGet does, never what it returns. Get ignores it.
+	ReadAhead *ReadAhead
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -113,6 +114,7 @@ func (db *DB) Get(key []byte) ([]byte, error) { return db.GetWith(ReadOptions{},
 
 // GetWith is Get with read options.
 func (db *DB) GetWith(ro ReadOptions, key []byte) ([]byte, error) {
+	ro.ReadAhead = nil
 	vals, found, err := db.multiGet(ro, [][]byte{key}, false)
 	if err != nil {
 		return nil, err
@@ -150,6 +152,11 @@ type lookup struct {
 	next  int      // index of the next candidate to read
 	done  bool
 	spill bool // the snapshot's version may be in a later block of cands[next]
+	// first is the block of cands[0] a read ahead chose (ahead set), read
+	// in the first round instead of looking it up again.
+	first blockRead
+	ahead bool
+	dread int // aheadLookup.dread
 }
 
 func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []bool, error) {
@@ -173,6 +180,14 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			continue
 		}
+		if al := ro.ReadAhead.lookFor(rs.v, i, k); al != nil {
+			db.stats.readAheadLookups.Add(1)
+			if len(al.cands) > 0 {
+				lookups = append(lookups, lookup{i: i, key: k, cands: al.cands, first: al.first, ahead: true, dread: al.dread})
+				pending = append(pending, &lookups[len(lookups)-1])
+			}
+			continue
+		}
 		start := len(cands)
 		if cands, err = db.appendCandidates(cands, rs.v, k); err != nil {
 			return nil, nil, err
@@ -185,6 +200,16 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	for len(pending) > 0 {
 		reads := make([]blockRead, 0, len(pending))
 		for _, lk := range pending {
+			if lk.ahead {
+				lk.ahead = false
+				r := lk.first
+				r.ahead = true
+				if lk.dread > 0 {
+					r.buf = ro.ReadAhead.directBuf(lk.dread - 1)
+				}
+				reads = append(reads, r)
+				continue
+			}
 			r, err := db.blockFor(lk.cands[lk.next], lk.key)
 			if err != nil {
 				return nil, nil, err
@@ -322,6 +347,12 @@ type blockRead struct {
 	bi   int             // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
+	// ahead: a ReadAhead chose this block and started its load; the blocks
+	// of a read ahead fit the cache together.
+	ahead bool
+	// buf, if not nil, is the block's bytes, read past the cache by a
+	// ReadAhead (unverified).
+	buf []byte
 }
 
 // readBlocks fetches the blocks of reads and calls fn(i, buf, verified)
@@ -345,32 +376,45 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 	var which []int
 	var direct []int
 	var frames []*bufpool.Frame
+	// The blocks a read ahead started come first, in a Pin of their own
+	// (nAhead of which): it waits for no read but theirs, already in flight,
+	// and takes no frame they hold.
+	nAhead := 0
 	for i, r := range reads {
-		if r.skip {
-			continue
-		}
-		if blockFrames(r.h) > db.pool.Frames() {
-			direct = append(direct, i) // a block larger than the cache: read past it
-			continue
-		}
-		s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
-		if noFill {
-			var ok bool
-			var err error
-			frames, ok, err = db.pool.PinResident([]bufpool.Span{s}, frames)
-			if err != nil {
-				return fmt.Errorf("kv: block cache: %w", err)
+		if !r.skip && r.buf != nil {
+			if err := fn(i, r.buf, false); err != nil {
+				return err
 			}
-			if !ok {
-				direct = append(direct, i)
+		}
+	}
+	for pass := 0; pass < 2; pass++ {
+		for i, r := range reads {
+			if r.skip || r.buf != nil || r.ahead != (pass == 0) {
 				continue
+			}
+			if blockFrames(r.h) > db.pool.Frames() {
+				direct = append(direct, i) // a block larger than the cache: read past it
+				continue
+			}
+			s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
+			if noFill {
+				var ok bool
+				var err error
+				frames, ok, err = db.pool.PinResident([]bufpool.Span{s}, frames)
+				if err != nil {
+					return fmt.Errorf("kv: block cache: %w", err)
+				}
+				if !ok {
+					direct = append(direct, i)
+					continue
+				}
 			}
 			which = append(which, i)
 			spans = append(spans, s)
-			continue
 		}
-		which = append(which, i)
-		spans = append(spans, s)
+		if pass == 0 {
+			nAhead = len(which)
+		}
 	}
 	var scratch []byte
 	// deliver hands the blocks of which (pinned in frames, in order) to fn.
@@ -419,22 +463,21 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 		limit := db.pool.Frames()
 		// The common case, every span's frames (counted with repeats)
 		// within the cache, is one Pin without counting distinct blocks.
-		total := 0
-		for _, i := range which {
-			total += blockFrames(reads[i].h)
-		}
 		type blockKey struct {
 			fid bufpool.FileID
 			off uint64
 		}
+		total := 0
+		for _, i := range which {
+			total += blockFrames(reads[i].h)
+		}
 		var seen map[blockKey]bool
-		for start := 0; start < len(which); {
+		// chunkEnd is where a Pin from which[start] ends: at stop, or before
+		// the block that would take it past the cache.
+		chunkEnd := func(start, stop int) int {
 			end, nf := start, 0
-			if start == 0 && total <= limit {
-				end = len(which)
-			}
 			clear(seen)
-			for end < len(which) {
+			for end < stop {
 				r := reads[which[end]]
 				k := blockKey{r.t.fid, r.h.Offset}
 				if !seen[k] {
@@ -449,22 +492,85 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 				}
 				end++
 			}
+			return end
+		}
+		// stopAt is where the Pin from which[start] must stop: a Pin takes
+		// read-ahead blocks or others, not both.
+		stopAt := func(start int) int {
+			if start < nAhead {
+				return nAhead
+			}
+			return len(which)
+		}
+		// On io_uring, the blocks past the first Pin (up to
+		// maxOverflowBytes) are read past the cache, submitted before that
+		// Pin: the round waits for the device once, not once per Pin. The
+		// cache could not keep them anyway — the later Pins of the round
+		// would evict the earlier ones'.
+		var over *directCall
+		if total > limit && db.eng.Backend() != ioengine.BackendSyscall {
+			end := chunkEnd(0, stopAt(0))
+			n, nb := 0, uint64(0)
+			clear(seen)
+			for ; end+n < len(which); n++ {
+				r := reads[which[end+n]]
+				k := blockKey{r.t.fid, r.h.Offset}
+				if seen[k] {
+					continue // another key's block: read once
+				}
+				if nb+r.h.Len > maxOverflowBytes {
+					break
+				}
+				if seen == nil {
+					seen = map[blockKey]bool{}
+				}
+				seen[k] = true
+				nb += r.h.Len
+			}
+			if n > 0 {
+				over = db.planDirect(reads, slices.Clone(which[end:end+n]))
+				which, spans = slices.Delete(which, end, end+n), slices.Delete(spans, end, end+n)
+				if err := over.start(db.eng); err != nil {
+					return err
+				}
+			}
+		}
+		// finishOver waits for the reads past the cache (once, whatever
+		// happened to the Pins) and, if err is nil, hands them to fn.
+		finishOver := func(err error) error {
+			if over == nil {
+				return err
+			}
+			werr := over.wait(db)
+			if err != nil {
+				return err
+			}
+			return over.deliver(reads, werr, fn)
+		}
+		for start := 0; start < len(which); {
+			end := len(which)
+			if start > 0 || total > limit {
+				end = chunkEnd(start, stopAt(start))
+			}
 			if start > 0 {
 				db.stats.rounds.Add(1) // another submission of this round's reads
 			}
 			var err error
 			frames, err = db.pool.Pin(spans[start:end], frames[:0])
 			if err != nil {
-				return fmt.Errorf("kv: reading blocks: %w", err)
+				return finishOver(fmt.Errorf("kv: reading blocks: %w", err))
 			}
 			err = deliver(which[start:end], frames)
 			for _, f := range frames {
 				f.Unpin()
 			}
 			if err != nil {
-				return err
+				return finishOver(err)
 			}
 			start = end
+		}
+		if err := finishOver(nil); err != nil {
+			return err
 		}
 	}
 	if len(direct) > 0 {
@@ -506,6 +612,30 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, ver
 	if len(order) == 0 {
 		return nil
 	}
+	dc := db.planDirect(reads, order)
+	err := db.eng.Do(dc.reqs)
+	db.stats.blockReads.Add(dc.bytes / directio.BlockSize)
+	db.stats.directCalls.Add(1)
+	return dc.deliver(reads, err, fn)
+}
+
+// maxOverflowBytes bounds the blocks a cached round reads past the cache
+// in one submission.
+const maxOverflowBytes = 1 << 20
+
+// directCall is a read of blocks into memory of its own, past the cache:
+// runs of adjacent blocks, one request each.
+type directCall struct {
+	runs  []*run
+	bufs  [][]byte
+	reqs  []ioengine.Request
+	bytes uint64
+	pend  *ioengine.Pending
+}
+
+// planDirect plans the reads of reads[order...] (order is sorted in place):
+// adjacent blocks of a table coalesced up to maxRunBytes.
+func (db *DB) planDirect(reads []blockRead, order []int) *directCall {
 	sort.Slice(order, func(a, b int) bool {
 		ra, rb := reads[order[a]], reads[order[b]]
 		if ra.t != rb.t {
@@ -513,38 +643,58 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, ver
 		}
 		return ra.h.Offset < rb.h.Offset
 	})
-	var runs []*run
+	dc := &directCall{}
 	for _, i := range order {
 		r := reads[i]
-		if n := len(runs); n > 0 {
-			last := runs[n-1]
+		if n := len(dc.runs); n > 0 {
+			last := dc.runs[n-1]
 			if last.t == r.t && r.h.Offset <= last.end && r.h.Offset+r.h.Len-last.off <= maxRunBytes {
 				last.end = max(last.end, r.h.Offset+r.h.Len)
 				last.members = append(last.members, i)
 				continue
 			}
 		}
-		runs = append(runs, &run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: []int{i}})
+		dc.runs = append(dc.runs, &run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: []int{i}})
 	}
-	var total uint64
-	for _, r := range runs {
-		total += r.end - r.off
+	for _, r := range dc.runs {
+		dc.bytes += r.end - r.off
 	}
-	mem := alignedBuf(int(total))
-	reqs := make([]ioengine.Request, len(runs))
+	mem := alignedBuf(int(dc.bytes))
+	dc.reqs = make([]ioengine.Request, len(dc.runs))
+	dc.bufs = make([][]byte, len(dc.runs))
 	var pos uint64
-	bufs := make([][]byte, len(runs))
-	for k, r := range runs {
-		bufs[k] = mem[pos : pos+r.end-r.off]
+	for k, r := range dc.runs {
+		dc.bufs[k] = mem[pos : pos+r.end-r.off]
 		pos += r.end - r.off
-		reqs[k] = ioengine.Request{Op: ioengine.OpRead, File: r.t.data, Off: int64(r.off), Buf: bufs[k]}
+		dc.reqs[k] = ioengine.Request{Op: ioengine.OpRead, File: r.t.data, Off: int64(r.off), Buf: dc.bufs[k]}
 	}
-	err := db.eng.Do(reqs)
-	db.stats.blockReads.Add(total / directio.BlockSize)
+	return dc
+}
+
+// start submits the call's reads without waiting; wait must follow.
+func (dc *directCall) start(eng *ioengine.Engine) error {
+	pend, err := eng.Start(dc.reqs)
+	if err != nil {
+		return fmt.Errorf("kv: reading blocks: %w", err)
+	}
+	dc.pend = pend
+	return nil
+}
+
+// wait waits for the reads start began and counts them.
+func (dc *directCall) wait(db *DB) error {
+	err := dc.pend.Wait()
+	db.stats.blockReads.Add(dc.bytes / directio.BlockSize)
 	db.stats.directCalls.Add(1)
-	for k, r := range runs {
-		req := &reqs[k]
-		if req.Err != nil || req.N != len(bufs[k]) {
+	return err
+}
+
+// deliver checks each run's read (err: the call's) and hands each block to
+// fn, unverified.
+func (dc *directCall) deliver(reads []blockRead, err error, fn func(i int, buf []byte, verified bool) error) error {
+	for k, r := range dc.runs {
+		req := &dc.reqs[k]
+		if req.Err != nil || req.N != len(dc.bufs[k]) {
 			cause := req.Err
 			if cause == nil {
 				cause = err
@@ -557,7 +707,7 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, ver
 		for _, i := range r.members {
 			br := reads[i]
 			start := br.h.Offset - r.off
-			if err := fn(i, bufs[k][start:start+br.h.Len], false); err != nil {
+			if err := fn(i, dc.bufs[k][start:start+br.h.Len], false); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,9 @@
 package kv
 
 import (
+	"bytes"
+	"sync"
+
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv/sstable"
@@ -8,36 +11,73 @@ import (
 
 // ReadAhead is a read started before it is needed: the data blocks a
 // MultiGet of some keys will read first, in flight while the caller does
-// other work. Wait waits for them; Done releases what the read ahead
-// announced.
+// other work. Done finishes it and releases what it announced.
 //
 //	ra := db.ReadAhead(nextKeys)   // submitted; returns at once
 //	... process the current batch, commit its writes ...
-//	ra.Wait()                      // the loads are done (often already)
-//	vals, found, err := db.MultiGet(nextKeys)   // finds its blocks cached
+//	vals, found, err := db.MultiGetWith(kv.ReadOptions{ReadAhead: ra}, nextKeys)
 //	ra.Done()
 //
 // It changes what is cached, never what a read returns: the MultiGet reads
 // the store as of its own call, so writes made between ReadAhead and
 // MultiGet are seen (a key written meanwhile is found in the memtable; a
 // block read ahead that a flush or compaction made stale is simply not
-// used). A ReadAhead belongs to one goroutine.
+// used). A MultiGet given the ReadAhead (ReadOptions.ReadAhead) takes the
+// tables and blocks it chose for each key instead of looking again, while
+// the store's tables are those it saw. A ReadAhead belongs to one
+// goroutine.
 type ReadAhead struct {
+	db    *DB
 	pool  *bufpool.Pool
 	spans []bufpool.Span
 	call  *bufpool.LoadCall
+
+	// v is the version whose tables looks refers to; compared by pointer
+	// only (a MultiGet uses looks only while it holds v itself).
+	v *version
+	// keys are copies of the first keys of the call, as many as the read
+	// ahead looked at; looks[i] is what it found for keys[i].
+	keys  [][]byte
+	looks []aheadLookup
+
+	// The blocks read past the cache (the MultiGet would read them so):
+	// dreads[j]'s bytes are dbufs[j] once direct's reads are waited for
+	// (nil where a read failed).
+	dreads []blockRead
+	direct *directCall
+	dbufs  [][]byte  // set by once
+	rs     readState // held until once has waited for direct's reads
+	once   sync.Once
+}
+
+// aheadLookup is what ReadAhead found for one key.
+type aheadLookup struct {
+	looked bool      // false: the key was in a memtable, or over the size limit
+	cands  []*table  // the tables that may hold the key, newest first
+	first  blockRead // the block of cands[0] (when cands is not empty)
+	dread  int       // first was read past the cache as dreads[dread-1]; 0: through it
 }
 
 // ReadAhead starts reading the blocks a MultiGet of keys would read in its
 // first round (for each key not in a memtable, the block of the newest table
-// that may hold it, past its bloom filter) and returns without waiting: it
-// loads them into the block cache with bufpool.Pool.LoadStart, whose reads
-// go to the engine with ioengine.Engine.Start — on an inline io_uring
-// engine, submitted from the caller's thread, with no goroutine or thread
-// waiting for them. The blocks are announced to the cache
-// (bufpool.Pool.Announce) so that eviction keeps them until the MultiGet
-// pins them or Done retracts them. At most half of the cache is read ahead
-// at once; the keys past that are left to the MultiGet.
+// that may hold it, past its bloom filter) and returns without waiting, the
+// way that MultiGet would read them:
+//
+//   - the blocks of the first keys, each distinct block once, as many as
+//     the cache has frames (what the MultiGet's first Pin takes), load into
+//     the block cache with bufpool.Pool.LoadStart, announced
+//     (bufpool.Pool.Announce) so that eviction keeps them until the
+//     MultiGet pins them or Done retracts them;
+//   - the next ones, up to 1 MiB, are read past the cache into memory of
+//     the ReadAhead's own, as the MultiGet reads a round's blocks past its
+//     first Pin; only a MultiGet given the ReadAhead uses them.
+//
+// The keys past that are left to the MultiGet. Both kinds of reads go to
+// the engine with ioengine.Engine.Start: on an inline io_uring engine,
+// submitted from the caller's thread, with no goroutine or thread waiting
+// for them. Until Done the ReadAhead holds the tables it reads (a flush or
+// compaction meanwhile does not remove them); Close waits for its reads.
+// Call Done once the MultiGet is made, or if it will not be.
 func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	ra := &ReadAhead{}
 	if db.pool == nil || db.eng.Backend() == ioengine.BackendSyscall || len(keys) == 0 {
@@ -47,35 +87,102 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	if err != nil {
 		return ra // the MultiGet reports it
 	}
-	defer db.release(rs)
-	budget := db.pool.Frames() / 2
-	var cands []*table
+	// The reads past the cache hold the read set until they are waited
+	// for: its last release would close their tables, and a table's close
+	// waits for its reads in flight, which on an inline engine only a
+	// waiter drives.
+	defer func() {
+		if ra.direct == nil {
+			db.release(rs)
+		}
+	}()
+	ra.db, ra.v, ra.rs = db, rs.v, rs
+	budget := db.pool.Frames()
+	type blockKey struct {
+		fid bufpool.FileID
+		off uint64
+	}
+	// seen maps each distinct block to where it is read: 0 through the
+	// cache, j+1 past it as ra.dreads[j].
+	seen := make(map[blockKey]int, min(len(keys), budget))
+	var directBytes uint64
+	var arena []byte     // the copies of the keys
+	var backing []*table // every key's candidates, cut into looks' at the end
+	bounds := make([][2]int, 0, len(keys))
+	ra.looks = make([]aheadLookup, 0, len(keys))
+keys:
 	for _, k := range keys {
-		if len(k) > sstable.MaxKeyLen {
-			continue
+		var al aheadLookup
+		lo := len(backing)
+		if len(k) <= sstable.MaxKeyLen {
+			if _, _, ok := memGet(rs.mems, k, rs.seq); !ok {
+				var err error
+				if backing, err = db.appendCandidates(backing, rs.v, k); err != nil {
+					backing = backing[:lo]
+					break keys // this key and the rest are left to the MultiGet, which reports it
+				}
+				al.looked = true
+			}
 		}
-		if _, _, ok := memGet(rs.mems, k, rs.seq); ok {
-			continue
+		if len(backing) > lo {
+			first, err := db.blockFor(backing[lo], k)
+			if err != nil {
+				backing = backing[:lo]
+				break keys
+			}
+			al.first = first
+			if r := al.first; !r.skip {
+				bk := blockKey{r.t.fid, r.h.Offset}
+				where, ok := seen[bk]
+				switch {
+				case ok:
+				case len(ra.dreads) == 0 && blockFrames(r.h) <= budget:
+					budget -= blockFrames(r.h)
+					seen[bk] = 0
+					ra.spans = append(ra.spans, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
+				case directBytes+r.h.Len <= maxOverflowBytes:
+					// Past the MultiGet's first Pin: read into memory of the
+					// read ahead's own, as the MultiGet would read it.
+					directBytes += r.h.Len
+					ra.dreads = append(ra.dreads, r)
+					where = len(ra.dreads)
+					seen[bk] = where
+				default:
+					// This key and the rest are left to the MultiGet.
+					backing = backing[:lo]
+					break keys
+				}
+				al.dread = where
+			}
 		}
-		if cands, err = db.appendCandidates(cands[:0], rs.v, k); err != nil {
-			break // the MultiGet reports it
+		at := len(arena)
+		arena = append(arena, k...)
+		ra.keys = append(ra.keys, arena[at:len(arena):len(arena)])
+		ra.looks = append(ra.looks, al)
+		bounds = append(bounds, [2]int{lo, len(backing)})
+	}
+	// Cut the candidate lists only now: appending may have moved backing.
+	for i, b := range bounds {
+		ra.looks[i].cands = backing[b[0]:b[1]:b[1]]
+	}
+	if len(ra.dreads) > 0 {
+		order := make([]int, len(ra.dreads))
+		for j := range order {
+			order[j] = j
 		}
-		if len(cands) == 0 {
-			continue
+		dc := db.planDirect(ra.dreads, order)
+		if err := dc.start(db.eng); err != nil {
+			ra.dreads = nil // the MultiGet reads them itself
+		} else {
+			ra.direct = dc
+			db.aheadMu.Lock()
+			if db.aheads == nil {
+				db.aheads = map[*ReadAhead]struct{}{}
+			}
+			db.aheads[ra] = struct{}{}
+			db.aheadMu.Unlock()
+			db.stats.readAheadBlocks.Add(uint64(len(ra.dreads)))
 		}
-		r, err := db.blockFor(cands[0], k)
-		if err != nil {
-			break
-		}
-		if r.skip {
-			continue
-		}
-		n := blockFrames(r.h)
-		if n > budget {
-			break
-		}
-		budget -= n
-		ra.spans = append(ra.spans, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
 	}
 	if len(ra.spans) == 0 {
 		return ra
@@ -86,23 +193,88 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	return ra
 }
 
+// directBuf returns the block ra read past the cache as dreads[j], or nil
+// if its read failed (the MultiGet then reads it itself and meets the
+// error, if it lasts). The first call waits for those reads.
+func (ra *ReadAhead) directBuf(j int) []byte {
+	if ra.direct == nil {
+		return nil
+	}
+	ra.waitDirect()
+	return ra.dbufs[j]
+}
+
+// waitDirect waits for the reads past the cache and releases the read set
+// they held, once, from whichever goroutine comes first: the owner's
+// MultiGet or Done, or the DB's Close (finishReadAheads).
+func (ra *ReadAhead) waitDirect() {
+	if ra.direct == nil {
+		return
+	}
+	ra.once.Do(func() {
+		dc, db := ra.direct, ra.db
+		werr := dc.wait(db)
+		ra.dbufs = make([][]byte, len(ra.dreads))
+		dc.deliver(ra.dreads, werr, func(j int, buf []byte, _ bool) error {
+			ra.dbufs[j] = buf
+			return nil
+		})
+		db.aheadMu.Lock()
+		delete(db.aheads, ra)
+		db.aheadMu.Unlock()
+		db.release(ra.rs)
+	})
+}
+
+// finishReadAheads waits for the reads past the cache of every ReadAhead
+// not yet waited for, before Close closes what they read with.
+func (db *DB) finishReadAheads() {
+	db.aheadMu.Lock()
+	open := make([]*ReadAhead, 0, len(db.aheads))
+	for ra := range db.aheads {
+		open = append(open, ra)
+	}
+	db.aheadMu.Unlock()
+	for _, ra := range open {
+		ra.waitDirect()
+	}
+}
+
+// lookFor returns what ra found for key i of a MultiGet at version v, or
+// nil where it has nothing to offer: another version, a key it did not
+// look at, or another key at that place.
+func (ra *ReadAhead) lookFor(v *version, i int, key []byte) *aheadLookup {
+	if ra == nil || ra.v != v || i >= len(ra.looks) || !ra.looks[i].looked || !bytes.Equal(ra.keys[i], key) {
+		return nil
+	}
+	return &ra.looks[i]
+}
+
 // Wait waits for the loads (often done by then). A failed load is not
 // cached: the MultiGet meets it again and reports it. Without Wait the
 // loads are finished by whatever needs their blocks first (the MultiGet's
-// pin, an eviction). Safe on a nil ReadAhead and more than once.
+// pin, an eviction, Done). Safe on a nil ReadAhead and more than once.
 func (ra *ReadAhead) Wait() {
 	if ra != nil && ra.call != nil {
 		ra.call.Wait()
 	}
 }
 
-// Done retracts what the read ahead announced and no read pinned since,
-// so the cache may evict it again. Safe on a nil ReadAhead and more than
-// once.
+// Done finishes the reads — by then the MultiGet has usually finished them,
+// so this waits only for blocks no read needed —, retracts what the read
+// ahead announced and no read pinned since, so the cache may evict it
+// again, and releases the tables it held. Safe on a nil ReadAhead, after
+// Close, and more than once.
 func (ra *ReadAhead) Done() {
-	if ra == nil || ra.pool == nil {
+	if ra == nil {
 		return
 	}
-	ra.pool.Retract(ra.spans)
-	ra.pool, ra.spans, ra.call = nil, nil, nil
+	if ra.pool != nil {
+		ra.call.Wait()
+		ra.pool.Retract(ra.spans)
+	}
+	ra.waitDirect() // the reads past the cache, unused, may be in flight
+	// direct and once stay: a Close that listed ra may still call
+	// waitDirect, which once makes a no-op.
+	ra.pool, ra.spans, ra.call, ra.v, ra.keys, ra.looks, ra.dreads, ra.dbufs = nil, nil, nil, nil, nil, nil, nil, nil
 }

@@ -15,7 +15,7 @@ type statCounters struct {
 	writes, commits, writeStalls          atomic.Uint64
 	gets, multiGets, multiGetKeys, rounds atomic.Uint64
 	blockReads, directCalls               atomic.Uint64
-	readAheadBlocks                       atomic.Uint64
+	readAheadBlocks, readAheadLookups     atomic.Uint64
 	flushes, flushedBytes, flushNanos     atomic.Uint64
 	compactions, trivialMoves             atomic.Uint64
 	compactedIn, compactedOut             atomic.Uint64
@@ -57,10 +57,13 @@ type Stats struct {
 	DirectReads  uint64 // engine calls for uncached reads
 	// ReadAheadBlocks counts the blocks ReadAhead started loading.
 	ReadAheadBlocks uint64
-	Cache           *bufpool.Stats // nil without a block cache
-	Engine          ioengine.Stats
-	Backend         ioengine.Backend
-	FallbackCause   string
+	// ReadAheadLookups counts the keys whose tables and first block a
+	// MultiGet took from its ReadAhead (ReadOptions.ReadAhead).
+	ReadAheadLookups uint64
+	Cache            *bufpool.Stats // nil without a block cache
+	Engine           ioengine.Stats
+	Backend          ioengine.Backend
+	FallbackCause    string
 
 	Flushes, FlushedBytes     uint64
 	FlushTime                 time.Duration
@@ -82,7 +85,7 @@ func (db *DB) Stats() Stats {
 	s := Stats{
 		Writes: c.writes.Load(), Commits: c.commits.Load(), WriteStalls: c.writeStalls.Load(),
 		Gets: c.gets.Load(), MultiGets: c.multiGets.Load(), MultiGetKeys: c.multiGetKeys.Load(),
-		ReadRounds: c.rounds.Load(), BlockReads: c.blockReads.Load(), DirectReads: c.directCalls.Load(), ReadAheadBlocks: c.readAheadBlocks.Load(),
+		ReadRounds: c.rounds.Load(), BlockReads: c.blockReads.Load(), DirectReads: c.directCalls.Load(), ReadAheadBlocks: c.readAheadBlocks.Load(), ReadAheadLookups: c.readAheadLookups.Load(),
 		Flushes: c.flushes.Load(), FlushedBytes: c.flushedBytes.Load(), FlushTime: time.Duration(c.flushNanos.Load()),
 		Compactions: c.compactions.Load(), TrivialMoves: c.trivialMoves.Load(),
 		CompactedIn: c.compactedIn.Load(), CompactedOut: c.compactedOut.Load(),

@@ -80,8 +80,11 @@ func (mb *MiniBatch) Load() error {
 	if len(mb.wantKeys) == 0 {
 		return nil
 	}
-	mb.ahead.Wait()
-	vals, found, err := mb.b.db.MultiGet(mb.wantKeys)
+	// The MultiGet does not wait for the reads ahead first: its own misses
+	// go to the engine while they are still in flight, a pin of one of
+	// their blocks finishes them, and it takes the tables the read ahead
+	// chose for each key.
+	vals, found, err := mb.b.db.MultiGetWith(kv.ReadOptions{ReadAhead: mb.ahead}, mb.wantKeys)
 	mb.ahead.Done()
 	mb.ahead = nil
 	if err != nil {
