@@ -309,14 +309,7 @@ func (db *DB) makeRoom(ctx context.Context) (*memTable, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	stalled := false
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() {
-			db.mu.Lock()
-			db.cond.Broadcast()
-			db.mu.Unlock()
-		})
-		defer stop()
-	}
+	defer db.wakeOnDone(ctx)()
 	for {
 		switch {
 		case db.closed:
@@ -342,6 +335,20 @@ func (db *DB) makeRoom(ctx context.Context) (*memTable, error) {
 			db.rotateLocked()
 		}
 	}
+}
+
+// wakeOnDone arranges for ctx's end to wake the waits on db.cond (a
+// stall, a Flush waiting for its table), which then see ctx.Err(); the
+// returned function cancels that.
+func (db *DB) wakeOnDone(ctx context.Context) (stop func() bool) {
+	if ctx.Done() == nil {
+		return func() bool { return false }
+	}
+	return context.AfterFunc(ctx, func() {
+		db.mu.Lock()
+		db.cond.Broadcast()
+		db.mu.Unlock()
+	})
 }
 
 // rotateLocked makes the memtable immutable and starts a new one. Called by
@@ -395,14 +402,7 @@ func (db *DB) flush(ctx context.Context) error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() {
-			db.mu.Lock()
-			db.cond.Broadcast()
-			db.mu.Unlock()
-		})
-		defer stop()
-	}
+	defer db.wakeOnDone(ctx)()
 	for db.bgErr == nil && !db.closed && db.isImmutableLocked(w.flushed) {
 		if err := ctx.Err(); err != nil {
 			return err
