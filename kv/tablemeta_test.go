@@ -39,7 +39,7 @@ func metaOptions(budget int64) Options {
 // and read, and reads whose tables' metadata was dropped load it again and
 // find every value.
 func TestTableMetaBudget(t *testing.T) {
-	const tables, per = 24, 3000
+	const tables, per = 48, 3000
 	dir := t.TempDir()
 	db := openTest(t, dir, config{mode: ioengine.URing, opts: metaOptions(64 << 10)})
 	fillTables(t, db, tables, per)

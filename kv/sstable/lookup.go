@@ -25,7 +25,7 @@ type Lookup struct {
 // every key in the file.
 func (r *Reader) BlockIndexFor(userKey []byte) (i int, ok bool) {
 	i = r.blockIndex(userKey)
-	return i, i < len(r.index)
+	return i, i < r.index.len()
 }
 
 // GetInBlock looks userKey up, as of snapshot snap, in data block i read
@@ -56,10 +56,10 @@ func (r *Reader) GetInVerifiedBlock(i int, buf, userKey []byte, snap uint64) (Lo
 }
 
 func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bool) (Lookup, error) {
-	if i < 0 || i >= len(r.index) {
-		return Lookup{}, fmt.Errorf("%w: %s has no data block %d (it has %d)", ErrBadHandle, r.path, i, len(r.index))
+	if i < 0 || i >= r.index.len() {
+		return Lookup{}, fmt.Errorf("%w: %s has no data block %d (it has %d)", ErrBadHandle, r.path, i, r.index.len())
 	}
-	ie := &r.index[i]
+	ie := r.index.entry(i)
 	h := ie.handle
 	if uint64(len(buf)) != h.Len {
 		return Lookup{}, fmt.Errorf("%w: buffer of %d bytes for the %d-byte block at offset %d of %s", ErrBadHandle, len(buf), h.Len, h.Offset, r.path)
@@ -74,8 +74,8 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 		return Lookup{}, s.corrupt(len(buf)-blockTrailerLen, "data block used length %d, the index says %d", shape.used, ie.used)
 	case i == 0 && Compare(shape.first, r.props.Smallest) != 0:
 		return Lookup{}, s.corrupt(0, "data block starts with key %s, the properties' smallest key is %s", shape.first, r.props.Smallest)
-	case i > 0 && Compare(r.index[i-1].lastKey, shape.first) >= 0:
-		return Lookup{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", shape.first, r.index[i-1].lastKey)
+	case i > 0 && Compare(r.index.lastKey(i-1), shape.first) >= 0:
+		return Lookup{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", shape.first, r.index.lastKey(i-1))
 	case Compare(shape.first, ie.lastKey) > 0:
 		return Lookup{}, s.corrupt(0, "data block starts with key %s, after the index's last key %s", shape.first, ie.lastKey)
 	case shape.readToEnd && Compare(shape.last, ie.lastKey) != 0:

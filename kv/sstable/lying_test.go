@@ -47,14 +47,12 @@ func TestLyingMetadata(t *testing.T) {
 		return encodeFooter(out, f)
 	}
 	fresh := func() parts {
-		idx := make([]indexEntry, len(r.index))
-		copy(idx, r.index)
-		return parts{index: idx, props: r.Properties()}
+		return parts{index: r.index.entries(), props: r.Properties()}
 	}
 	if err := checkBytes(build(fresh()), "lying", -1); err != nil {
 		t.Fatalf("rebuilt file without a lie: %v", err)
 	}
-	mid := InternalKey{UserKey: append(append([]byte{}, r.index[0].lastKey.UserKey...), 0), Seq: 1, Kind: KindSet}
+	mid := InternalKey{UserKey: append(append([]byte{}, r.index.userKey(0)...), 0), Seq: 1, Kind: KindSet}
 	cases := []struct {
 		name    string
 		corrupt func(*parts)

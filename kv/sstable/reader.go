@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sort"
 	"unsafe"
@@ -23,12 +22,9 @@ type Reader struct {
 	owned *os.File // opened by Open, closed by Close; nil for NewReader
 	path  string
 	size  int64
-	index []indexEntry
-	// lastKeys holds every block's last user key back to back, block i's
-	// ending at lastKeyEnd[i]: BlockFor's binary search reads these few
-	// contiguous bytes instead of one heap object per block.
-	lastKeys   []byte
-	lastKeyEnd []uint32
+	// index is the block index; BlockFor's binary search reads its last
+	// user keys, which lie back to back.
+	index blockIndex
 	// dataEnd is where the data blocks end and the index begins.
 	dataEnd uint64
 	filter  *bloomFilter
@@ -104,24 +100,17 @@ func NewReader(r io.ReaderAt, size int64, name string) (*Reader, error) {
 	}
 	rd.dataEnd = f.index.off
 	var end uint64
-	rd.lastKeyEnd = make([]uint32, len(rd.index))
-	for i := range rd.index {
-		rd.lastKeys = append(rd.lastKeys, rd.index[i].lastKey.UserKey...)
-		if len(rd.lastKeys) > math.MaxUint32 {
-			return nil, site{name, int64(f.index.off)}.corrupt(0, "index: its keys take more than %d bytes", uint32(math.MaxUint32))
-		}
-		rd.lastKeyEnd[i] = uint32(len(rd.lastKeys))
-	}
-	if n := len(rd.index); n > 0 {
-		end = rd.index[n-1].handle.Offset + rd.index[n-1].handle.Len
+	if n := rd.index.len(); n > 0 {
+		h := rd.index.handle(n - 1)
+		end = h.Offset + h.Len
 	}
 	switch {
 	case end != rd.dataEnd:
 		return nil, site{name, int64(f.index.off)}.corrupt(0, "index: data blocks end at %d, but the index starts at %d", end, rd.dataEnd)
-	case rd.props.DataBlocks != uint64(len(rd.index)):
-		return nil, site{name, int64(f.props.off)}.corrupt(0, "properties count %d data blocks, the index %d", rd.props.DataBlocks, len(rd.index))
-	case len(rd.index) > 0 && Compare(rd.props.Largest, rd.index[len(rd.index)-1].lastKey) != 0:
-		return nil, site{name, int64(f.props.off)}.corrupt(0, "properties largest key %s is not the index's last key %s", rd.props.Largest, rd.index[len(rd.index)-1].lastKey)
+	case rd.props.DataBlocks != uint64(rd.index.len()):
+		return nil, site{name, int64(f.props.off)}.corrupt(0, "properties count %d data blocks, the index %d", rd.props.DataBlocks, rd.index.len())
+	case rd.index.len() > 0 && Compare(rd.props.Largest, rd.index.lastKey(rd.index.len()-1)) != 0:
+		return nil, site{name, int64(f.props.off)}.corrupt(0, "properties largest key %s is not the index's last key %s", rd.props.Largest, rd.index.lastKey(rd.index.len()-1))
 	}
 	return rd, nil
 }
@@ -157,11 +146,11 @@ func (r *Reader) Path() string { return r.path }
 func (r *Reader) Properties() Properties { return r.props }
 
 // NumBlocks returns the number of data blocks.
-func (r *Reader) NumBlocks() int { return len(r.index) }
+func (r *Reader) NumBlocks() int { return r.index.len() }
 
 // Block returns the handle of data block i, in file order, for
 // 0 <= i < NumBlocks().
-func (r *Reader) Block(i int) BlockHandle { return r.index[i].handle }
+func (r *Reader) Block(i int) BlockHandle { return r.index.handle(i) }
 
 // MayContain reports whether the file may hold some version of userKey:
 // false is certain, true may be a bloom false positive.
@@ -173,21 +162,22 @@ func (r *Reader) MayContain(userKey []byte) bool { return r.filter.mayContain(us
 // in the file. It does no I/O and does not consult the bloom filter.
 func (r *Reader) BlockFor(userKey []byte) (h BlockHandle, ok bool) {
 	i := r.blockIndex(userKey)
-	if i == len(r.index) {
+	if i == r.index.len() {
 		return BlockHandle{}, false
 	}
-	return r.index[i].handle, true
+	return r.index.handle(i), true
 }
 
 func (r *Reader) blockIndex(userKey []byte) int {
-	lo, hi := 0, len(r.lastKeyEnd) // the answer is in [lo, hi]
+	x := &r.index
+	lo, hi := 0, len(x.keyEnd) // the answer is in [lo, hi]
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		start := uint32(0)
 		if mid > 0 {
-			start = r.lastKeyEnd[mid-1]
+			start = x.keyEnd[mid-1]
 		}
-		if bytes.Compare(r.lastKeys[start:r.lastKeyEnd[mid]], userKey) < 0 {
+		if bytes.Compare(x.keys[start:x.keyEnd[mid]], userKey) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -201,8 +191,8 @@ func (r *Reader) blockIndex(userKey []byte) int {
 // (from BlockFor or Block). Damage gives a *CorruptError naming the file
 // and the offset; the Block aliases buf.
 func (r *Reader) DecodeBlock(h BlockHandle, buf []byte) (Block, error) {
-	i := sort.Search(len(r.index), func(i int) bool { return r.index[i].handle.Offset >= h.Offset })
-	if i == len(r.index) || r.index[i].handle != h {
+	i := sort.Search(r.index.len(), func(i int) bool { return uint64(r.index.page[i])*Alignment >= h.Offset })
+	if i == r.index.len() || r.index.handle(i) != h {
 		return Block{}, fmt.Errorf("%w: %s has no data block at offset %d of length %d", ErrBadHandle, r.path, h.Offset, h.Len)
 	}
 	if uint64(len(buf)) != h.Len {
@@ -213,7 +203,7 @@ func (r *Reader) DecodeBlock(h BlockHandle, buf []byte) (Block, error) {
 	if err != nil {
 		return Block{}, err
 	}
-	ie := r.index[i]
+	ie := r.index.entry(i)
 	if b.used != int(ie.used) {
 		return Block{}, s.corrupt(len(buf)-blockTrailerLen, "data block used length %d, the index says %d", b.used, ie.used)
 	}
@@ -223,8 +213,8 @@ func (r *Reader) DecodeBlock(h BlockHandle, buf []byte) (Block, error) {
 	if i == 0 && Compare(b.first, r.props.Smallest) != 0 {
 		return Block{}, s.corrupt(0, "data block starts with key %s, the properties' smallest key is %s", b.first, r.props.Smallest)
 	}
-	if i > 0 && Compare(r.index[i-1].lastKey, b.first) >= 0 {
-		return Block{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", b.first, r.index[i-1].lastKey)
+	if i > 0 && Compare(r.index.lastKey(i-1), b.first) >= 0 {
+		return Block{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", b.first, r.index.lastKey(i-1))
 	}
 	return b, nil
 }
@@ -232,7 +222,7 @@ func (r *Reader) DecodeBlock(h BlockHandle, buf []byte) (Block, error) {
 // readBlock preads and decodes data block i into a buffer reused from buf
 // when it is large enough.
 func (r *Reader) readBlock(i int, buf []byte) (Block, []byte, error) {
-	h := r.index[i].handle
+	h := r.index.handle(i)
 	if uint64(cap(buf)) < h.Len {
 		buf = make([]byte, h.Len)
 	}
@@ -253,10 +243,10 @@ func (r *Reader) Get(userKey []byte) (value []byte, kind Kind, seq uint64, found
 		return nil, 0, 0, false, nil
 	}
 	i := r.blockIndex(userKey)
-	if i == len(r.index) {
+	if i == r.index.len() {
 		return nil, 0, 0, false, nil
 	}
-	h := r.index[i].handle
+	h := r.index.handle(i)
 	buf := make([]byte, h.Len)
 	if err := r.readAt(buf, int64(h.Offset)); err != nil {
 		return nil, 0, 0, false, err
@@ -289,7 +279,7 @@ func (it *Iterator) Next() bool {
 		if it.block != nil && it.block.Next() {
 			return true
 		}
-		if it.next == len(it.r.index) {
+		if it.next == it.r.index.len() {
 			return false
 		}
 		var b Block
@@ -326,11 +316,7 @@ func (it *Iterator) Err() error { return it.err }
 // keys), the bloom filter's bits and the properties' keys. It is fixed at
 // Open.
 func (r *Reader) MetaBytes() int64 {
-	const entrySize = int64(unsafe.Sizeof(indexEntry{})) + 4 // and its lastKeyEnd
-	n := int64(unsafe.Sizeof(*r)) + int64(len(r.index))*entrySize + int64(len(r.lastKeys))
-	for i := range r.index {
-		n += int64(cap(r.index[i].lastKey.UserKey))
-	}
+	n := int64(unsafe.Sizeof(*r)) + r.index.bytes()
 	n += int64(unsafe.Sizeof(*r.filter)) + 8*int64(len(r.filter.bits))
 	return n + int64(len(r.props.Smallest.UserKey)+len(r.props.Largest.UserKey))
 }

@@ -501,3 +501,38 @@ func TestConcurrentReads(t *testing.T) {
 		}
 	}
 }
+
+// TestMetaBytesPerBlock checks that the decoded index costs its blocks' last
+// user keys and at most 24 bytes per block besides, and that MetaBytes
+// counts it: a cache that budgets Readers by MetaBytes holds all of a
+// store's metadata only if it is this small.
+func TestMetaBytesPerBlock(t *testing.T) {
+	var es []kv
+	for i := range 20000 {
+		k := InternalKey{UserKey: fmt.Appendf(nil, "t\x00\x05topic\x00\x00\x00\x03\x01b%06d/a%03d", i/1000, i%1000), Seq: uint64(100000 - i), Kind: KindSet}
+		es = append(es, kv{k, bytes.Repeat([]byte{byte(i)}, 56)})
+	}
+	path := filepath.Join(t.TempDir(), "meta.sst")
+	writeFile(t, path, es, Options{})
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := r.NumBlocks()
+	if n < 100 {
+		t.Fatalf("%d blocks; the test wants many", n)
+	}
+	keyBytes := int64(len(r.index.keys))
+	perBlock := float64(r.index.bytes()-keyBytes) / float64(n)
+	if perBlock > 24 {
+		t.Errorf("index takes %.1f bytes per block besides its keys, want at most 24", perBlock)
+	}
+	if keyBytes > int64(n)*int64(len(es[0].key.UserKey)) {
+		t.Errorf("index keeps %d key bytes for %d blocks of %d-byte keys", keyBytes, n, len(es[0].key.UserKey))
+	}
+	filter := 8 * int64(len(r.filter.bits))
+	if got, want := r.MetaBytes(), r.index.bytes()+filter; got < want || got > want+1024 {
+		t.Errorf("MetaBytes = %d, want the index's %d and the filter's %d bytes and little else", got, r.index.bytes(), filter)
+	}
+}
