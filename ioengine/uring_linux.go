@@ -981,22 +981,34 @@ func submitOne(r *uring.Ring) (uring.CQE, error) {
 // callerSpin is how long a caller polls for its completion before it parks.
 // A parked goroutine is woken with a futex call and, on a virtual machine, an
 // inter-processor interrupt; polling briefly skips both when the batch is
-// about to finish.
-// docs/DECISIONS.md has the measurement.
+// about to finish. A caller polls only while at most maxSpinners callers
+// wait, over all engines: with more, the polling takes the CPUs that the ring
+// goroutine and the callers being completed need.
+// docs/DECISIONS.md has the measurements.
 var callerSpin = 40 * time.Microsecond
 
+// waiters counts the callers in awaitDone, over all engines.
+var waiters atomic.Int32
+
+// maxSpinners is how many callers may wait with polling: half the Ps, at
+// least one.
+func maxSpinners() int32 { return int32(max(1, runtime.GOMAXPROCS(0)/2)) }
+
 func awaitDone(done chan struct{}) {
-	start := time.Now()
-	for i := 0; ; i++ {
-		select {
-		case <-done:
-			return
-		default:
+	defer waiters.Add(-1)
+	if waiters.Add(1) <= maxSpinners() {
+		start := time.Now()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if i&15 == 15 && time.Since(start) > callerSpin {
+				break
+			}
+			runtime.Gosched()
 		}
-		if i&15 == 15 && time.Since(start) > callerSpin {
-			break
-		}
-		runtime.Gosched()
 	}
 	<-done
 }
