@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // withChunk makes RegisterMemory split memory into chunks of n bytes for
@@ -186,6 +187,7 @@ func TestRegisterWhileReading(t *testing.T) {
 			t.Fatalf("RegisterMemory: %v", err)
 		}
 		var stop atomic.Bool
+		var calls atomic.Int64 // reads done, so that the readers are seen to run
 		var wg sync.WaitGroup
 		errs := make(chan error, readers)
 		for g := range readers {
@@ -203,6 +205,7 @@ func TestRegisterWhileReading(t *testing.T) {
 						errs <- err
 						return
 					}
+					calls.Add(1)
 					for k := range reqs {
 						if !bytes.Equal(reqs[k].Buf, plain[reqs[k].Off:reqs[k].Off+4*blockSize]) {
 							errs <- errors.New("a read returned bytes the file does not hold there")
@@ -223,6 +226,13 @@ func TestRegisterWhileReading(t *testing.T) {
 					t.Errorf("Unregister: %v", err)
 					break
 				}
+			}
+		})
+		// Half of each call's reads land in memory registered throughout:
+		// once every reader has run a few calls, some went as READ_FIXED.
+		within(t, hangLimit, "readers running", func() {
+			for calls.Load() < 4*readers && len(errs) == 0 {
+				time.Sleep(time.Millisecond)
 			}
 		})
 		stop.Store(true)
