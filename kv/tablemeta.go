@@ -13,7 +13,7 @@ import (
 // loaded from its file on the first read that needs it and dropped again,
 // CLOCK order, when the Readers held pass Options.TableMetaCacheSize. Its
 // budget grows with the data otherwise (about 1.2 bytes of filter per key
-// and ~130 bytes of index per 4 KiB data block), while a store that only
+// and the last key plus ~20 bytes of index per 4 KiB data block), while a store that only
 // writes, as a restore does, needs no table's metadata but its compaction
 // inputs'.
 //
