@@ -920,6 +920,51 @@ func TestTinyRing(t *testing.T) {
 	}
 }
 
+// TestOneEntryRingCallers reads from 1, 2 and 4 goroutines at once through
+// fresh rings of one SQE. There the wake read's SQE fills the SQ, and an
+// SQPOLL ring's SQ head lags behind its completions (the self-test's, right
+// after start): the ring goroutine must never wait on the wake read alone
+// while a request is ready, nor wait with nothing in flight.
+func TestOneEntryRingCallers(t *testing.T) {
+	const (
+		blocks = 16
+		rounds = 10
+		reads  = 50 // per goroutine and round
+	)
+	data := make([]byte, 0, blocks*100)
+	for i := range blocks {
+		data = append(data, block(100, uint64(i))...)
+	}
+	_, fd := openFile(t, t.TempDir(), "f", data)
+	for _, bc := range backendCases {
+		t.Run("backend="+bc.name, func(t *testing.T) {
+			for _, n := range []int{1, 2, 4} {
+				for round := range rounds {
+					e := newEngine(t, bc.mode, bc.with(Options{Entries: 1}))
+					runGoroutines(t, n, func(g int) {
+						buf := make([]byte, 100)
+						for i := range reads {
+							k := (g*reads + i) % blocks
+							if m, err := e.ReadAt(fd, buf, int64(k)*100); m != 100 || err != nil {
+								t.Errorf("goroutines %d, round %d: ReadAt block %d: %d, %v", n, round, k, m, err)
+								return
+							}
+							if err := checkBlock(buf, uint64(k)); err != nil {
+								t.Errorf("goroutines %d, round %d: block %d: %v", n, round, k, err)
+								return
+							}
+						}
+					})
+					closeWithin(t, e, hangLimit)
+					if t.Failed() {
+						return
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestFallbackNotCompiled runs where io_uring is compiled out (the
 // ringstore_nouring tag, systems other than Linux): asking for it falls
 // back, says why, and reads and writes the same.

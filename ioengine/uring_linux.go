@@ -20,12 +20,13 @@ import (
 // uringBackend owns one io_uring and the goroutine that drives it.
 //
 // Callers put their batch on queue and, if the ring goroutine may be
-// blocked in io_uring_enter, wake it through an eventfd that the ring always
-// has a read outstanding on. The ring goroutine, locked to its OS thread
-// (the ring's single issuer), takes every queued batch at once, turns them
-// into SQEs, submits them with one io_uring_enter that also waits for the
-// next completion, and hands results back; so the requests of many
-// concurrent callers share enter calls.
+// blocked in io_uring_enter, wake it through an eventfd. The ring goroutine
+// blocks only while a request is in flight, or while its read of the
+// eventfd is and no chain waits for room (mayBlock). Locked to its OS
+// thread (the ring's single issuer), it takes every queued batch at once,
+// turns them into SQEs, submits them with one io_uring_enter that also
+// waits for the next completion, and hands results back; so the requests
+// of many concurrent callers share enter calls.
 //
 // In inline mode (Options.Inline) there is no ring goroutine and no
 // eventfd: a call takes issueMu, locks its goroutine to its thread, and
@@ -234,7 +235,7 @@ func (u *uringBackend) loop() {
 		}
 		// Chains first, so that one as long as the SQ finds it empty; the
 		// wake read takes a slot if one is left, else it is armed on a
-		// later turn (the requests in flight end this turn's wait).
+		// later turn.
 		u.place()
 		// Once closing, no caller can queue work, so the wake read is not
 		// armed again: a read armed now would never complete. One armed
@@ -245,6 +246,17 @@ func (u *uringBackend) loop() {
 		if closing && len(u.ready) == 0 && u.inflight == 0 {
 			u.refuseCtl(ErrClosed)
 			return
+		}
+		if !u.mayBlock() || u.pollSQ() {
+			// Nothing in flight would end a wait, or chains wait for
+			// room in an SQPOLL ring's SQ: submit what is placed (on
+			// SQPOLL, wait at most sqFullPoll), then place again.
+			if err := u.poll(); err != nil {
+				u.failAll(err)
+				return
+			}
+			u.reap()
+			continue
 		}
 		if !u.readyToSleep() {
 			continue
@@ -260,22 +272,64 @@ func (u *uringBackend) loop() {
 	}
 }
 
-// enter submits what is placed and waits for a completion, counting
-// enters, SQEs and overflow. It returns only an error of the ring itself:
-// EBUSY (reap, then retry) and a lost completion (counted) are not.
-func (u *uringBackend) enter() error {
+// mayBlock reports whether the ring goroutine may wait for a completion
+// without a timeout: only while a completion is sure to come without its
+// help. That is so when a request is placed (its SQE is submitted by the
+// same enter), or when the wake read is armed and no chain waits for room
+// (new work then comes through queue and the eventfd). It is not so when
+// only the wake read is placed and a chain is ready: the chain may be
+// kept out only by the wake read's SQE, which takes the whole SQ of a ring
+// of one entry and is submitted by that very enter; nor when nothing is in
+// flight because the SQ looked full: an SQPOLL ring publishes its SQ head
+// after posting the completions, so the SQ may hold only SQEs already done
+// (the self-test's, at start), and armWake could not arm the wake read.
+func (u *uringBackend) mayBlock() bool {
+	return u.inflight > u.wakeInflight() || (u.wakeArmed && len(u.ready) == 0)
+}
+
+// pollSQ reports whether an SQPOLL ring's chains wait for SQ room: the
+// kernel thread frees it when it consumes the SQEs, before their
+// completions, so the ring goroutine polls rather than waits for one.
+func (u *uringBackend) pollSQ() bool {
+	return u.kind == BackendSQPoll && len(u.ready) > 0 && u.ring.Features()&uring.FeatExtArg != 0
+}
+
+// poll submits what is placed without waiting for a completion, so that
+// the SQ holds no SQE the kernel has not taken: on a plain ring that frees
+// the SQ at once. An SQPOLL ring's thread takes the SQEs and publishes the
+// SQ head by itself, so poll waits for a completion, at most sqFullPoll
+// (sleeps that long where the kernel has no timed wait).
+func (u *uringBackend) poll() error {
 	before := u.ring.Stats()
 	var err error
-	if u.kind == BackendSQPoll && len(u.ready) > 0 && u.ring.Features()&uring.FeatExtArg != 0 {
-		// The SQPOLL thread publishes the SQ head after it has posted
-		// completions, so the SQ may be full of SQEs that are already
-		// done: no completion would wake a plain wait. Poll instead.
+	switch {
+	case u.kind != BackendSQPoll:
+		_, err = u.ring.Submit()
+	case u.ring.Features()&uring.FeatExtArg != 0:
 		if _, err = u.ring.WaitTimeout(1, sqFullPoll); errors.Is(err, uring.ErrTimeout) {
 			err = nil
 		}
-	} else {
-		_, err = u.ring.SubmitAndWait(1)
+	default:
+		if _, err = u.ring.Submit(); err == nil {
+			time.Sleep(sqFullPoll)
+		}
 	}
+	return u.count(before, err)
+}
+
+// enter submits what is placed and waits for a completion. It returns
+// only an error of the ring itself: EBUSY (reap, then retry) and a lost
+// completion (counted) are not.
+func (u *uringBackend) enter() error {
+	before := u.ring.Stats()
+	_, err := u.ring.SubmitAndWait(1)
+	return u.count(before, err)
+}
+
+// count adds the enters and SQEs since before to the counters, records
+// the overflow count, and returns err unless it is one the loop recovers
+// from (EBUSY, a lost completion).
+func (u *uringBackend) count(before uring.Stats, err error) error {
 	after := u.ring.Stats()
 	u.enters.Add(after.Enters - before.Enters)
 	u.sqes.Add(after.SQEs - before.SQEs)
