@@ -87,9 +87,8 @@ func encodeIndex(dst []byte, entries []indexEntry) []byte {
 
 // blockIndex is a decoded index, held compactly: per block its last key's
 // user key (back to back in keys) and trailer, its offset in units of
-// Alignment and its used length (the block's length follows from used).
-// About 20 bytes per block besides the key, where one heap object per block
-// took about 90.
+// Alignment and its used length (the block's length follows from used):
+// 20 bytes per block besides its key, and no object per block.
 type blockIndex struct {
 	keys    []byte   // every block's last user key, back to back
 	keyEnd  []uint32 // block i's key is keys[keyEnd[i-1]:keyEnd[i]]
@@ -178,7 +177,10 @@ func decodeIndex(buf []byte, s site) (blockIndex, error) {
 		}
 		prev = ik
 		keys = append(keys, ik.UserKey...)
-		x.keyEnd = append(x.keyEnd, uint32(len(keys))) // len(keys) <= len(body), an int from a uint32-bounded section
+		if len(keys) > math.MaxUint32 {
+			return x, s.corrupt(at, "index entry %d: the keys take more than %d bytes", i, uint32(math.MaxUint32))
+		}
+		x.keyEnd = append(x.keyEnd, uint32(len(keys)))
 		x.trailer = append(x.trailer, ik.Seq<<8|uint64(ik.Kind))
 		x.page = append(x.page, uint32(off/Alignment))
 		x.used = append(x.used, uint32(used))
@@ -186,9 +188,6 @@ func decodeIndex(buf []byte, s site) (blockIndex, error) {
 	}
 	if c.off != len(body) {
 		return x, s.corrupt(c.off, "index has %d bytes after its last entry", len(body)-c.off)
-	}
-	if len(keys) > math.MaxUint32 {
-		return x, s.corrupt(0, "index: its keys take more than %d bytes", uint32(math.MaxUint32))
 	}
 	x.keys = append([]byte(nil), keys...) // exact size: the section's other bytes are not kept
 	return x, nil
