@@ -89,6 +89,21 @@ func flipByte(t *testing.T, path string, off int64) (restore func()) {
 
 // checkSSTCorrupt fails unless err reports damage in path within
 // [lo, hi), by errors.Is, errors.As and in its message.
+// checkCompactionFails runs a compaction of db, which holds the damaged
+// block h of table path: it must fail naming the block, and the damaged
+// table must still be there after db is closed.
+func checkCompactionFails(t *testing.T, db *DB, path string, h sstable.BlockHandle) {
+	t.Helper()
+	err := db.Compact()
+	checkSSTCorrupt(t, "Compact", err, path, h.Offset, h.Offset+h.Len)
+	if cerr := db.Close(); cerr != nil {
+		t.Logf("Close after the failed compaction: %v", cerr)
+	}
+	if _, serr := os.Stat(path); serr != nil {
+		t.Fatalf("the damaged table is gone after the failed compaction: %v", serr)
+	}
+}
+
 func checkSSTCorrupt(t *testing.T, what string, err error, path string, lo, hi uint64) {
 	t.Helper()
 	if err == nil {
@@ -448,15 +463,7 @@ func TestCorruptCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	restore := flipByte(t, path, int64(h.Offset)+20)
-	db = openTest(t, dir, c)
-	err = db.Compact()
-	checkSSTCorrupt(t, "Compact", err, path, h.Offset, h.Offset+h.Len)
-	if cerr := db.Close(); cerr != nil {
-		t.Logf("Close after the failed compaction: %v", cerr)
-	}
-	if _, serr := os.Stat(path); serr != nil {
-		t.Fatalf("the damaged table is gone after the failed compaction: %v", serr)
-	}
+	checkCompactionFails(t, openTest(t, dir, c), path, h)
 	restore()
 	checkStoreWhole(t, dir, corruptKeys)
 }
