@@ -94,11 +94,23 @@ type DB struct {
 	lastSeq uint64
 	applied chan struct{}
 
-	// applyMu guards the pipeline: the groups queued to the log and not yet
-	// applied, in sequence order (their log order). Lock order: wmu, then
-	// applyMu, then mu.
-	applyMu  sync.Mutex
-	pipeline []*commitGroup
+	// pipeMu guards the pipeline: the groups queued to the log and not yet
+	// visible (or failed), in sequence order (their log order), the first
+	// inserted of them inserted into their memtables. insertMu is held by
+	// the memtables' single writer while it inserts the others (insertBuf
+	// is its scratch): the inserter goroutine, woken through insertWake by
+	// the log as it submits a group commit, or a writer whose group the
+	// inserter has not reached. Lock order: wmu, insertMu, pipeMu, mu.
+	pipeMu     sync.Mutex
+	pipeline   []*commitGroup
+	inserted   int
+	insertMu   sync.Mutex
+	insertBuf  []*commitGroup
+	insertWake chan struct{} // nil without a log to wake the inserter
+	insertDone sync.WaitGroup
+	// minInsertAhead is the least number of requests in a group commit
+	// for which the log wakes the inserter; set before the first write.
+	minInsertAhead int
 
 	mu          sync.Mutex
 	cond        *sync.Cond // broadcast on every change of mem/imm/current/bgErr/closed
@@ -252,6 +264,12 @@ func Open(dir string, opts Options) (*DB, error) {
 
 	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly || opts.DisableWAL}
 	walOpts.Unsafe.NoSync = opts.Unsafe.NoSync
+	if !walOpts.ReadOnly {
+		db.insertWake, db.minInsertAhead = make(chan struct{}, 1), minInsertAhead
+		walOpts.OnGroupWrite = db.wakeInserter
+		db.insertDone.Add(1)
+		go db.insertLoop()
+	}
 	_, statErr := os.Stat(filepath.Join(dir, walDir))
 	if !opts.DisableWAL || statErr == nil {
 		if db.log, err = wal.Open(filepath.Join(dir, walDir), walOpts); err != nil {
@@ -483,6 +501,11 @@ func (db *DB) closeResources() error {
 	}
 	if db.log != nil {
 		keep(db.log.Close())
+	}
+	if db.insertWake != nil { // the log is closed: nothing wakes the inserter again
+		close(db.insertWake)
+		db.insertDone.Wait()
+		db.insertWake = nil
 	}
 	if db.current != nil {
 		db.mu.Lock()

@@ -19,7 +19,8 @@
 //
 //	Write ──▶ queue ──▶ leader (under wmu): seqs, wal.StartAppendBatch ─┐ next leader
 //	          log committer: gathers many leaders' requests, one write + fdatasync
-//	          flushed ──▶ pipeline head (under applyMu), in seq order: memtable, visible seq
+//	          ├─ as it submits them: inserter ──▶ memtable (seqs not yet visible)
+//	          flushed ──▶ pipeline head (under pipeMu), in seq order: visible seq
 //	full memtable ──▶ immutable ──▶ background: flush to an L0 table (once no
 //	                                 group in flight targets it), manifest, wal TruncateFront
 //
@@ -29,15 +30,20 @@
 // each batch one entry, still holding the queue's lock — so the log order is
 // the sequence order — and leaves the front to the next leader while its
 // request is flushed: the log's committer gathers the requests of many
-// leaders into one group commit. A flushed group waits for every group before
-// it; whoever finds groups at the head of the pipeline flushed applies them to
-// the memtable (its single writer) and publishes the visible sequence number,
-// in order. A batch is one wal entry, so after a crash it is there whole or
-// not at all. A failed log request turns the store read-only; the groups
-// behind it fail too. Each queued writer sleeps on a channel of its own and
+// leaders into one group commit. As the log submits a group commit it wakes
+// the inserter goroutine (the memtable's single writer), which adds the
+// queued batches to the memtable while the flush runs, at sequence numbers
+// above the visible one, so no read sees them yet. A flushed group waits for
+// every group before it; whoever finds groups at the head of the pipeline
+// flushed and inserted publishes the visible sequence number, in order (a
+// writer whose group the inserter has not reached inserts it itself). A
+// batch is one wal entry, so after a crash it is there whole or not at all.
+// A failed log request turns the store read-only, so no memtable is flushed
+// again and a write inserted but not durable never reaches a table; the
+// groups behind it fail too. Each queued writer sleeps on a channel of its own and
 // is woken once: when it reaches the front, or when its leader completes its
 // group. A batch is checked against the limits as it is built and decoded
-// once, when its group is applied.
+// once, when it is inserted.
 //
 // When the memtable reaches MemtableSize it becomes immutable and the
 // flush goroutine writes it to a new L0 table; writes stall while two

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -35,9 +36,29 @@ func TestFullDiskTurnsReadOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plan.Add(ioengine.Fault{Kind: ioengine.FaultENOSPC, Op: ioengine.OpWrite, Times: -1})
-	err = db.Put([]byte("late"), []byte("x"))
-	if !errors.Is(err, unix.ENOSPC) {
+	// The failing log write is held until the write is in the memtable:
+	// the inserter adds a group's writes while its flush runs (here even a
+	// group of one write's).
+	db.minInsertAhead = 1
+	hold := make(chan struct{})
+	plan.Add(ioengine.Fault{Kind: ioengine.FaultENOSPC, Op: ioengine.OpWrite, Times: -1, Hold: hold})
+	putErr := make(chan error, 1)
+	go func() { putErr <- db.Put([]byte("late"), []byte("x")) }()
+	memLen := func() int {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return db.mem.Len()
+	}
+	for deadline := time.Now().Add(10 * time.Second); memLen() != acked+1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("memtable holds %d writes while the log write is held, want the %d acknowledged and the pending one", memLen(), acked)
+		}
+	}
+	if v, err := db.Get([]byte("late")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of a write in the memtable whose log write is in flight: %q, %v; want ErrNotFound", v, err)
+	}
+	close(hold)
+	if err := <-putErr; !errors.Is(err, unix.ENOSPC) {
 		t.Fatalf("Put on a full disk: %v, want ENOSPC", err)
 	}
 	err = db.Put([]byte("later"), []byte("y"))
@@ -46,6 +67,25 @@ func TestFullDiskTurnsReadOnly(t *testing.T) {
 	}
 	if v, err := db.Get([]byte("k0007")); err != nil || string(v) != "v0007" {
 		t.Fatalf("Get after the failure: %q, %v", v, err)
+	}
+	// The failed write is in the memtable; it is never visible, and never
+	// flushed.
+	if v, err := db.Get([]byte("late")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of the write whose log write failed: %q, %v; want ErrNotFound", v, err)
+	}
+	it := db.NewIterator(nil, nil)
+	n := 0
+	for it.Next() {
+		if string(it.Key()) == "late" {
+			t.Fatalf("an iterator yields the write whose log write failed")
+		}
+		n++
+	}
+	if err := it.Close(); err != nil || n != acked {
+		t.Fatalf("iterator after the failure: %d keys, %v; want %d", n, err, acked)
+	}
+	if err := db.Flush(); err == nil {
+		t.Fatal("Flush after the failure succeeded; want the store read-only")
 	}
 	db.Close()
 
@@ -61,8 +101,10 @@ func TestFullDiskTurnsReadOnly(t *testing.T) {
 			t.Fatalf("after reopen, acknowledged %s: %q, %v", k, v, err)
 		}
 	}
-	if _, err := db.Get([]byte("later")); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a write refused as read-only is there after reopen: %v", err)
+	for _, k := range []string{"late", "later"} {
+		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the failed write of %s is there after reopen: %v", k, err)
+		}
 	}
 }
 

@@ -108,25 +108,47 @@ func (db *DB) leaveLocked(n int) {
 type commitGroup struct {
 	mem      *memTable          // immutable after Write queued it
 	payloads [][]byte           // immutable after Write queued it
+	last     uint64             // the seq of its last write; immutable after Write queued it
 	pending  *wal.PendingAppend // waited for by the group's leader alone
-	applied  chan struct{}      // closed once the group is applied or has failed
-	flushed  bool               // guarded by DB.applyMu: its log request is done
-	first    uint64             // guarded by DB.applyMu: its first log entry
-	err      error              // guarded by DB.applyMu; read after applied is closed
+	applied  chan struct{}      // closed once the group is visible or has failed
+	// Guarded by DB.pipeMu:
+	flushed  bool   // its log request is done
+	inserted bool   // its writes are in mem (or, failed, never will be)
+	first    uint64 // its first log entry (0 without a log)
+	err      error  // read after applied is closed
 }
 
 // Put sets key to value.
 func (db *DB) Put(key, value []byte) error {
-	var b Batch
+	b := batchPool.Get().(*Batch)
 	b.Put(key, value)
-	return db.Write(&b)
+	err := db.Write(b)
+	putBatch(b)
+	return err
 }
 
 // Delete removes key.
 func (db *DB) Delete(key []byte) error {
-	var b Batch
+	b := batchPool.Get().(*Batch)
 	b.Delete(key)
-	return db.Write(&b)
+	err := db.Write(b)
+	putBatch(b)
+	return err
+}
+
+// batchPool recycles the one-operation batches of Put and Delete: once
+// Write returns, nothing refers to a batch's bytes (the log copied them
+// into its group's buffer, the memtable into its arena).
+var batchPool = sync.Pool{New: func() any { return new(Batch) }}
+
+// putBatch returns b to batchPool unless it grew past what a pool should
+// keep.
+func putBatch(b *Batch) {
+	if cap(b.data) > 64<<10 {
+		return
+	}
+	b.Reset()
+	batchPool.Put(b)
 }
 
 // Write is WriteContext with a context that is never done.
@@ -144,9 +166,9 @@ func (db *DB) Write(b *Batch) error { return db.WriteContext(context.Background(
 // log's order is the sequence order; then it leaves the front to the next
 // leader and waits for its request to be flushed. The log gathers the
 // requests of many leaders into one group commit (one write, one
-// fdatasync). Flushed groups are applied to the memtable one at a time in
-// sequence order, each becoming visible to reads as it is applied; then
-// their writers return.
+// fdatasync). The inserter adds the groups' writes to the memtable while
+// their flush runs (finishCommit); flushed groups become visible to reads
+// one at a time in sequence order; then their writers return.
 //
 // ctx bounds the wait before the batch goes to the log: in the write
 // queue, and in a write stall (too many memtables waiting for their flush,
@@ -201,12 +223,13 @@ func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 			g.pending, err = db.log.StartAppendBatch(g.payloads)
 		}
 		if err == nil {
+			g.last = db.lastSeq
 			db.mu.Lock()
 			g.mem.inflight++
 			db.mu.Unlock()
-			db.applyMu.Lock()
+			db.pipeMu.Lock()
 			db.pipeline = append(db.pipeline, g)
-			db.applyMu.Unlock()
+			db.pipeMu.Unlock()
 			db.applied = g.applied
 		} else {
 			err = db.logFailed(err)
@@ -229,60 +252,179 @@ func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 	return err
 }
 
-// finishCommit waits for the group's log request to be flushed, then
-// applies, in sequence order, every group at the head of the pipeline whose
-// request is done — its own and those of leaders that have not come back
-// yet — so the memtable's single writer is whoever finds groups ready, not
-// a relay of every leader in turn. It returns once its own group is
-// applied. A failed group is taken off in its turn too.
+// finishCommit waits for the group's log request, makes sure the writes of
+// every group up to its own are in their memtables, and makes visible, in
+// sequence order, every group at the head of the pipeline that is both
+// flushed and inserted — its own and those of leaders that have not come
+// back yet. It returns once its own group is visible (or has failed).
+//
+// The inserter goroutine (insertLoop) adds a group's writes to its memtable
+// while the group's flush runs, woken by the log as it submits the group
+// (wal.Options.OnGroupWrite), so that the memtable's work is out of the
+// time between a group commit and the next: the writers a commit releases
+// are back in the log's queue while the next group gathers, instead of
+// waiting for inserts, or competing with them for the CPU. A write inserted
+// but not yet durable has a seq above the visible one, so no read sees it,
+// and its memtable is not flushed while the group is in flight
+// (memTable.inflight); if its log request fails the store turns read-only
+// and no memtable is flushed again, so the write never reaches a table.
+//
+// The log acknowledges its entries in order and kv is its only appender,
+// the pipeline's groups queued in the log's order: once a group's request
+// is durable, so is every group queued before it, and their entries are the
+// ones just before its own. The first leader back from a group commit marks
+// all of them flushed.
 func (db *DB) finishCommit(g *commitGroup) error {
 	var first uint64
 	var err error
-	if g.pending != nil { // nil without a log (DisableWAL): applied at once
+	if g.pending != nil { // nil without a log (DisableWAL)
 		if first, err = g.pending.Wait(); err != nil {
 			err = db.logFailed(err)
 		}
 	}
-	db.applyMu.Lock()
-	g.flushed, g.first, g.err = true, first, err
-	for len(db.pipeline) > 0 && db.pipeline[0].flushed {
-		h := db.pipeline[0]
-		db.pipeline[0] = nil
-		db.pipeline = db.pipeline[1:]
-		db.applyLocked(h)
-		close(h.applied)
+	db.pipeMu.Lock()
+	if !g.flushed {
+		g.flushed, g.first, g.err = true, first, err
+		if err == nil && first > 0 {
+			db.markFlushedBeforeLocked(g)
+		}
 	}
-	db.applyMu.Unlock()
+	inserted := g.inserted
+	db.pipeMu.Unlock()
+	if !inserted {
+		// Not yet (no log to wake the inserter, or the inserter is
+		// behind): insert here, the groups ahead of g too.
+		db.insertMu.Lock()
+		db.insertLocked()
+		db.insertMu.Unlock()
+	}
+	db.publishReady()
 	<-g.applied
 	return g.err
 }
 
-// applyLocked adds a flushed group's writes to its memtable and makes them
-// visible. Called with applyMu held, in sequence order.
-func (db *DB) applyLocked(g *commitGroup) {
-	if g.err == nil {
-		var last uint64
-		for _, p := range g.payloads {
-			// The one decode of the batch: valid by construction
-			// (WriteContext refused a batch with Batch.bad set).
-			decodeBatch(p, func(seq uint64, kind sstable.Kind, key, value []byte) error { //nolint:errcheck // valid by construction
-				g.mem.Add(seq, kind, key, value)
-				last = seq
-				return nil
-			})
+// markFlushedBeforeLocked marks flushed every group ahead of g in the
+// pipeline, g's request being durable at g.first: their entries are the
+// ones just before g's, in pipeline order. Called with pipeMu held.
+func (db *DB) markFlushedBeforeLocked(g *commitGroup) {
+	i := slices.Index(db.pipeline, g)
+	next := g.first
+	for j := i - 1; j >= 0; j-- {
+		h := db.pipeline[j]
+		if h.flushed {
+			break // and so is every group before it
 		}
-		g.mem.lastSeq = last
-		if g.first > 0 {
-			g.mem.walLast = g.first + uint64(len(g.payloads)) - 1
+		next -= uint64(len(h.payloads))
+		h.flushed, h.first = true, next
+	}
+}
+
+// minInsertAhead is the least number of requests in a group commit for
+// which the log wakes the inserter (DB.minInsertAhead; tests lower it).
+const minInsertAhead = 4
+
+// insertLoop is the inserter: each time the log submits a group commit it
+// inserts the writes of every group queued by then, until Close closes
+// insertWake.
+func (db *DB) insertLoop() {
+	defer db.insertDone.Done()
+	for range db.insertWake {
+		db.insertMu.Lock()
+		db.insertLocked()
+		db.insertMu.Unlock()
+	}
+}
+
+// wakeInserter is the log's OnGroupWrite: it wakes insertLoop without
+// waiting (a wake already pending covers this group too), for a group of
+// at least minInsertAhead requests. A smaller group's writers insert their
+// own writes once it is flushed: a few inserts there cost less than waking
+// a goroutine, which also delays the flush the log is about to submit.
+func (db *DB) wakeInserter(requests int) {
+	if requests < db.minInsertAhead {
+		return
+	}
+	select {
+	case db.insertWake <- struct{}{}:
+	default:
+	}
+}
+
+// insertLocked adds the writes of every queued group not yet inserted to
+// its memtable (the memtable's single writer is whoever holds insertMu), in
+// sequence order; a group whose request has failed is skipped. Called with
+// insertMu held.
+func (db *DB) insertLocked() {
+	for {
+		db.pipeMu.Lock()
+		todo := append(db.insertBuf[:0], db.pipeline[db.inserted:]...)
+		db.pipeMu.Unlock()
+		if len(todo) == 0 {
+			return
 		}
-		db.visible.Store(last)
-		db.stats.writes.Add(uint64(len(g.payloads)))
-		db.stats.commits.Add(1)
+		for _, g := range todo {
+			db.pipeMu.Lock()
+			failed := g.err != nil
+			db.pipeMu.Unlock()
+			if failed {
+				continue
+			}
+			for _, p := range g.payloads {
+				// The one decode of the batch: valid by construction
+				// (WriteContext refused a batch with Batch.bad set).
+				decodeBatch(p, func(seq uint64, kind sstable.Kind, key, value []byte) error { //nolint:errcheck // valid by construction
+					g.mem.Add(seq, kind, key, value)
+					return nil
+				})
+			}
+		}
+		db.pipeMu.Lock()
+		for _, g := range todo {
+			g.inserted = true
+		}
+		db.inserted += len(todo)
+		db.pipeMu.Unlock()
+		clear(todo)
+		db.insertBuf = todo[:0]
+	}
+}
+
+// publishReady takes off the head of the pipeline every group that is
+// flushed and inserted, in sequence order: a durable one becomes visible to
+// reads; then each is released from its memtable and its writers are
+// woken.
+func (db *DB) publishReady() {
+	var done []*commitGroup
+	db.pipeMu.Lock()
+	for len(db.pipeline) > 0 && db.pipeline[0].flushed && db.pipeline[0].inserted {
+		h := db.pipeline[0]
+		db.pipeline[0] = nil
+		db.pipeline = db.pipeline[1:]
+		db.inserted--
+		if h.err == nil {
+			h.mem.lastSeq = h.last
+			if h.first > 0 {
+				h.mem.walLast = h.first + uint64(len(h.payloads)) - 1
+			}
+			db.visible.Store(h.last)
+			db.stats.writes.Add(uint64(len(h.payloads)))
+			db.stats.commits.Add(1)
+		}
+		done = append(done, h)
+	}
+	db.pipeMu.Unlock()
+	if len(done) == 0 {
+		return
 	}
 	db.mu.Lock()
-	g.mem.inflight--
+	for _, h := range done {
+		h.mem.inflight--
+	}
 	db.cond.Broadcast()
 	db.mu.Unlock()
+	for _, h := range done {
+		close(h.applied)
+	}
 }
 
 // logFailed records a failure of the log: the store turns read-only (every

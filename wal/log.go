@@ -589,6 +589,9 @@ func (l *Log) commit(reqs []*request) {
 			l.slots <- struct{}{}
 		}
 		held = false
+		if l.opts.OnGroupWrite != nil {
+			l.opts.OnGroupWrite(len(g.reqs))
+		}
 		if cap(l.slots) == 1 {
 			// One group at a time: write, flush and acknowledge here,
 			// without handing the group to two more goroutines and back.

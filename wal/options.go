@@ -33,6 +33,14 @@ type Options struct {
 	// (ioengine Engine.NewInline: submitted and waited for on its own
 	// thread).
 	PipelineDepth int
+	// OnGroupWrite, when set, is called on the log's committer goroutine
+	// each time a group commit has been formed, just before its write and
+	// flush are submitted, with the number of append requests (Append,
+	// AppendBatch or StartAppendBatch calls) in it: the requests queued by
+	// then are in it or in a group before it, and none of them is durable
+	// yet. It must return quickly and must not call the Log. kv uses it to
+	// wake its memtable inserter, which then works while the flush runs.
+	OnGroupWrite func(requests int)
 	// IOMode chooses the backend of the engine the log opens when Engine
 	// is nil; Auto follows RINGSTORE_IO_URING.
 	IOMode ioengine.IOMode

@@ -43,3 +43,46 @@ func TestStartAppendBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestOnGroupWrite: the hook is called once per group commit, before the
+// group is durable, with the number of requests in it: over a run the
+// calls equal the flushes and their counts the requests.
+func TestOnGroupWrite(t *testing.T) {
+	for _, mode := range []ioengine.IOMode{ioengine.URing, ioengine.Syscall} {
+		t.Run(mode.String(), func(t *testing.T) {
+			var calls, requests int
+			var pend []*PendingAppend
+			release := make(chan struct{})
+			opts := Options{IOMode: mode, OnGroupWrite: func(n int) {
+				if calls == 0 {
+					<-release // hold the first group until every request is queued
+				}
+				calls++
+				requests += n
+			}}
+			l := openTest(t, t.TempDir(), opts)
+			defer l.Close()
+			const n = 100
+			for i := 0; i < n; i++ {
+				p, err := l.StartAppendBatch([][]byte{payloadFor(uint64(i))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pend = append(pend, p)
+			}
+			close(release)
+			for _, p := range pend {
+				if _, err := p.Wait(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := l.Stats()
+			if calls != int(st.Flushes) || requests != n {
+				t.Fatalf("hook: %d calls for %d requests; the log made %d flushes of %d requests", calls, requests, st.Flushes, n)
+			}
+			if calls >= n {
+				t.Fatalf("%d groups for %d requests queued while the first was held: nothing was gathered", calls, n)
+			}
+		})
+	}
+}
