@@ -264,6 +264,11 @@ func Open(dir string, opts Options) (*DB, error) {
 
 	walOpts := wal.Options{Engine: db.eng, Logf: opts.Logf, SegmentSize: walSegmentSize(opts.MemtableSize), ReadOnly: opts.ReadOnly || opts.DisableWAL}
 	walOpts.Unsafe.NoSync = opts.Unsafe.NoSync
+	// A flush truncates the log's front, and the segments it frees are
+	// reused: group flushes then overwrite written blocks, and an
+	// fdatasync commits no extent conversion through the file system's
+	// journal (which would wait for the tables being written beside it).
+	walOpts.RecycleSegments = !walOpts.ReadOnly
 	if !walOpts.ReadOnly {
 		db.insertWake, db.minInsertAhead = make(chan struct{}, 1), minInsertAhead
 		walOpts.OnGroupWrite = db.wakeInserter
