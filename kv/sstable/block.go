@@ -170,7 +170,8 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 // checkBlockFrame checks what surrounds a padded data block's entries: its
 // length, trailer, checksum, zero padding and restart count. It returns the
 // used length, the number of restarts and where the entries end. With
-// verified the checksum, checked before, is not computed again.
+// verified the checksum and the padding, checked before on the same bytes,
+// are not read again.
 func checkBlockFrame(buf []byte, s site, verified bool) (used, nr, dataEnd int, err error) {
 	if len(buf) < Alignment || len(buf)%Alignment != 0 {
 		return 0, 0, 0, s.corrupt(0, "data block length %d is not a positive multiple of %d", len(buf), Alignment)
@@ -185,13 +186,13 @@ func checkBlockFrame(buf []byte, s site, verified bool) (used, nr, dataEnd int, 
 		if got := blockCRC(buf[:used]); got != sum {
 			return 0, 0, 0, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
 		}
-	}
-	if pad := buf[used:t]; !bytes.Equal(pad, zeros[:len(pad)]) {
-		i := used
-		for buf[i] == 0 {
-			i++
+		if pad := buf[used:t]; !bytes.Equal(pad, zeros[:len(pad)]) {
+			i := used
+			for buf[i] == 0 {
+				i++
+			}
+			return 0, 0, 0, s.corrupt(i, "data block padding byte is %#02x, not zero", buf[i])
 		}
-		return 0, 0, 0, s.corrupt(i, "data block padding byte is %#02x, not zero", buf[i])
 	}
 	nr = int(binary.LittleEndian.Uint32(buf[used-4:]))
 	if nr == 0 || nr > (used-4)/4 {

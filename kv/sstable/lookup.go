@@ -50,7 +50,8 @@ func (r *Reader) GetInBlock(i int, buf, userKey []byte, snap uint64) (Lookup, er
 // GetInVerifiedBlock is GetInBlock on a block whose checksum the caller
 // verified when it was read (a block cache that checks each block once, at
 // its first lookup after a load, and keeps it marked): everything but the
-// checksum is checked as GetInBlock checks it.
+// checksum and the zero padding, which that first lookup checked, is
+// checked as GetInBlock checks it.
 func (r *Reader) GetInVerifiedBlock(i int, buf, userKey []byte, snap uint64) (Lookup, error) {
 	return r.getInBlock(i, buf, userKey, snap, true)
 }
