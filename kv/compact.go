@@ -3,12 +3,12 @@ package kv
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/ringstore/ringstore/internal/crashfs"
+	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv/manifest"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
@@ -84,7 +84,7 @@ func (db *DB) flushLocked() error {
 	var metas []manifest.FileMeta
 	var err error
 	if mt.Len() > 0 {
-		metas, err = db.writeTables(&memIter{it: mt.NewIterator()}, []uint64{num}, 0, nil)
+		metas, err = db.writeTables(db.eng, &memIter{it: mt.NewIterator()}, []uint64{num}, 0, nil)
 	}
 	var ts []*table
 	for _, m := range metas {
@@ -462,7 +462,7 @@ func (db *DB) compactLocked(c *compaction) error {
 		}
 	}
 	f := &compactionFilter{in: m, smallestSnap: smallestSnap, bottom: bottom}
-	metas, err := db.writeTables(f, nums, out, func() bool {
+	metas, err := db.writeTables(db.compactEng, f, nums, out, func() bool {
 		db.mu.Lock()
 		defer db.mu.Unlock()
 		return db.closed
@@ -562,39 +562,12 @@ func (f *compactionFilter) key() sstable.InternalKey { return f.in.key() }
 func (f *compactionFilter) value() []byte            { return f.in.value() }
 func (f *compactionFilter) err() error               { return f.in.err() }
 
-// writeBehind is how many bytes of a table being written may be dirty
-// before their writeback is started (startWriteback).
-const writeBehind = 1 << 20
-
-// countingWriter counts the bytes written through it (and reports them to
-// the crash-state tests' recorder as writes of path). With fd >= 0 it starts
-// the writeback of every writeBehind bytes written: [0, started) is on its
-// way to the device (not durable until the fsync).
-type countingWriter struct {
-	w       io.Writer
-	path    string
-	fd      int
-	n       int64
-	started int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	crashfs.Wrote(c.path, c.n, p[:n])
-	c.n += int64(n)
-	if c.fd >= 0 && c.n-c.started >= writeBehind {
-		startWriteback(c.fd, c.started, c.n-c.started)
-		c.started = c.n
-	}
-	return n, err
-}
-
 // writeTables writes the entries of it into new tables numbered from nums,
 // cutting a new table at TargetFileSize (between user keys, so no user key
 // spans two tables of a level), fsyncs them and the directory, and returns
 // their metadata. level is recorded in the metadata. aborted, if set, is
 // polled between tables.
-func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted func() bool) ([]manifest.FileMeta, error) {
+func (db *DB) writeTables(eng *ioengine.Engine, it internalIter, nums []uint64, level int, aborted func() bool) ([]manifest.FileMeta, error) {
 	var metas []manifest.FileMeta
 	var created []string
 	fail := func(err error) ([]manifest.FileMeta, error) {
@@ -614,45 +587,38 @@ func (db *DB) writeTables(it internalIter, nums []uint64, level int, aborted fun
 		}
 		num := nums[len(metas)]
 		path := filepath.Join(db.dir, tableName(num))
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		tf, err := createTable(path, eng, db.opts.BufferedIO)
 		if err != nil {
 			return fail(fmt.Errorf("kv: %w", err))
 		}
 		created = append(created, path)
-		crashfs.Created(path, 0)
-		cw := &countingWriter{w: f, path: path, fd: int(f.Fd())}
-		w, err := sstable.NewWriter(cw, sstable.Options{BlockSize: db.opts.BlockSize, BloomBitsPerKey: db.opts.BloomBitsPerKey})
+		w, err := sstable.NewWriter(tf, sstable.Options{BlockSize: db.opts.BlockSize, BloomBitsPerKey: db.opts.BloomBitsPerKey})
 		if err != nil {
-			f.Close()
+			tf.close()
 			return fail(err)
 		}
 		var prev []byte
 		for ok {
 			k := it.key()
-			if level > 0 && cw.n >= db.opts.TargetFileSize && !bytes.Equal(k.UserKey, prev) {
+			if level > 0 && tf.n >= db.opts.TargetFileSize && !bytes.Equal(k.UserKey, prev) {
 				break
 			}
 			if err := w.Add(k, it.value()); err != nil {
-				f.Close()
+				tf.close()
 				return fail(fmt.Errorf("kv: writing %s: %w", path, err))
 			}
 			prev = append(prev[:0], k.UserKey...)
 			ok = it.next()
 		}
 		if err := it.err(); err != nil {
-			f.Close()
+			tf.close()
 			return fail(err)
 		}
 		meta, err := w.Finish()
 		if err == nil {
-			if err = f.Sync(); err == nil {
-				crashfs.Synced(path, 0)
-			}
+			err = tf.sync()
 		}
-		if err == nil && !db.opts.BufferedIO {
-			dropPageCache(int(f.Fd())) // clean now: reads use O_DIRECT
-		}
-		if cerr := f.Close(); err == nil {
+		if cerr := tf.close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
