@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/crashfs"
@@ -63,7 +64,7 @@ func createTable(path string, eng *ioengine.Engine, buffered bool) (*tableFile, 
 		if err == nil {
 			crashfs.Created(path, 0)
 			return &tableFile{f: f, path: path, direct: true, eng: eng,
-				bufs: [2][]byte{alignedBuf(tableChunk), alignedBuf(tableChunk)}}, nil
+				bufs: [2][]byte{getTableChunk(), getTableChunk()}}, nil
 		}
 		if !errors.Is(err, directio.ErrNotSupported) {
 			return nil, err
@@ -185,8 +186,21 @@ func (t *tableFile) sync() error {
 }
 
 // close closes the file, waiting first for a write still in flight (after
-// a failure).
+// a failure), and gives its chunks back.
 func (t *tableFile) close() error {
 	t.wait() //nolint:errcheck // only after a failure, which was returned
+	for i, b := range t.bufs {
+		if b != nil {
+			tableChunks.Put(&b)
+			t.bufs[i] = nil
+		}
+	}
 	return t.f.Close()
 }
+
+// tableChunks recycles the chunks of tables written with O_DIRECT: a flush
+// and a compaction each hold two while they write, and a store writes
+// tables all the time.
+var tableChunks = sync.Pool{New: func() any { b := alignedBuf(tableChunk); return &b }}
+
+func getTableChunk() []byte { return *tableChunks.Get().(*[]byte) }
