@@ -84,7 +84,7 @@ func (db *DB) flushLocked() error {
 	var metas []manifest.FileMeta
 	var err error
 	if mt.Len() > 0 {
-		metas, err = db.writeTables(db.eng, &memIter{it: mt.NewIterator()}, []uint64{num}, 0, nil)
+		metas, err = db.writeTables(db.flushEng, &memIter{it: mt.NewIterator()}, []uint64{num}, 0, nil)
 	}
 	var ts []*table
 	for _, m := range metas {

@@ -69,12 +69,14 @@ type DB struct {
 	lock   *os.File
 	eng    *ioengine.Engine
 	ownEng bool
-	// compactEng runs compactions' input reads: on io_uring an inline engine
-	// of eng's (NewInline) that only the compaction goroutine uses, so that
-	// a compaction's 256 KiB reads are neither queued by eng's ring
-	// goroutine ahead of lookups' block reads nor reaped by it; else eng.
-	// Immutable after Open; closed by closeResources when not eng.
+	// compactEng runs compactions' input reads and output writes, flushEng
+	// the flushes' table writes: on io_uring inline engines of eng's
+	// (NewInline), each used by one goroutine only (the compaction's, the
+	// flush's), so that their 256 KiB transfers are neither queued by eng's
+	// ring goroutine ahead of lookups' block reads nor reaped by it; else
+	// eng. Immutable after Open; closed by closeResources when not eng.
 	compactEng *ioengine.Engine
+	flushEng   *ioengine.Engine
 	pool       *bufpool.Pool // nil without a block cache
 	log        *wal.Log
 	visible    atomic.Uint64 // reads see writes with seq <= visible
@@ -189,12 +191,17 @@ func Open(dir string, opts Options) (*DB, error) {
 		}
 		db.ownEng = true
 	}
-	db.compactEng = db.eng
+	db.compactEng, db.flushEng = db.eng, db.eng
 	if db.eng.Backend() == ioengine.BackendURing && !opts.ReadOnly {
 		if ie, err := db.eng.NewInline(); err == nil {
 			db.compactEng = ie
 		} else {
-			opts.Logf("kv: compactions read on the store's engine: %v", err)
+			opts.Logf("kv: compactions do their I/O on the store's engine: %v", err)
+		}
+		if ie, err := db.eng.NewInline(); err == nil {
+			db.flushEng = ie
+		} else {
+			opts.Logf("kv: flushes write on the store's engine: %v", err)
 		}
 	}
 	if !opts.NoBlockCache && !opts.BufferedIO {
@@ -524,6 +531,9 @@ func (db *DB) closeResources() error {
 	}
 	if db.compactEng != nil && db.compactEng != db.eng {
 		keep(db.compactEng.Close())
+	}
+	if db.flushEng != nil && db.flushEng != db.eng {
+		keep(db.flushEng.Close())
 	}
 	if db.ownEng && db.eng != nil {
 		keep(db.eng.Close())

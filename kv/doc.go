@@ -143,13 +143,15 @@
 // decodes the current one; on io_uring these reads go to an inline engine
 // of the compaction goroutine's own, so they never queue in the ring
 // goroutine that serves lookups (and Stats.Engine counts lookups and the
-// log only). A table being written (by a
-// flush or a compaction) has its writeback started every MiB
-// (sync_file_range, not a durability point: the fsync at its end is), and
-// every table's pages are dropped from the page cache once it is written
-// and fsynced (and after each read of its metadata): without
-// BufferedIO, no table stays in the page cache (the log, written through
-// it, does).
+// log only). A table being written (by a flush or a compaction) is written
+// with O_DIRECT, on the writing goroutine's own inline engine, in 256 KiB
+// chunks, the next filled while the last is written; its last page is
+// zero-padded and the file cut back to its size before the fsync. A
+// table's pages are dropped from the page cache after each read of its
+// metadata: without BufferedIO, no table stays in the page cache (the log,
+// written through it, does). With BufferedIO tables are written through
+// the page cache, their writeback started every MiB (sync_file_range, not
+// a durability point: the fsync at its end is).
 // Flushes and compactions run on two goroutines of their own, so a
 // long compaction does not hold back the flush that stalled writers wait
 // for. Either installs its result as an edit of the version current at that
