@@ -264,8 +264,9 @@ func (m *Memtable) newNode(h int, key, value []byte, prefix, trailer uint64) *no
 	}
 	p, took := m.arena.alloc(size)
 	// The node's pointer words may hold a previous memtable's bytes: clear
-	// them with plain stores before the pointer stores below read them.
-	clear(unsafe.Slice((*uint64)(p), nodeSize(h)/8))
+	// them with plain stores before the pointer stores below read them
+	// (whole words: alloc rounds the entry up to 8 bytes).
+	clear(unsafe.Slice((*uint64)(p), (nodeSize(h)+7)/8))
 	nd := (*node)(p)
 	var data []byte
 	if small {
