@@ -61,6 +61,13 @@
 // own lists). A Memtable that is never released keeps its chunks mapped
 // for the life of the process: the collector does not free them.
 //
+// The release is explicit, not a cleanup run when the Memtable becomes
+// unreachable (runtime.AddCleanup): a slice Get returned points into the
+// arena without keeping the Memtable reachable, so a cleanup could give
+// back bytes a caller still reads; a count of the readers is exact, and
+// gives the memory back as soon as the last reader is done, for the next
+// memtable to reuse, instead of when the collector next runs.
+//
 // Release gives the chunks to a process-wide free list that New's
 // memtables take their chunks from first; the list keeps at most 8 MiB
 // (32 chunks) and the rest, with the allocations of their own, is
@@ -76,7 +83,9 @@
 // level 0 first, so a reader either sees a node whole or not at all. An
 // iterator is owned by one goroutine; it may or may not see entries added
 // after it was created or positioned. Release must not run concurrently
-// with anything but Len and ApproximateBytes.
+// with anything but Len and ApproximateBytes. (The race detector does not
+// see accesses to mapped memory: the package's tests run their concurrency
+// checks on Go-heap arenas too.)
 //
 // # Duplicates
 //
