@@ -107,6 +107,7 @@ func (db *DB) flushLocked() error {
 	}
 	db.imm = db.imm[1:]
 	db.publishReadSetLocked()
+	mt.unref() // the DB's; reads still in flight hold their read sets'
 	db.stats.flushes.Add(1)
 	for _, m := range metas {
 		db.stats.flushedBytes.Add(m.Size)

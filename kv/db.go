@@ -59,6 +59,34 @@ type memTable struct {
 	// are not applied yet (guarded by DB.mu). A memtable is flushed only
 	// once it is immutable and inflight is 0.
 	inflight int
+	// refs counts the holders of the memtable's memory: the DB while it is
+	// mem or in imm (that reference covers its writers and its flush), and
+	// each read set that lists it (which covers every read through the
+	// set). Nothing reads the memtable without one of them; the last unref
+	// releases its memory (memtable.Memtable.Release).
+	refs atomic.Int32
+	held *atomic.Int64 // the DB's count of memtables not released
+}
+
+// newMemTable returns an empty memtable holding the DB's reference.
+func (db *DB) newMemTable() *memTable {
+	m := &memTable{Memtable: memtable.New(), held: &db.memHeld}
+	m.refs.Store(1)
+	db.memHeld.Add(1)
+	return m
+}
+
+func (m *memTable) ref() { m.refs.Add(1) }
+
+// unref drops a reference; the last one releases the memtable's memory.
+func (m *memTable) unref() {
+	switch n := m.refs.Add(-1); {
+	case n == 0:
+		m.Release()
+		m.held.Add(-1)
+	case n < 0:
+		panic("kv: memtable unreferenced more often than referenced")
+	}
 }
 
 // DB is an LSM key-value store in one directory. All methods are safe for
@@ -117,7 +145,8 @@ type DB struct {
 	mu          sync.Mutex
 	cond        *sync.Cond // broadcast on every change of mem/imm/current/bgErr/closed
 	mem         *memTable
-	imm         []*memTable // full memtables waiting for their flush, oldest first
+	imm         []*memTable  // full memtables waiting for their flush, oldest first
+	memHeld     atomic.Int64 // memtables not released (memTable.refs)
 	current     *version
 	nextFileNum uint64
 	snapshots   snapshotList
@@ -264,7 +293,7 @@ func Open(dir string, opts Options) (*DB, error) {
 			db.lastSeq = max(db.lastSeq, t.meta.MaxSeq)
 		}
 	}
-	db.mem = &memTable{Memtable: memtable.New()}
+	db.mem = db.newMemTable()
 	db.mu.Lock()
 	db.publishReadSetLocked()
 	db.mu.Unlock()
@@ -524,6 +553,15 @@ func (db *DB) closeResources() error {
 		db.unpublishReadSetLocked()
 		db.unrefVersionLocked(db.current)
 		db.current = nil
+		// Nothing writes or flushes any more: the DB's references go (reads
+		// still in flight hold their read sets').
+		if db.mem != nil {
+			db.mem.unref()
+		}
+		for _, m := range db.imm {
+			m.unref()
+		}
+		db.imm = nil
 		db.mu.Unlock()
 	}
 	if db.pool != nil {

@@ -108,6 +108,25 @@
 // together; a table walk past its first block keeps 4 blocks loading ahead
 // (both through the block cache, so only with one).
 //
+// # Memory
+//
+// A memtable's keys, values and skiplist nodes live off the Go heap
+// (package memtable: anonymous mappings on Linux), so they do not count
+// toward the collector's heap goal, which would let the heap grow to
+// about twice the memtables before a collection. Its memory is given back
+// (to a free list the next memtables take from) when the last holder of
+// the memtable lets it go: the store, until the memtable is flushed, and
+// every read set that lists it, until the last read through that set
+// ends. A Get, MultiGet or ReadAhead holds its read set for the call (the
+// ReadAhead until Done); an Iterator from its creation to its Close. A
+// Snapshot holds none: it is a sequence number, and what it reads of a
+// flushed memtable is in the memtable's table. No read returns memtable
+// memory: Get and MultiGet return copies, an Iterator's Key and Value are
+// its own. So the one rule for users is the one that already holds: close
+// every Iterator (and call Done on every ReadAhead) — one left open keeps
+// its memtables' memory, as well as its tables, for the life of the
+// process. Stats.HeldMemtables counts the memtables whose memory is held.
+//
 // # Files
 //
 //	dir/
@@ -196,7 +215,8 @@
 // the last unref of a dropped table closes (and, when compacted away, removes)
 // its file with it held. A write stall waits on its condition variable.
 // Memtable reads take no lock. Iterators and snapshots must be closed before Close (which fails
-// with ErrOpenIterators otherwise). An Iterator is owned by one goroutine.
+// with ErrOpenIterators otherwise); Close gives back the memory of the
+// memtables that no read still holds. An Iterator is owned by one goroutine.
 //
 // # Checkpoints
 //

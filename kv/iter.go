@@ -542,8 +542,11 @@ func (m *mergingIter) err() error               { return m.e }
 //	}
 //	err := it.Close() // the first error, if any
 //
-// Key and Value are valid until the next call to Next. An Iterator is owned by
-// one goroutine and must be closed; it keeps the tables it reads from alive.
+// Key and Value are valid until the next call to Next (they are the
+// iterator's copies, not the store's memory). An Iterator is owned by one
+// goroutine and must be closed: until Close it keeps the tables and the
+// memtables it reads from alive, flushed ones included (see "Memory" in the
+// package documentation).
 type Iterator struct {
 	db           *DB
 	rs           readState
@@ -661,6 +664,7 @@ func (it *Iterator) Close() error {
 		return it.e
 	}
 	it.closed, it.done = true, true
+	it.m = nil // its memtable iterators point into memory the release may give back
 	it.db.release(it.rs)
 	it.db.mu.Lock()
 	it.db.iterators--

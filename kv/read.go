@@ -18,13 +18,15 @@ import (
 // readSet is what reads look at: the memtables newest first and a
 // referenced version. The DB publishes a new one (publishReadSetLocked) at
 // every change of its memtables or version; a read takes a reference with
-// one atomic add and no lock, and the version is unreferenced, under DB.mu,
-// only when the last reference of a replaced set goes.
+// one atomic add and no lock, and the memtables and the version are
+// unreferenced (the version under DB.mu) only when the last reference of a
+// replaced set goes: a memtable's memory outlives every read that can see
+// it.
 type readSet struct {
 	// refs counts the DB's pointer (while the set is published) and the
 	// reads using it; a set at 0 is dead and never revived.
 	refs atomic.Int64
-	mems []*memTable // immutable
+	mems []*memTable // immutable; the set holds one reference to each
 	v    *version    // immutable; the set holds one reference
 }
 
@@ -59,6 +61,9 @@ func (db *DB) publishReadSetLocked() {
 	for i := len(db.imm) - 1; i >= 0; i-- {
 		s.mems = append(s.mems, db.imm[i])
 	}
+	for _, m := range s.mems {
+		m.ref()
+	}
 	if old := db.reads.Swap(s); old != nil {
 		db.unrefReadSetLocked(old)
 	}
@@ -74,7 +79,15 @@ func (db *DB) unpublishReadSetLocked() {
 
 func (db *DB) unrefReadSetLocked(s *readSet) {
 	if s.refs.Add(-1) == 0 {
+		s.unrefMems()
 		db.unrefVersionLocked(s.v)
+	}
+}
+
+// unrefMems drops the dead set's references to its memtables.
+func (s *readSet) unrefMems() {
+	for _, m := range s.mems {
+		m.unref()
 	}
 }
 
@@ -103,6 +116,7 @@ func (db *DB) acquire(ro ReadOptions) (readState, error) {
 
 func (db *DB) release(rs readState) {
 	if rs.refs.Add(-1) == 0 {
+		rs.unrefMems()
 		db.mu.Lock()
 		db.unrefVersionLocked(rs.v)
 		db.mu.Unlock()

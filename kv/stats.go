@@ -71,9 +71,13 @@ type Stats struct {
 	CompactedIn, CompactedOut uint64
 	CompactionTime            time.Duration
 	// Compacted is indexed by output level.
-	Compacted            [numLevels]LevelCompactions
-	Memtables            int   // the mutable one plus those waiting for a flush
-	MemtableBytes        int64 // their approximate size
+	Compacted     [numLevels]LevelCompactions
+	Memtables     int   // the mutable one plus those waiting for a flush
+	MemtableBytes int64 // their approximate size
+	// HeldMemtables counts the memtables whose memory is not given back:
+	// Memtables, plus flushed ones that reads begun before their flush
+	// still hold (an Iterator until its Close).
+	HeldMemtables        int
 	Levels               [numLevels]LevelStats
 	Snapshots, Iterators int
 	LastSeq              uint64
@@ -108,6 +112,7 @@ func (db *DB) Stats() Stats {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	s.Memtables = 1 + len(db.imm)
+	s.HeldMemtables = int(db.memHeld.Load())
 	s.MemtableBytes = db.mem.ApproximateBytes()
 	for _, m := range db.imm {
 		s.MemtableBytes += m.ApproximateBytes()
@@ -131,7 +136,7 @@ func (s Stats) String() string {
 	if s.FallbackCause != "" {
 		fmt.Fprintf(&b, " (fell back: %s)", s.FallbackCause)
 	}
-	fmt.Fprintf(&b, "\nlast seq %d; memtables %d (%d bytes); snapshots %d, iterators %d\n", s.LastSeq, s.Memtables, s.MemtableBytes, s.Snapshots, s.Iterators)
+	fmt.Fprintf(&b, "\nlast seq %d; memtables %d (%d bytes, %d held); snapshots %d, iterators %d\n", s.LastSeq, s.Memtables, s.MemtableBytes, s.HeldMemtables, s.Snapshots, s.Iterators)
 	fmt.Fprintf(&b, "level  tables          bytes         target\n")
 	for l, ls := range s.Levels {
 		if ls.Tables == 0 && l > 1 {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ringstore/ringstore/kv/memtable"
 	"github.com/ringstore/ringstore/kv/sstable"
 	"github.com/ringstore/ringstore/wal"
 )
@@ -498,7 +497,7 @@ func (db *DB) wakeOnDone(ctx context.Context) (stop func() bool) {
 func (db *DB) rotateLocked() *memTable {
 	old := db.mem
 	db.imm = append(db.imm, old)
-	db.mem = &memTable{Memtable: memtable.New()}
+	db.mem = db.newMemTable()
 	db.publishReadSetLocked()
 	db.cond.Broadcast()
 	return old

@@ -65,6 +65,7 @@ func checkFrom(t *testing.T, it *Iterator, ok bool, want model) {
 
 func TestEmpty(t *testing.T) {
 	m := New()
+	defer m.Release()
 	if _, _, ok := m.Get(nil, base.MaxSeq); ok {
 		t.Fatal("Get found a key in an empty memtable")
 	}
@@ -77,11 +78,31 @@ func TestEmpty(t *testing.T) {
 	}
 }
 
-func TestModel(t *testing.T) {
+// arenas runs f with memtables of each kind of arena: mapped (where New
+// maps) and Go heap (New's elsewhere, and the one whose accesses the race
+// detector sees: it does not look into mappings of the process's own).
+func arenas(t *testing.T, f func(t *testing.T, newMemtable func() *Memtable)) {
+	kinds := []bool{false}
+	if offHeap {
+		kinds = []bool{true, false}
+	}
+	for _, mapped := range kinds {
+		name := "heap"
+		if mapped {
+			name = "mapped"
+		}
+		t.Run(name, func(t *testing.T) { f(t, func() *Memtable { return newMemtable(mapped) }) })
+	}
+}
+
+func TestModel(t *testing.T) { arenas(t, testModel) }
+
+func testModel(t *testing.T, newMemtable func() *Memtable) {
 	for _, seed := range []uint64{1, 2, 3, 4} {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			m := New()
+			m := newMemtable()
+			defer m.Release()
 			var mod model
 			nkeys := []int{1, 5, 50, 2000}[seed-1]
 			key := func() []byte {
@@ -142,6 +163,7 @@ func TestModel(t *testing.T) {
 
 func TestSeekGE(t *testing.T) {
 	m := New()
+	defer m.Release()
 	m.Add(1, base.KindSet, []byte("b"), []byte("b1"))
 	m.Add(3, base.KindDelete, []byte("b"), nil)
 	m.Add(2, base.KindSet, []byte("b"), []byte("b2"))
@@ -198,6 +220,7 @@ func TestSeekGE(t *testing.T) {
 
 func TestDuplicate(t *testing.T) {
 	m := New()
+	defer m.Release()
 	m.Add(7, base.KindSet, []byte("k"), []byte("first"))
 	m.Add(7, base.KindSet, []byte("k"), []byte("second"))
 	if v, _, _ := m.Get([]byte("k"), 7); string(v) != "second" {
@@ -213,8 +236,11 @@ func TestDuplicate(t *testing.T) {
 	}
 }
 
-func TestCopiesAndBigValues(t *testing.T) {
-	m := New()
+func TestCopiesAndBigValues(t *testing.T) { arenas(t, testCopiesAndBigValues) }
+
+func testCopiesAndBigValues(t *testing.T, newMemtable func() *Memtable) {
+	m := newMemtable()
+	defer m.Release()
 	key := []byte("key")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB, over bigAlloc
 	m.Add(1, base.KindSet, key, big)
@@ -266,9 +292,12 @@ func TestAddPanics(t *testing.T) {
 // TestConcurrent runs readers against one writer (run it with -race).
 // Seqs are added in increasing order, so a reader that saw seq s through
 // the published count must find every version up to s.
-func TestConcurrent(t *testing.T) {
+func TestConcurrent(t *testing.T) { arenas(t, testConcurrent) }
+
+func testConcurrent(t *testing.T, newMemtable func() *Memtable) {
 	const n, nkeys = 20000, 300
-	m := New()
+	m := newMemtable()
+	defer m.Release()
 	var published atomic.Uint64
 	value := func(seq uint64) []byte { return fmt.Appendf(nil, "v%d", seq) }
 	keyOf := func(seq uint64) []byte { return fmt.Appendf(nil, "k%04d", seq*7919%nkeys) }
@@ -347,10 +376,12 @@ func BenchmarkAdd(b *testing.B) {
 			m := New()
 			for i := 0; b.Loop(); i++ {
 				if i%len(keys) == 0 && i > 0 && m.Len() >= 1<<20 {
+					m.Release()
 					m = New()
 				}
 				m.Add(uint64(i+1), base.KindSet, keys[i%len(keys)], v)
 			}
+			m.Release()
 		})
 	}
 }
@@ -370,6 +401,7 @@ func BenchmarkGet(b *testing.B) {
 					b.Fatal("not found")
 				}
 			}
+			m.Release()
 		})
 	}
 }
@@ -381,6 +413,7 @@ func TestPrefixKeys(t *testing.T) {
 		"a\x01", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefg\xff", "\xff\xff\xff\xff\xff\xff\xff\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\xff"}
 	r := rand.New(rand.NewPCG(9, 9))
 	m := New()
+	defer m.Release()
 	var mod model
 	for i, j := range r.Perm(len(keys) * 3) {
 		k := []byte(keys[j%len(keys)])
@@ -402,9 +435,13 @@ func TestPrefixKeys(t *testing.T) {
 // it (between the previous user key and version 5). Many fresh memtables, so
 // that the one Add that can race meets a reader in the middle of a seek.
 func TestGetAtSeqWhileNewerVersionsArrive(t *testing.T) {
+	arenas(t, testGetAtSeqWhileNewerVersionsArrive)
+}
+
+func testGetAtSeqWhileNewerVersionsArrive(t *testing.T, newMemtable func() *Memtable) {
 	key := []byte("k")
 	for round := 0; round < 3000; round++ {
-		m := New()
+		m := newMemtable()
 		for _, k := range [][]byte{[]byte("a"), []byte("j"), []byte("l")} {
 			m.Add(1, base.KindSet, k, []byte("other"))
 		}
@@ -428,5 +465,6 @@ func TestGetAtSeqWhileNewerVersionsArrive(t *testing.T) {
 				t.Fatalf("round %d: Get(k, 10) = %q, %v while version 11 was added; want v5", round, v, ok)
 			}
 		}
+		m.Release()
 	}
 }

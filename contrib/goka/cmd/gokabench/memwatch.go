@@ -13,11 +13,13 @@ import (
 	"time"
 
 	gokastore "github.com/ringstore/ringstore/contrib/goka"
+	"github.com/ringstore/ringstore/kv/memtable"
 )
 
 // restoreMemEnv names a directory where each child writes, for its restore
 // phase, SYSTEM-PID-restore.txt (every 500 ms: RSS, the Go heap's live bytes,
-// the runtime's mapped total and, for ringstore, its tables and memtables)
+// the runtime's mapped total and, for ringstore, its tables and memtables,
+// and the memtables' memory off the Go heap, in use and free)
 // and SYSTEM-PID-restore-heap.pprof, the heap profile (inuse_space) taken
 // when the heap's live bytes were largest.
 const restoreMemEnv = "GOKABENCH_RESTORE_MEMPROFILE"
@@ -50,7 +52,7 @@ func (w *memWatch) run() {
 		{Name: "/memory/classes/total:bytes"},
 	}
 	start := time.Now()
-	fmt.Fprintf(&w.log, "sec\trss_mib\theap_live_mib\theap_goal_mib\tgo_total_mib\ttables\ttable_mib\tmemtables\tmemtable_mib\n")
+	fmt.Fprintf(&w.log, "sec\trss_mib\theap_live_mib\theap_goal_mib\tgo_total_mib\ttables\ttable_mib\tmemtables\tmemtable_mib\tarena_mib\tarena_free_mib\n")
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -67,10 +69,12 @@ func (w *memWatch) run() {
 			}
 			mems, memBytes = st.Memtables, st.MemtableBytes
 		}
+		arena := memtable.ReadMemoryStats()
 		const mib = 1 << 20
-		fmt.Fprintf(&w.log, "%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%d\t%.1f\n", time.Since(start).Seconds(),
+		fmt.Fprintf(&w.log, "%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%d\t%.1f\t%.1f\t%.1f\n", time.Since(start).Seconds(),
 			float64(rss)/mib, float64(live)/mib, float64(samples[1].Value.Uint64())/mib,
-			float64(samples[2].Value.Uint64())/mib, tables, float64(tableBytes)/mib, mems, float64(memBytes)/mib)
+			float64(samples[2].Value.Uint64())/mib, tables, float64(tableBytes)/mib, mems, float64(memBytes)/mib,
+			float64(arena.InUse)/mib, float64(arena.Free)/mib)
 		if live > w.peakLive+w.peakLive/20 {
 			w.peakLive = live
 			w.peakProf.Reset()
