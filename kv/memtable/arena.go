@@ -1,9 +1,12 @@
 package memtable
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/ringstore/ringstore/directio"
 )
 
 // arena is a Memtable's memory: entries carved from chunks, each 8-byte
@@ -119,18 +122,26 @@ var (
 	unmapping     sync.WaitGroup // unmaps in flight (tests wait for them)
 )
 
-// mapMemory maps n bytes (sysAlloc) and counts them.
+// offHeap says New's memtables map their memory: on Linux, where
+// directio.Alloc maps anonymous memory; elsewhere they take Go memory.
+const offHeap = runtime.GOOS == "linux"
+
+// mapMemory maps n bytes (a multiple of the page size) and counts them;
+// nil when the kernel refuses.
 func mapMemory(n int) []byte {
-	b := sysAlloc(n)
-	if b != nil {
-		mappedBytes.Add(int64(n))
+	b, err := directio.Alloc(n)
+	if err != nil {
+		return nil
 	}
+	mappedBytes.Add(int64(n))
 	return b
 }
 
-// unmapMemory unmaps what mapMemory returned (sysFree) and counts it.
+// unmapMemory unmaps what mapMemory returned and counts it. Unmapping such
+// a range cannot fail; if it did, the memory would stay mapped, which is
+// only a leak.
 func unmapMemory(b []byte) {
-	sysFree(b)
+	_ = directio.Free(b)
 	unmappedBytes.Add(int64(len(b)))
 }
 
