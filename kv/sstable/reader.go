@@ -173,11 +173,7 @@ func (r *Reader) blockIndex(userKey []byte) int {
 	lo, hi := 0, len(x.keyEnd) // the answer is in [lo, hi]
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		start := uint32(0)
-		if mid > 0 {
-			start = x.keyEnd[mid-1]
-		}
-		if bytes.Compare(x.keys[start:x.keyEnd[mid]], userKey) < 0 {
+		if bytes.Compare(x.userKey(mid), userKey) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid
