@@ -112,7 +112,7 @@ type commitGroup struct {
 	applied  chan struct{}      // closed once the group is visible or has failed
 	// Guarded by DB.pipeMu:
 	flushed  bool   // its log request is done
-	inserted bool   // its writes are in mem (or, failed, never will be)
+	inserted bool   // its writes are in mem
 	first    uint64 // its first log entry (0 without a log)
 	err      error  // read after applied is closed
 }
@@ -351,8 +351,9 @@ func (db *DB) wakeInserter(requests int) {
 
 // insertLocked adds the writes of every queued group not yet inserted to
 // its memtable (the memtable's single writer is whoever holds insertMu), in
-// sequence order; a group whose request has failed is skipped. Called with
-// insertMu held.
+// sequence order. A group whose request has failed is inserted too: its
+// writes are never visible, and the store flushes nothing after a failure.
+// Called with insertMu held.
 func (db *DB) insertLocked() {
 	for {
 		db.pipeMu.Lock()
@@ -362,12 +363,6 @@ func (db *DB) insertLocked() {
 			return
 		}
 		for _, g := range todo {
-			db.pipeMu.Lock()
-			failed := g.err != nil
-			db.pipeMu.Unlock()
-			if failed {
-				continue
-			}
 			for _, p := range g.payloads {
 				// The one decode of the batch: valid by construction
 				// (WriteContext refused a batch with Batch.bad set).
