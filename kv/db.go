@@ -169,6 +169,9 @@ type DB struct {
 	// for yet (Close finishes them); guarded by aheadMu.
 	aheadMu sync.Mutex
 	aheads  map[*ReadAhead]struct{}
+	// aheadFrames counts the cache frames the open ReadAheads announced: a
+	// ReadAhead loads into the cache only what the others left free.
+	aheadFrames atomic.Int64
 
 	stats statCounters
 	meta  metaCache

@@ -27,10 +27,11 @@ import (
 // the store's tables are those it saw. A ReadAhead belongs to one
 // goroutine.
 type ReadAhead struct {
-	db    *DB
-	pool  *bufpool.Pool
-	spans []bufpool.Span
-	call  *bufpool.LoadCall
+	db     *DB
+	pool   *bufpool.Pool
+	spans  []bufpool.Span
+	frames int // the frames spans cover, counted in db.aheadFrames until Done
+	call   *bufpool.LoadCall
 
 	// v is the version whose tables looks refers to; compared by pointer
 	// only (a MultiGet uses looks only while it holds v itself).
@@ -97,7 +98,8 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 		}
 	}()
 	ra.db, ra.v, ra.rs = db, rs.v, rs
-	budget := db.pool.Frames()
+	free := db.pool.Frames() - int(db.aheadFrames.Load())
+	budget := free
 	type blockKey struct {
 		fid bufpool.FileID
 		off uint64
@@ -187,6 +189,8 @@ keys:
 	if len(ra.spans) == 0 {
 		return ra
 	}
+	ra.frames = free - budget
+	db.aheadFrames.Add(int64(ra.frames))
 	db.pool.Announce(ra.spans)
 	ra.pool, ra.call = db.pool, db.pool.LoadStart(ra.spans)
 	db.stats.readAheadBlocks.Add(uint64(len(ra.spans)))
@@ -272,6 +276,7 @@ func (ra *ReadAhead) Done() {
 	if ra.pool != nil {
 		ra.call.Wait()
 		ra.pool.Retract(ra.spans)
+		ra.db.aheadFrames.Add(-int64(ra.frames))
 	}
 	ra.waitDirect() // the reads past the cache, unused, may be in flight
 	// direct and once stay: a Close that listed ra may still call

@@ -301,3 +301,71 @@ func TestReadAheadOpenAtClose(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAheadsShareTheCache: read aheads open together load into the
+// cache only the frames the others left it, and read the rest past it,
+// so none of their loads is dropped for want of a frame; each MultiGet
+// then reads its keys, and Done gives the frames back.
+func TestReadAheadsShareTheCache(t *testing.T) {
+	eng := testengine.New(t, ioengine.URing, ioengine.Options{})
+	if eng.Backend() != ioengine.BackendURing {
+		t.Skip("io_uring refused: read aheads do nothing")
+	}
+	db, err := Open(testdir.Direct(t), Options{Engine: eng, Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 256 << 10, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const keys = 20000
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key%08d", i)) }
+	val := func(i int) []byte { return []byte(fmt.Sprintf("value-%d-%0200d", i, i)) }
+	var b Batch
+	for i := 0; i < keys; i++ {
+		b.Put(key(i), val(i))
+	}
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	// Three batches of 40 keys on distinct blocks: more blocks than the
+	// cache's 64 frames in all.
+	batches := make([][][]byte, 3)
+	for i := range batches {
+		for j := 0; j < 40; j++ {
+			batches[i] = append(batches[i], key((i*40+j)*(keys/120)))
+		}
+	}
+	before := db.Stats()
+	ras := make([]*ReadAhead, len(batches))
+	for i, keys := range batches {
+		ras[i] = db.ReadAhead(keys)
+	}
+	if got := int(db.aheadFrames.Load()); got > db.pool.Frames() {
+		t.Errorf("read aheads hold %d frames of a cache of %d", got, db.pool.Frames())
+	}
+	for i, keys := range batches {
+		vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ras[i]}, keys)
+		ras[i].Done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, k := range keys {
+			n, _ := strconv.Atoi(strings.TrimPrefix(string(k), "key"))
+			if !found[j] || string(vals[j]) != string(val(n)) {
+				t.Fatalf("batch %d: %s = %.20q (found %v)", i, k, vals[j], found[j])
+			}
+		}
+	}
+	after := db.Stats()
+	if d := after.Cache.PrefetchDropped - before.Cache.PrefetchDropped; d != 0 {
+		t.Errorf("%d loads of the read aheads dropped for want of a frame", d)
+	}
+	if got := after.ReadAheadBlocks - before.ReadAheadBlocks; got < 120 {
+		t.Errorf("%d blocks read ahead for 120 keys on distinct blocks", got)
+	}
+	if n := db.aheadFrames.Load(); n != 0 {
+		t.Errorf("%d frames still counted as read aheads' after Done", n)
+	}
+}

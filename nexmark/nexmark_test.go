@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ringstore/ringstore/internal/testdir"
@@ -63,14 +64,14 @@ func TestQueriesMatchSQL(t *testing.T) {
 	}()
 	for _, rg := range sqlRegimes {
 		want := sqlWant(t, rg.gen, rg.events)
-		for _, name := range QueryNames() {
+		for qi, name := range QueryNames() {
 			t.Run(rg.name+"/"+name, func(t *testing.T) {
 				for _, mode := range []ioengine.IOMode{ioengine.URing, ioengine.Syscall} {
 					// Small memtables put the state in tables, so that reads
-					// run ahead on io_uring and, on syscalls, three
-					// goroutines read each Load's misses.
+					// run ahead on io_uring, 1 to 4 mini-batches deep, and,
+					// on syscalls, three goroutines read each Load's misses.
 					res, err := Run(RunConfig{Query: name, Events: rg.events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, Memtable: 64 << 10,
-						IOMode: mode, ReadAhead: true, ReadWorkers: 3, Gen: rg.gen})
+						IOMode: mode, ReadAhead: true, ReadAheadBatches: 1 + qi%4, ReadWorkers: 3, Gen: rg.gen})
 					if err != nil {
 						t.Fatalf("%s: %v", mode, err)
 					}
@@ -83,8 +84,34 @@ func TestQueriesMatchSQL(t *testing.T) {
 					if res.Backend == ioengine.BackendURing {
 						readAhead[name] += res.ReadAheadBlocks
 					}
+					// q15's one key (the day) puts all its reads on one
+					// worker; q20's auctions spread them over the four.
+					if w := res.ReadingWorkers; res.BlockReads > 0 && (w < 1 || w > 4.0001 || name == "q15" && w > 1.0001 || name == "q20" && w < 2) {
+						t.Errorf("runner on %s: %d block reads spread over %.2f workers", mode, res.BlockReads, w)
+					}
 				}
 			})
+		}
+	}
+}
+
+// TestRunConfigErrors: a configuration Run cannot run is an error that
+// names the bad value.
+func TestRunConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  RunConfig
+		want string
+	}{
+		{RunConfig{Query: "q99", Events: 10}, `unknown query "q99"`},
+		{RunConfig{Query: "q4", Events: 10}, "q4 keeps state and needs a directory"},
+		{RunConfig{Query: "q1", Events: 0}, "events 0"},
+		{RunConfig{Query: "q1", Events: 10, ReadAheadBatches: -1}, "read-ahead of -1 mini-batches"},
+		{RunConfig{Query: "q1", Events: 10, ReadAheadBatches: lookAheadLimit + 1}, fmt.Sprintf("read-ahead of %d mini-batches", lookAheadLimit+1)},
+		{RunConfig{Query: "q1", Events: 10, Parallelism: 200, KeyGroups: 128}, "parallelism 200 over 128 key groups"},
+	} {
+		_, err := Run(c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error with %q", c.cfg, err, c.want)
 		}
 	}
 }

@@ -66,12 +66,16 @@ type RunConfig struct {
 	// range of them (state.RangeForSubtask), so Parallelism can be at
 	// most KeyGroups.
 	KeyGroups int
-	// ReadAhead starts the state reads of each worker's next mini-batch
+	// ReadAhead starts the state reads of each worker's next mini-batches
 	// while it processes the current one (state.MiniBatch.ReadAhead): the
-	// worker submits them from its own thread and waits for them at the
-	// next Load, with no goroutine or thread in between. On io_uring only:
-	// on the syscall backend the reads wait for the Load.
+	// worker submits them from its own thread and waits for them at their
+	// Loads, with no goroutine or thread in between. On io_uring only: on
+	// the syscall backend the reads wait for the Load.
 	ReadAhead bool
+	// ReadAheadBatches is how many mini-batches past the current one have
+	// their reads in flight with ReadAhead, when the source has sent them;
+	// default 2. Each holds its reads' blocks (kv.DB.ReadAhead).
+	ReadAheadBatches int
 	// ReadWorkers is, on the syscall backend, the goroutines that read
 	// each worker's block-cache misses, each one pread at a time
 	// (kv.Options.ReadWorkers): a MultiGet split over a pool of readers.
@@ -102,7 +106,12 @@ type Result struct {
 	// ReadAheadBlocks counts the blocks whose reads ran ahead of their
 	// batch's Load (kv.Stats.ReadAheadBlocks).
 	ReadAheadBlocks uint64
-	Backend         ioengine.Backend
+	// ReadingWorkers is how many workers the block reads were spread
+	// over: (Σ rᵢ)² ÷ Σ rᵢ², rᵢ being worker i's block reads — the number
+	// of workers for reads spread evenly, 1 where one worker made them
+	// all (a query with one key).
+	ReadingWorkers float64
+	Backend        ioengine.Backend
 }
 
 // A run's defaults: the workers (a stream processor's subtasks) and the
@@ -128,6 +137,9 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.KeyGroups == 0 {
 		c.KeyGroups = 128
 	}
+	if c.ReadAheadBatches == 0 {
+		c.ReadAheadBatches = 2
+	}
 	q, ok := Lookup(c.Query)
 	switch {
 	case !ok:
@@ -135,6 +147,8 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0 || c.CheckpointEvery < 0 || c.ReadWorkers < 0:
 		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d, checkpoint every %v, read workers %d: events, parallelism and batch must be positive, the others not negative",
 			c.Events, c.Parallelism, c.Batch, c.Checkpoint, c.CheckpointEvery, c.ReadWorkers)
+	case c.ReadAheadBatches < 0 || c.ReadAheadBatches > lookAheadLimit:
+		return c, fmt.Errorf("nexmark: read-ahead of %d mini-batches: at least 0 and at most %d", c.ReadAheadBatches, lookAheadLimit)
 	case c.KeyGroups > 0xFFFF || c.Parallelism > c.KeyGroups:
 		return c, fmt.Errorf("nexmark: parallelism %d over %d key groups: a worker needs at least one, and there are at most 65535", c.Parallelism, c.KeyGroups)
 	case q.Stateful && c.Dir == "":
@@ -162,18 +176,17 @@ type worker struct {
 	eng       *ioengine.Engine // its own, inline: one hot caller
 	backend   *state.Backend
 	op        Operator
-	// Two mini-batches: slots[cur] runs the batch being processed while
-	// the other holds the wants of the next batch, its reads started
+	// A ring of mini-batches: slots[cur] runs the batch being processed;
+	// slots[cur+1], …, slots[cur+ahead] (mod len(slots)) hold the wants of
+	// the first ahead messages with events in queue, their reads started
 	// (read-ahead).
-	slots    [2]batchSlot
+	slots    []batchSlot
 	cur      int
-	queue    []batchMsg // received from the source, not yet processed
-	inClosed bool       // the source closed the channel
-	// aheadReady: the first message with events in queue has its wants in
-	// slots[1-cur] and its reads in flight.
-	aheadReady bool
-	loadTime   time.Duration // in the batches' Loads: the state's reads
-	out        Out
+	ahead    int
+	queue    []batchMsg    // received from the source, not yet processed
+	inClosed bool          // the source closed the channel
+	loadTime time.Duration // in the batches' Loads: the state's reads
+	out      Out
 	// from is, per key group of rng, the first event id the worker
 	// processes (after a restore; 0 otherwise). Immutable once the run
 	// starts: the source reads it.
@@ -218,7 +231,7 @@ func (s *batchSlot) want(op Operator, events []keyedEvent) {
 }
 
 // lookAheadLimit bounds the messages a worker takes from its channel
-// ahead of the one it processes, looking for the next one with events.
+// ahead of the one it processes, looking for the next ones with events.
 const lookAheadLimit = 8
 
 // next returns the next message to process, in the source's order, and
@@ -241,15 +254,14 @@ func (w *worker) next(in <-chan batchMsg) (batchMsg, bool) {
 }
 
 // lookAhead takes, without waiting, the messages the source has already
-// sent, up to the first with events, and starts that one's reads in the
-// other slot: while this batch is processed they load (kv.DB.ReadAhead).
-// Its Load later reads the state as of then, so this batch's writes are
-// seen and records of one key keep their order.
+// sent, and starts the reads of the next ones with events, up to
+// len(slots)-1 past the one being processed, each in a slot of its own:
+// while this batch is processed they load (kv.DB.ReadAhead). Each Load
+// later reads the state as of then, so the writes of the batches before it
+// are seen and records of one key keep their order.
 func (w *worker) lookAhead(in <-chan batchMsg) {
-	if w.aheadReady {
-		return
-	}
-	for i := 0; ; i++ {
+	seen := 0 // messages with events in queue[:i]
+	for i := 0; w.ahead < len(w.slots)-1; i++ {
 		if i == len(w.queue) {
 			if w.inClosed || len(w.queue) >= lookAheadLimit {
 				return
@@ -265,24 +277,28 @@ func (w *worker) lookAhead(in <-chan batchMsg) {
 				return
 			}
 		}
-		if len(w.queue[i].events) > 0 {
-			s := &w.slots[1-w.cur]
-			s.want(w.op, w.queue[i].events)
-			s.mb.ReadAhead()
-			w.aheadReady = true
-			return
+		if len(w.queue[i].events) == 0 {
+			continue
 		}
+		if seen++; seen <= w.ahead {
+			continue // its reads are in flight already
+		}
+		w.ahead++
+		s := &w.slots[(w.cur+w.ahead)%len(w.slots)]
+		s.want(w.op, w.queue[i].events)
+		s.mb.ReadAhead()
 	}
 }
 
 // process runs a message: the events' reads in one load, their writes in
 // one commit, then the timers the watermark fires. With read-ahead the
-// next batch's reads are started once this one's are done, and load while
-// it is processed.
+// next batches' reads are started once this one's are done, and load
+// while it is processed.
 func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 	if len(m.events) > 0 {
-		if w.aheadReady {
-			w.cur, w.aheadReady = 1-w.cur, false
+		w.cur = (w.cur + 1) % len(w.slots)
+		if w.ahead > 0 {
+			w.ahead--
 		} else {
 			w.slots[w.cur].want(w.op, m.events)
 		}
@@ -312,6 +328,7 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	w := &worker{i: i, q: q, cfg: cfg, keyGroups: cfg.KeyGroups, rng: state.RangeForSubtask(i, cfg.Parallelism, cfg.KeyGroups), wm: math.MinInt64}
 	w.from = make([]int64, w.rng.Last-w.rng.First+1)
 	if !q.Stateful {
+		w.slots = make([]batchSlot, 1) // no mini-batch: nothing to read
 		var err error
 		w.op, err = q.Open(nil)
 		return w, err
@@ -341,7 +358,14 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	}
 	if err == nil {
 		w.op, err = q.Open(w.backend)
-		w.slots[0].mb, w.slots[1].mb = w.backend.NewMiniBatch(), w.backend.NewMiniBatch()
+		n := 1
+		if cfg.ReadAhead {
+			n += cfg.ReadAheadBatches
+		}
+		w.slots = make([]batchSlot, n)
+		for i := range w.slots {
+			w.slots[i].mb = w.backend.NewMiniBatch()
+		}
 	}
 	if err != nil {
 		w.close()
@@ -599,6 +623,7 @@ func Run(cfg RunConfig) (Result, error) {
 	if fin != nil {
 		res.Sink.Add(fin.out.Sink)
 	}
+	var sumSq float64 // Σ over workers of their block reads squared
 	for i, w := range workers {
 		res.Sink.Add(w.out.Sink)
 		res.LoadSeconds += w.loadTime.Seconds()
@@ -607,6 +632,7 @@ func Run(cfg RunConfig) (Result, error) {
 			res.MultiGets += st.MultiGets
 			res.KeysRead += st.KeysRead
 			res.BlockReads += st.KV.BlockReads
+			sumSq += float64(st.KV.BlockReads) * float64(st.KV.BlockReads)
 			res.ReadAheadBlocks += st.KV.ReadAheadBlocks
 			if c := st.KV.Cache; c != nil {
 				res.CacheHits += c.Hits
@@ -617,6 +643,9 @@ func Run(cfg RunConfig) (Result, error) {
 		// After a StopAt the restore starts from the checkpoints, not from
 		// what Close leaves in the live directory.
 		errs[i] = errors.Join(errs[i], w.close())
+	}
+	if sumSq > 0 {
+		res.ReadingWorkers = float64(res.BlockReads) * float64(res.BlockReads) / sumSq
 	}
 	if q.Stateful {
 		filepath.WalkDir(cfg.Dir, func(p string, d fs.DirEntry, err error) error {

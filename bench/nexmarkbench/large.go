@@ -14,13 +14,16 @@ import (
 // people) raised so that the state a query reads, not only the state it
 // holds, is many times its caches; each stateful query in six modes.
 const (
-	modeOn      = "on"        // io_uring, the reads of the next mini-batch run ahead (RunConfig.ReadAhead)
+	modeOn      = "on"        // io_uring, the reads of the next readAheadBatches mini-batches run ahead (RunConfig.ReadAhead)
 	modeOnSync  = "on-sync"   // io_uring: each worker's Load submits its reads and waits
 	modeOff     = "off"       // pread, one after another
 	modePool3   = "off-pool3" // pread by 3 goroutines per worker (ForSt's read threads)
 	modePool16  = "off-pool16"
 	modeCached  = "cached" // io_uring, caches bigger than the state: the CPU's floor
 	largePrefix = "large-"
+	// readAheadBatches are the mini-batches past the one it processes whose
+	// reads an ON worker keeps in flight (nexmark.RunConfig.ReadAheadBatches).
+	readAheadBatches = 2
 )
 
 // The large-state regime's bars.
@@ -105,8 +108,9 @@ type LargeQuery struct {
 	WorkingSet float64 `json:"working_set_bytes"`
 	CacheBytes float64 `json:"cache_bytes"` // the other modes' caches, all workers
 	WSVsCache  float64 `json:"working_set_vs_cache"`
-	// ON's block reads per event and per Load of all workers (the depth
-	// its reads kept); the device's IOPS there; the floor it sets.
+	// ON's block reads per event, and per Load × the workers they were
+	// spread over × the mini-batches read ahead (the depth its reads
+	// kept); the device's IOPS there; the floor it sets.
 	BlockReadsPerEvent float64 `json:"on_block_reads_per_event"`
 	Depth              float64 `json:"on_reads_in_flight"`
 	DeviceIOPS         float64 `json:"device_iops_at_depth"`
@@ -204,9 +208,13 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 				qr.BlockReadsPerEvent = onm.Extra[xBlockReads] / float64(onm.Ops)
 			}
 			if loads := onm.Extra[xMultiGets]; loads > 0 {
-				// Each worker's Load keeps its reads in flight together; the
-				// workers' Loads overlap.
-				qr.Depth = min(256, max(1, onm.Extra[xBlockReads]/loads*float64(o.Parallelism)))
+				// Each worker keeps the reads of the mini-batches it reads
+				// ahead in flight together; the workers that read overlap.
+				workers := onm.Extra[xReading]
+				if workers == 0 {
+					workers = float64(o.Parallelism)
+				}
+				qr.Depth = min(256, max(1, onm.Extra[xBlockReads]/loads*workers*readAheadBatches))
 			}
 			qr.DeviceIOPS = deviceIOPS(lr.DeviceIOPS, qr.Depth)
 			if qr.BlockReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
