@@ -12,7 +12,7 @@ import (
 // auction) and q19 (the ten highest bids of each auction). Each emits the
 // row of every update it makes, the group's new row, as it is made.
 
-// distinctCounts is the state of q15 and q16 for one group: bids, and
+// distinctCounts are the counts of q15 and q16 for one group: bids, and
 // distinct bidders and auctions, overall and in each of the three price
 // ranks (below 10,000, below 1,000,000, the rest).
 type distinctCounts struct {
@@ -42,7 +42,7 @@ func (r *row) counts(c distinctCounts) *row {
 
 const countsSize = 12 * 8
 
-// distinct is the state of q15 and q16: per group (its partition key and
+// distinct is the state of q16: per group (its partition key and
 // its columns as the namespace) the counts, and per (group, "b"|"a", id)
 // the ranks already counted for that bidder or auction (a bit mask; bit
 // 0: counted at all). With minute, the group's value also keeps the
@@ -134,20 +134,114 @@ func (d distinct) add(b *Bid, mb *state.MiniBatch, l *Lookups) (distinctCounts, 
 	return c, m, d.counts.Put(mb, l[0], nv)
 }
 
-// q15Op: per day.
-type q15Op struct{ distinct }
+// q15Op is q15's first stage: per day and bucket, the bidders (or the
+// auctions) already counted, and for each bid a record of what it adds to
+// its day's counts (q15Record).
+type q15Op struct{ seen *state.Value[[]byte] }
 
-func (o q15Op) Want(e Event, _ int64, mb *state.MiniBatch, l *Lookups) {
-	o.want(pk(e.Bid.DateTime/86_400_000), []byte(dayOf(e.Bid.DateTime)), e.Bid, mb, l)
+func (o q15Op) Want(e Event, key int64, mb *state.MiniBatch, l *Lookups) {
+	kind, id := q15Column(e.Bid, key)
+	l[0] = o.seen.Want(mb, pk(key), seenNS(nil, kind, id))
 }
 
-func (o q15Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *Out) error {
-	c, _, err := o.add(e.Bid, mb, l)
+func (o q15Op) Process(e Event, key int64, mb *state.MiniBatch, l *Lookups, out *Out) error {
+	kind, _ := q15Column(e.Bid, key)
+	r := rankOf(e.Bid.Price)
+	mv, ok, err := o.seen.Get(mb, l[0])
 	if err != nil {
 		return err
 	}
-	var r row
-	out.emitRow(r.str(dayOf(e.Bid.DateTime)).counts(c))
+	mask := byte(0)
+	if ok && len(mv) == 1 {
+		mask = mv[0]
+	}
+	if nm := mask | 1 | 1<<r; nm != mask {
+		if err := o.seen.Put(mb, l[0], []byte{nm}); err != nil {
+			return err
+		}
+	}
+	col := int64(0)
+	if kind == 'a' {
+		col = 1
+	}
+	b2i := func(b bool) int64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	out.Forward(e.Time(), u64s(e.ID, e.Bid.DateTime/86_400_000, col, int64(r), b2i(mask&1 == 0), b2i(mask&(1<<r) == 0)))
+	return nil
+}
+
+// q15Buckets is the number of buckets q15's distinct counts are split
+// into (Flink's table.optimizer.distinct-agg.split.bucket-num).
+const q15Buckets = 1024
+
+// q15Keys sends a bid twice: under its day and its bidder's bucket, and
+// under its day and its auction's bucket. A key is day<<11 | column<<10 |
+// bucket (column 0: bidder, 1: auction).
+func q15Keys(e Event, dst []int64) []int64 {
+	if e.Kind != KindBid {
+		return dst
+	}
+	day := e.Bid.DateTime / 86_400_000
+	return append(dst, day<<11|q15Bucket(e.Bid.Bidder), day<<11|1<<10|q15Bucket(e.Bid.Auction))
+}
+
+// q15Bucket is MOD(HASH_CODE(id), 1024) with Java's Long.hashCode.
+func q15Bucket(id int64) int64 {
+	h := int32(uint64(id) ^ uint64(id)>>32)
+	return int64(((h % q15Buckets) + q15Buckets) % q15Buckets)
+}
+
+// q15Column says which column a bid delivered under key counts: 'b' and
+// its bidder, or 'a' and its auction.
+func q15Column(b *Bid, key int64) (byte, int64) {
+	if key>>10&1 == 0 {
+		return 'b', b.Bidder
+	}
+	return 'a', b.Auction
+}
+
+// q15Final is q15's final stage: per day the twelve counts, summed from
+// the first stage's records. A bid's two records meet in it in order (the
+// bidder's, then the auction's: they sort by event id, then column), and
+// after the second it emits the day's new row.
+func q15Final(r Record, s *memState, out *Out) error {
+	if len(r.Data) != 48 {
+		return damaged("", -1, "a q15 record of %d bytes, want 48", len(r.Data))
+	}
+	f := func(i int) int64 { return int64(binary.BigEndian.Uint64(r.Data[8*i:])) }
+	day, col, rank, newAll, newRank := f(1), f(2), f(3), f(4), f(5)
+	if col < 0 || col > 1 || rank < 1 || rank > 3 {
+		return damaged("", -1, "a q15 record of column %d, rank %d", col, rank)
+	}
+	// The day's counts, in place: bids, bidders, auctions, each all and
+	// by rank.
+	v := s.update("day", r.Data[8:16], countsSize)
+	add := func(i, n int64) {
+		binary.BigEndian.PutUint64(v[8*i:], binary.BigEndian.Uint64(v[8*i:])+uint64(n))
+	}
+	base := int64(4) // bidders
+	if col == 1 {
+		base = 8 // auctions
+	} else {
+		add(0, 1)
+		add(rank, 1)
+	}
+	add(base, newAll)
+	add(base+rank, newRank)
+	if col == 1 {
+		var c distinctCounts
+		for i := range 4 {
+			c.bids[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
+			c.bidders[i] = int64(binary.BigEndian.Uint64(v[32+8*i:]))
+			c.auctions[i] = int64(binary.BigEndian.Uint64(v[64+8*i:]))
+		}
+		var row row
+		out.emitRow(row.str(dayOf(day * 86_400_000)).counts(c))
+	}
 	return nil
 }
 
@@ -269,14 +363,6 @@ func (o q19Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 	return nil
 }
 
-// dayKey partitions q15 by day: the day's number.
-func dayKey(e Event) (int64, bool) {
-	if e.Kind != KindBid {
-		return 0, false
-	}
-	return e.Bid.DateTime / 86_400_000, true
-}
-
 // channelKey partitions q16 by channel.
 func channelKey(e Event) (int64, bool) {
 	if e.Kind != KindBid {
@@ -292,13 +378,19 @@ func channelHash(channel string) int64 {
 }
 
 // q15: per day (DATE_FORMAT 'yyyy-MM-dd'), the bids and the distinct
-// bidders and auctions, overall and by price rank. One group per day: one
-// worker holds a day's state.
+// bidders and auctions, overall and by price rank. As Flink plans it
+// under the reference's configuration (table.optimizer.distinct-agg.split
+// .enabled): the distinct counts are split into 1,024 buckets of each
+// column, so that the first stage's state is spread over the workers,
+// and a final stage sums them per day (its state one row per day).
 func q15() Query {
-	return Query{Name: "q15", Stateful: true, Keys: oneKey(dayKey), Open: func(b *state.Backend) (Operator, error) {
-		d, err := openDistinct(b, "q15", "day", false)
-		return q15Op{d}, err
-	}}
+	return Query{Name: "q15", Stateful: true, Keys: q15Keys,
+		Open: func(b *state.Backend) (Operator, error) {
+			o := &opState{b: b, query: "q15"}
+			op := q15Op{seen: openValue(o, "seen", state.BytesCodec)}
+			return op, o.err
+		},
+		Final: &FinalOperator{Process: q15Final}}
 }
 
 // q16: the same per channel and day, with the group's latest minute

@@ -102,10 +102,17 @@
 //     value "k", k below 10,000), made here rather than read from a file.
 //   - q7 is keyed by its window (as the SQL's GROUP BY window): a window's
 //     bids go to one worker, and a bid at a window's end to that window's
-//     worker too. q4 and q5 have a final stage (the average per category;
-//     the highest count per window) that runs on one goroutine over the
-//     first stage's records in event order, so its output does not depend
-//     on how the workers interleave.
+//     worker too. q4, q5 and q15 have a final stage (the average per
+//     category; the highest count per window; the counts per day) that
+//     runs on one goroutine over the first stage's records in event order,
+//     so its output does not depend on how the workers interleave.
+//   - q15 is planned as Flink plans it under the reference's configuration
+//     (table.optimizer.distinct-agg.split.enabled: true, 1,024 buckets):
+//     each bid goes to the first stage twice, under its day and its
+//     bidder's bucket and under its day and its auction's bucket, where
+//     the bidders and auctions already counted are kept; the final stage
+//     sums what each adds to its day's counts. Without the split a day's
+//     bids would all go to one worker.
 //   - q10's rows carry the partition columns of the file it would write
 //     (date; hour and minute) and go to the sink as every other query's.
 //
@@ -124,7 +131,7 @@
 // partition key, which package state takes as the key (so it lands in the
 // same key group) and the rest as the namespace. A worker's timers are
 // state (state.TimerService). Checkpoints are the job's, aligned by
-// barriers as Flink aligns them, the final stages of q4 and q5 included:
+// barriers as Flink aligns them, the final stages of q4, q5 and q15 included:
 // a restore takes the newest complete one, and every worker and the final
 // stage resume from the same position. If it was taken with another
 // parallelism the run is rescaled: each worker takes its key groups, their

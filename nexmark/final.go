@@ -22,23 +22,32 @@ import (
 // record's time, processes the records in (time, bytes) order, then fires
 // its timers. The order does not depend on which worker sent a record or
 // when, so the output is the same in every run.
+//
+// A worker mostly sends its records in that order already: each input's
+// records that come in order wait in a queue of its own (runs[i]), the
+// others in one heap (pending), and the next record is the least of the
+// queues' heads and the heap's top.
 type finalStage struct {
 	q       Query
 	store   *memState
 	out     Out
 	wms     []int64 // each input's watermark
 	done    int64   // the watermark processed up to
+	runs    [][]Record
 	pending recordHeap
+}
+
+// recordLess orders records by time, then bytes.
+func recordLess(a, b *Record) bool {
+	return a.TS < b.TS || a.TS == b.TS && string(a.Data) < string(b.Data)
 }
 
 type recordHeap []Record
 
-func (h recordHeap) Len() int { return len(h) }
-func (h recordHeap) Less(i, j int) bool {
-	return h[i].TS < h[j].TS || h[i].TS == h[j].TS && string(h[i].Data) < string(h[j].Data)
-}
-func (h recordHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *recordHeap) Push(x any)   { *h = append(*h, x.(Record)) }
+func (h recordHeap) Len() int           { return len(h) }
+func (h recordHeap) Less(i, j int) bool { return recordLess(&h[i], &h[j]) }
+func (h recordHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *recordHeap) Push(x any)        { *h = append(*h, x.(Record)) }
 func (h *recordHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -47,7 +56,7 @@ func (h *recordHeap) Pop() any {
 }
 
 func newFinalStage(q Query, inputs int) *finalStage {
-	f := &finalStage{q: q, store: newMemState(), wms: make([]int64, inputs), done: math.MinInt64}
+	f := &finalStage{q: q, store: newMemState(), wms: make([]int64, inputs), done: math.MinInt64, runs: make([][]Record, inputs)}
 	for i := range f.wms {
 		f.wms[i] = math.MinInt64
 	}
@@ -60,7 +69,11 @@ func (f *finalStage) add(i int, recs []Record, wm int64) error {
 		if r.TS <= f.done {
 			return fmt.Errorf("nexmark: %s: a record at %d after the final stage passed %d", f.q.Name, r.TS, f.done)
 		}
-		heap.Push(&f.pending, r)
+		if run := f.runs[i]; len(run) == 0 || !recordLess(&r, &run[len(run)-1]) {
+			f.runs[i] = append(run, r)
+		} else {
+			heap.Push(&f.pending, r)
+		}
 	}
 	f.wms[i] = max(f.wms[i], wm)
 	low := f.wms[0]
@@ -71,8 +84,11 @@ func (f *finalStage) add(i int, recs []Record, wm int64) error {
 		return nil
 	}
 	f.done = low
-	for len(f.pending) > 0 && f.pending[0].TS <= low {
-		r := heap.Pop(&f.pending).(Record)
+	for {
+		r, ok := f.next(low)
+		if !ok {
+			break
+		}
 		if err := f.q.Final.Process(r, f.store, &f.out); err != nil {
 			return fmt.Errorf("nexmark: %s final stage: %w", f.q.Name, err)
 		}
@@ -88,6 +104,32 @@ func (f *finalStage) add(i int, recs []Record, wm int64) error {
 			}
 		}
 	}
+}
+
+// next takes the least record held, if its time is at most low.
+func (f *finalStage) next(low int64) (Record, bool) {
+	var least *Record
+	from := -1 // the run least heads; -1: the heap
+	if len(f.pending) > 0 {
+		least = &f.pending[0]
+	}
+	for i, run := range f.runs {
+		if len(run) > 0 && (least == nil || recordLess(&run[0], least)) {
+			least, from = &run[0], i
+		}
+	}
+	if least == nil || least.TS > low {
+		return Record{}, false
+	}
+	if from < 0 {
+		return heap.Pop(&f.pending).(Record), true
+	}
+	r := f.runs[from][0]
+	f.runs[from][0] = Record{}
+	if f.runs[from] = f.runs[from][1:]; len(f.runs[from]) == 0 {
+		f.runs[from] = f.runs[from][:0:0] // its array is used up: a fresh one next time
+	}
+	return r, true
 }
 
 // finalMsg is what a worker sends the final stage: its records and the
@@ -168,7 +210,7 @@ type finalTimer struct {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (f *finalStage) encodeSnapshot() ([]byte, error) {
-	s := finalSnapshot{Values: f.store.values, Pending: slices.Clone(f.pending), WMs: f.wms, Done: f.done, Sink: f.out.Sink}
+	s := finalSnapshot{Values: f.store.values, Pending: slices.Concat(append([][]Record{f.pending}, f.runs...)...), WMs: f.wms, Done: f.done, Sink: f.out.Sink}
 	for k := range f.store.Timers.set {
 		s.Timers = append(s.Timers, finalTimer{k.ts, k.key})
 	}
@@ -215,6 +257,7 @@ func (f *finalStage) restore(s finalSnapshot) {
 	}
 	f.pending = slices.Clone(s.Pending)
 	heap.Init(&f.pending)
+	f.runs = make([][]Record, len(f.wms))
 	if len(s.WMs) == len(f.wms) {
 		copy(f.wms, s.WMs)
 	} else {

@@ -39,6 +39,18 @@ func (m *memState) put(name string, key, value []byte) {
 	m.values[name][string(key)] = append([]byte(nil), value...)
 }
 
+// update returns the value of key for the caller to change in place,
+// size zero bytes if there is none, or one of another size.
+func (m *memState) update(name string, key []byte, size int) []byte {
+	v, ok := m.values[name][string(key)]
+	if !ok || len(v) != size {
+		v = make([]byte, size)
+		m.put(name, key, nil)
+		m.values[name][string(key)] = v
+	}
+	return v
+}
+
 func (m *memState) delete(name string, key []byte) { delete(m.values[name], string(key)) }
 
 // RunConfig is one run of a query.
