@@ -111,7 +111,7 @@ type Block struct {
 // entry and restart point) and returns it. s names the block's file and
 // offset for errors.
 func decodeBlock(buf []byte, s site) (Block, error) {
-	used, nr, dataEnd, err := checkBlockFrame(buf, s, false)
+	used, nr, dataEnd, err := checkBlockFrame(buf, s, 0)
 	if err != nil {
 		return Block{}, err
 	}
@@ -169,20 +169,24 @@ func decodeBlock(buf []byte, s site) (Block, error) {
 
 // checkBlockFrame checks what surrounds a padded data block's entries: its
 // length, trailer, checksum, zero padding and restart count. It returns the
-// used length, the number of restarts and where the entries end. With
-// verified the checksum and the padding, checked before on the same bytes,
-// are not read again.
-func checkBlockFrame(buf []byte, s site, verified bool) (used, nr, dataEnd int, err error) {
+// used length, the number of restarts and where the entries end.
+// verifiedUsed > 0 says the checksum, the padding and the trailer's used
+// length (verifiedUsed) were checked before on the same bytes: the trailer
+// is not read again.
+func checkBlockFrame(buf []byte, s site, verifiedUsed int) (used, nr, dataEnd int, err error) {
 	if len(buf) < Alignment || len(buf)%Alignment != 0 {
 		return 0, 0, 0, s.corrupt(0, "data block length %d is not a positive multiple of %d", len(buf), Alignment)
 	}
 	t := len(buf) - blockTrailerLen
-	used = int(binary.LittleEndian.Uint32(buf[t:]))
-	sum := binary.LittleEndian.Uint32(buf[t+4:])
+	used = verifiedUsed
+	if used == 0 {
+		used = int(binary.LittleEndian.Uint32(buf[t:]))
+	}
 	if used < 4 || used > t || alignUp(used+blockTrailerLen) != len(buf) {
 		return 0, 0, 0, s.corrupt(t, "data block used length %d does not fit its %d-byte block", used, len(buf))
 	}
-	if !verified {
+	if verifiedUsed == 0 {
+		sum := binary.LittleEndian.Uint32(buf[t+4:])
 		if got := blockCRC(buf[:used]); got != sum {
 			return 0, 0, 0, s.corrupt(0, "data block checksum mismatch: stored %#08x, computed %#08x over %d bytes", sum, got, used)
 		}

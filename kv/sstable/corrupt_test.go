@@ -225,7 +225,7 @@ func TestDecodeBlockMalformed(t *testing.T) {
 		}
 		// A lookup that reads the whole block (a key after every
 		// other) meets the same damage.
-		_, _, err = lookupInBlock(seal(used), site{"x", 4096}, []byte("zzz"), MaxSeq, false)
+		_, _, err = lookupInBlock(seal(used), site{"x", 4096}, []byte("zzz"), MaxSeq, 0)
 		if !errors.As(err, &ce) || ce.Offset < 4096 {
 			t.Errorf("%s: lookup: %v; want a *CorruptError", name, err)
 		}

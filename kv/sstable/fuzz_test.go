@@ -79,7 +79,7 @@ func FuzzDecodeBlock(f *testing.F) {
 			// decodeBlock refuses, but it must not panic and its errors
 			// must name the block.
 			for _, k := range fuzzLookupKeys(buf) {
-				if _, _, err := lookupInBlock(buf, site{"fuzz", fuzzBase}, k, MaxSeq, false); err != nil {
+				if _, _, err := lookupInBlock(buf, site{"fuzz", fuzzBase}, k, MaxSeq, 0); err != nil {
 					checkCorrupt(t, err, len(buf))
 				}
 			}
@@ -151,7 +151,7 @@ func checkLookups(t *testing.T, buf []byte, b Block) {
 			if k.Seq == 0 && snap == k.Seq-1 {
 				continue
 			}
-			got, _, err := lookupInBlock(buf, s, k.UserKey, snap, false)
+			got, _, err := lookupInBlock(buf, s, k.UserKey, snap, 0)
 			if err != nil {
 				t.Fatalf("lookup %s as of %d in a block decodeBlock accepts: %v", k, snap, err)
 			}
@@ -178,13 +178,13 @@ func checkLookups(t *testing.T, buf []byte, b Block) {
 			}
 		}
 		probe := append(bytes.Clone(k.UserKey), 0) // between this key and the next
-		if got, _, err := lookupInBlock(buf, s, probe, MaxSeq, false); err != nil || got.Found {
+		if got, _, err := lookupInBlock(buf, s, probe, MaxSeq, 0); err != nil || got.Found {
 			t.Fatalf("lookup of absent %q = %+v, %v", probe, got, err)
 		}
 	}
 	if len(all) > 0 && len(all[0].UserKey) > 0 {
 		before := all[0].UserKey[:len(all[0].UserKey)-1]
-		if got, _, err := lookupInBlock(buf, s, before, MaxSeq, false); err != nil || got.Found {
+		if got, _, err := lookupInBlock(buf, s, before, MaxSeq, 0); err != nil || got.Found {
 			t.Fatalf("lookup of %q before the first key = %+v, %v", before, got, err)
 		}
 	}

@@ -47,11 +47,13 @@ func (r *Reader) GetInBlock(i int, buf, userKey []byte, snap uint64) (Lookup, er
 	return r.getInBlock(i, buf, userKey, snap, false)
 }
 
-// GetInVerifiedBlock is GetInBlock on a block whose checksum the caller
-// verified when it was read (a block cache that checks each block once, at
-// its first lookup after a load, and keeps it marked): everything but the
-// checksum and the zero padding, which that first lookup checked, is
-// checked as GetInBlock checks it.
+// GetInVerifiedBlock is GetInBlock on a block a GetInBlock lookup checked
+// since it was read (a block cache that checks each block once, at its
+// first lookup after a load, and keeps it marked): what that lookup
+// checked of the block as a whole — checksum, padding, trailer, restart
+// table, its first key and used length against the index — is not read
+// again; the entries this lookup reads are checked as GetInBlock checks
+// them.
 func (r *Reader) GetInVerifiedBlock(i int, buf, userKey []byte, snap uint64) (Lookup, error) {
 	return r.getInBlock(i, buf, userKey, snap, true)
 }
@@ -66,11 +68,20 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 		return Lookup{}, fmt.Errorf("%w: buffer of %d bytes for the %d-byte block at offset %d of %s", ErrBadHandle, len(buf), h.Len, h.Offset, r.path)
 	}
 	s := site{r.path, int64(h.Offset)}
-	res, shape, err := lookupInBlock(buf, s, userKey, snap, verified)
+	verifiedUsed := 0
+	if verified {
+		// The lookup that verified the block found the index's used length
+		// in its trailer (below).
+		verifiedUsed = int(ie.used)
+	}
+	res, shape, err := lookupInBlock(buf, s, userKey, snap, verifiedUsed)
 	if err != nil {
 		return Lookup{}, err
 	}
 	switch {
+	case shape.verified:
+		// The lookup that verified the block checked its frame, restart
+		// table and first key; only what this one read is left to check.
 	case shape.used != int(ie.used):
 		return Lookup{}, s.corrupt(len(buf)-blockTrailerLen, "data block used length %d, the index says %d", shape.used, ie.used)
 	case i == 0 && Compare(shape.first, r.props.Smallest) != 0:
@@ -79,7 +90,8 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 		return Lookup{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", shape.first, r.index.lastKey(i-1))
 	case Compare(shape.first, ie.lastKey) > 0:
 		return Lookup{}, s.corrupt(0, "data block starts with key %s, after the index's last key %s", shape.first, ie.lastKey)
-	case shape.readToEnd && Compare(shape.last, ie.lastKey) != 0:
+	}
+	if shape.readToEnd && Compare(shape.last, ie.lastKey) != 0 {
 		return Lookup{}, s.corrupt(0, "data block ends with key %s, the index says %s", shape.last, ie.lastKey)
 	}
 	return res, nil
@@ -89,6 +101,7 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 // the index.
 type blockShape struct {
 	used      int
+	verified  bool        // checked by an earlier lookup: first is not read
 	first     InternalKey // aliases the block
 	last      InternalKey // the caller's; set when readToEnd
 	readToEnd bool
@@ -96,15 +109,15 @@ type blockShape struct {
 
 // lookupInBlock is GetInBlock on the block alone: the frame and the entries
 // it reads are checked, the block's place in its file is not.
-func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verified bool) (Lookup, blockShape, error) {
-	used, nr, dataEnd, err := checkBlockFrame(buf, s, verified)
+func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verifiedUsed int) (Lookup, blockShape, error) {
+	used, nr, dataEnd, err := checkBlockFrame(buf, s, verifiedUsed)
 	if err != nil {
 		return Lookup{}, blockShape{}, err
 	}
-	shape := blockShape{used: used}
+	shape := blockShape{used: used, verified: verifiedUsed > 0}
 	data := buf[:dataEnd]
 	restart := func(k int) int { return int(binary.LittleEndian.Uint32(buf[dataEnd+4*k:])) }
-	for k, prev := 0, -1; k < nr; k++ {
+	for k, prev := 0, -1; k < nr && !shape.verified; k++ {
 		off := restart(k)
 		if (k == 0 && off != 0) || off <= prev || off >= dataEnd {
 			return Lookup{}, blockShape{}, s.corrupt(dataEnd+4*k, "data block restart %d at offset %d is out of order or outside the %d bytes of entries", k, off, dataEnd)
@@ -126,11 +139,13 @@ func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verified boo
 		}
 		return ik, nil
 	}
-	first, err := readRestart(0)
-	if err != nil {
-		return Lookup{}, blockShape{}, err
+	if !shape.verified {
+		first, err := readRestart(0)
+		if err != nil {
+			return Lookup{}, blockShape{}, err
+		}
+		shape.first = first
 	}
-	shape.first = first
 
 	// The last restart whose user key sorts before userKey: the newest
 	// version of userKey, if any, is at or after it.
