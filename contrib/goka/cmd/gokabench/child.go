@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -50,7 +51,17 @@ const (
 	xRestoreCompactPerFlush = "restore_compaction_written_per_flushed_byte"
 	xCompactPerEvent        = "compaction_written_bytes_per_event"
 	xCompactPerFlush        = "compaction_written_per_flushed_byte"
+	// The device's floor, measured by the io_uring child once its store is
+	// closed: random 4 KiB O_DIRECT reads of the store's own tables, one at
+	// a time by as many callers as partitions (the depth the partitions'
+	// Gets keep); and the store's block reads per event while processing.
+	xDeviceIOPS    = "device_iops"
+	xDeviceP99     = "device_p99_us"
+	xReadsPerEvent = "block_reads_per_event"
 )
+
+// deviceTime is how long the device floor is measured.
+const deviceTime = 2 * time.Second
 
 // compactionDelta prints the flushes and compactions between two Stats, by
 // output level.
@@ -377,6 +388,9 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		tr.Extra[xCompactSeconds] = (kvAfter.CompactionTime - kvBefore.CompactionTime).Seconds()
 		tr.Extra[xFlushSeconds] = (kvAfter.FlushTime - kvBefore.FlushTime).Seconds()
 		tr.Extra[xCompactPerEvent], tr.Extra[xCompactPerFlush] = writeAmp(kvBefore, kvAfter, events)
+		if events > 0 {
+			tr.Extra[xReadsPerEvent] = float64(kvAfter.BlockReads-kvBefore.BlockReads) / float64(events)
+		}
 		if dir := os.Getenv(statsEnv); dir != "" {
 			text := fmt.Sprintf("%s\nsince the measured seconds began:\n%s", kvAfter, compactionDelta(kvBefore, kvAfter))
 			if err := os.WriteFile(fmt.Sprintf("%s/%s-%d.txt", dir, c.System, os.Getpid()), []byte(text), 0o644); err != nil {
@@ -394,7 +408,33 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 		return tr, err
 	}
 	tr.Extra[xHWM] = float64(hwm)
+	if ok, _ := ioengine.ProbeKernel().Usable(); ok && c.System == sysURing {
+		dt, err := deviceFloor(c.Dir, c.Partitions, uint64(c.Seed))
+		if err != nil {
+			return tr, fmt.Errorf("device floor: %w", err)
+		}
+		tr.Extra[xDeviceIOPS], tr.Extra[xDeviceP99] = dt.Rate(), dt.P99us
+	}
 	return tr, nil
+}
+
+// deviceFloor reads the tables under dir at random, 4 KiB at a time with
+// O_DIRECT on io_uring, one read in flight per caller.
+func deviceFloor(dir string, callers int, seed uint64) (bench.Trial, error) {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".sst") {
+			paths = append(paths, p)
+		}
+		return err
+	})
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	if len(paths) == 0 {
+		return bench.Trial{}, fmt.Errorf("no table under %s", dir)
+	}
+	return bench.RandomReads{Paths: paths, Batch: 1, Callers: callers, Seed: seed, Mode: ioengine.URing}.Run(deviceTime, 0.1)
 }
 
 func openAll(b storage.Builder, parts int) ([]storage.Storage, error) {

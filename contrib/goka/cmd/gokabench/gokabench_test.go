@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/ioengine"
 )
 
 func TestCheckRefusesBadFlags(t *testing.T) {
@@ -49,7 +52,7 @@ func TestBidRoundTrip(t *testing.T) {
 func TestChildSmall(t *testing.T) {
 	for _, sys := range []string{sysURing, sysSyscall, sysLevelDB} {
 		t.Run(sys, func(t *testing.T) {
-			c := childConfig{System: sys, Dir: filepath.Join(t.TempDir(), "store"), Partitions: 4, Keys: 4000, Restore: 6000,
+			c := childConfig{System: sys, Dir: filepath.Join(testdir.Direct(t), "store"), Partitions: 4, Keys: 4000, Restore: 6000,
 				Seconds: 0.2, Warmup: 0.05, CacheBytes: 1 << 20, MemBytes: 1 << 20, Seed: 1}
 			raw, _ := json.Marshal(c)
 			tr, err := child(raw)
@@ -58,6 +61,10 @@ func TestChildSmall(t *testing.T) {
 			}
 			if tr.Ops == 0 || tr.P99us <= 0 || tr.Extra[xRestoreSeconds] <= 0 || tr.Extra[xStateBytes] <= 0 {
 				t.Fatalf("trial %+v", tr)
+			}
+			// The io_uring child measures the device's floor on its tables.
+			if ok, _ := ioengine.ProbeKernel().Usable(); ok && sys == sysURing && (tr.Extra[xDeviceIOPS] <= 0 || tr.Extra[xDeviceP99] <= 0) {
+				t.Fatalf("trial %+v: no device floor", tr)
 			}
 		})
 	}
