@@ -3,6 +3,7 @@ package sstable
 import (
 	"fmt"
 	"io"
+	"sync"
 )
 
 const (
@@ -77,7 +78,7 @@ type Writer struct {
 	block   blockBuilder
 	buf     []byte       // a finished block or the metadata, reused
 	index   []indexEntry // one per written data block
-	hashes  []uint64     // bloomHash of each distinct user key, for the filter
+	hashes  hashList     // bloomHash of each distinct user key, for the filter
 	props   Properties
 	last    InternalKey // previous key added; owns its memory
 	enc     []byte      // the encoded key being added, reused
@@ -126,7 +127,7 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 	}
 	w.block.add(enc, value)
 	if w.props.Entries == 0 || string(w.last.UserKey) != string(key.UserKey) {
-		w.hashes = append(w.hashes, bloomHash(key.UserKey))
+		w.hashes.add(bloomHash(key.UserKey))
 	}
 	if w.props.Entries == 0 {
 		w.props.Smallest = cloneKey(key)
@@ -195,10 +196,9 @@ func (w *Writer) Finish() (Meta, error) {
 	if w.props.Entries > 0 {
 		w.props.Largest = cloneKey(w.last)
 	}
-	filter := newBloomFilter(len(w.hashes), w.opts.BloomBitsPerKey)
-	for _, h := range w.hashes {
-		filter.addHash(h)
-	}
+	filter := newBloomFilter(w.hashes.len(), w.opts.BloomBitsPerKey)
+	w.hashes.each(filter.addHash)
+	w.hashes.release()
 	var f footer
 	f.version = Version
 	n := len(w.buf)
@@ -217,4 +217,41 @@ func (w *Writer) Finish() (Meta, error) {
 	}
 	w.err = ErrFinished
 	return Meta{Properties: w.props, Size: w.written}, nil
+}
+
+// hashList holds a table's key hashes until its filter is built, in
+// chunks of hashChunk recycled across Writers: a compaction's table of
+// millions of keys grows it without copying, and with no garbage of the
+// doublings an append would leave.
+type hashList struct {
+	chunks []*[hashChunk]uint64
+	n      int // hashes held
+}
+
+const hashChunk = 8192 // 64 KiB
+
+var hashChunks = sync.Pool{New: func() any { return new([hashChunk]uint64) }}
+
+func (l *hashList) add(h uint64) {
+	if l.n == len(l.chunks)*hashChunk {
+		l.chunks = append(l.chunks, hashChunks.Get().(*[hashChunk]uint64))
+	}
+	l.chunks[l.n/hashChunk][l.n%hashChunk] = h
+	l.n++
+}
+
+func (l *hashList) len() int { return l.n }
+
+func (l *hashList) each(f func(uint64)) {
+	for i := 0; i < l.n; i++ {
+		f(l.chunks[i/hashChunk][i%hashChunk])
+	}
+}
+
+// release gives the chunks back; the list is empty after.
+func (l *hashList) release() {
+	for _, c := range l.chunks {
+		hashChunks.Put(c)
+	}
+	l.chunks, l.n = nil, 0
 }
