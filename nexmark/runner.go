@@ -44,8 +44,10 @@ func (m *memState) put(name string, key, value []byte) {
 func (m *memState) update(name string, key []byte, size int) []byte {
 	v, ok := m.values[name][string(key)]
 	if !ok || len(v) != size {
+		if m.values[name] == nil {
+			m.values[name] = map[string][]byte{}
+		}
 		v = make([]byte, size)
-		m.put(name, key, nil)
 		m.values[name][string(key)] = v
 	}
 	return v
