@@ -72,6 +72,37 @@ func (d distinct) want(key, group []byte, b *Bid, mb *state.MiniBatch, l *Lookup
 	l[2] = d.seen.Want(mb, key, seenNS(group, 'a', b.Auction))
 }
 
+// decodeCounts reads the twelve counts a group's value starts with (at
+// least countsSize bytes).
+func decodeCounts(v []byte) distinctCounts {
+	var c distinctCounts
+	for i := range 4 {
+		c.bids[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
+		c.bidders[i] = int64(binary.BigEndian.Uint64(v[32+8*i:]))
+		c.auctions[i] = int64(binary.BigEndian.Uint64(v[64+8*i:]))
+	}
+	return c
+}
+
+// markSeen marks a bidder or auction (its mark at lookup l) as counted at
+// all and in rank r, and says whether it was new to either.
+func markSeen(seen *state.Value[[]byte], mb *state.MiniBatch, l state.Lookup, r int) (newAll, newRank bool, err error) {
+	mv, ok, err := seen.Get(mb, l)
+	if err != nil {
+		return false, false, err
+	}
+	mask := byte(0)
+	if ok && len(mv) == 1 {
+		mask = mv[0]
+	}
+	if nm := mask | 1 | 1<<r; nm != mask {
+		if err := seen.Put(mb, l, []byte{nm}); err != nil {
+			return false, false, err
+		}
+	}
+	return mask&1 == 0, mask&(1<<r) == 0, nil
+}
+
 // add updates a group's counts with one bid and returns them (and with
 // minute, the group's latest 'HH:mm').
 func (d distinct) add(b *Bid, mb *state.MiniBatch, l *Lookups) (distinctCounts, string, error) {
@@ -89,11 +120,7 @@ func (d distinct) add(b *Bid, mb *state.MiniBatch, l *Lookups) (distinctCounts, 
 		if len(v) != want {
 			return c, "", damaged("", -1, "a stored count of %d bytes, want %d", len(v), want)
 		}
-		for i := range 4 {
-			c.bids[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
-			c.bidders[i] = int64(binary.BigEndian.Uint64(v[32+8*i:]))
-			c.auctions[i] = int64(binary.BigEndian.Uint64(v[64+8*i:]))
-		}
+		c = decodeCounts(v)
 		if d.minute {
 			m = max(m, string(v[countsSize:]))
 		}
@@ -102,24 +129,15 @@ func (d distinct) add(b *Bid, mb *state.MiniBatch, l *Lookups) (distinctCounts, 
 	c.bids[0]++
 	c.bids[r]++
 	for i, count := range []*[4]int64{&c.bidders, &c.auctions} {
-		mv, ok, err := d.seen.Get(mb, l[1+i])
+		newAll, newRank, err := markSeen(d.seen, mb, l[1+i], r)
 		if err != nil {
 			return c, "", err
 		}
-		mask := byte(0)
-		if ok && len(mv) == 1 {
-			mask = mv[0]
-		}
-		if mask&1 == 0 {
+		if newAll {
 			count[0]++
 		}
-		if mask&(1<<r) == 0 {
+		if newRank {
 			count[r]++
-		}
-		if nm := mask | 1 | 1<<r; nm != mask {
-			if err := d.seen.Put(mb, l[1+i], []byte{nm}); err != nil {
-				return c, "", err
-			}
 		}
 	}
 	nv := make([]byte, 0, want)
@@ -135,8 +153,9 @@ func (d distinct) add(b *Bid, mb *state.MiniBatch, l *Lookups) (distinctCounts, 
 }
 
 // q15Op is q15's first stage: per day and bucket, the bidders (or the
-// auctions) already counted, and for each bid a record of what it adds to
-// its day's counts (q15Record).
+// auctions) already counted, and for each bid a record for q15Final of
+// what it adds to its day's counts: event id, day, column, rank, new at
+// all, new in its rank.
 type q15Op struct{ seen *state.Value[[]byte] }
 
 func (o q15Op) Want(e Event, key int64, mb *state.MiniBatch, l *Lookups) {
@@ -145,24 +164,10 @@ func (o q15Op) Want(e Event, key int64, mb *state.MiniBatch, l *Lookups) {
 }
 
 func (o q15Op) Process(e Event, key int64, mb *state.MiniBatch, l *Lookups, out *Out) error {
-	kind, _ := q15Column(e.Bid, key)
 	r := rankOf(e.Bid.Price)
-	mv, ok, err := o.seen.Get(mb, l[0])
+	newAll, newRank, err := markSeen(o.seen, mb, l[0], r)
 	if err != nil {
 		return err
-	}
-	mask := byte(0)
-	if ok && len(mv) == 1 {
-		mask = mv[0]
-	}
-	if nm := mask | 1 | 1<<r; nm != mask {
-		if err := o.seen.Put(mb, l[0], []byte{nm}); err != nil {
-			return err
-		}
-	}
-	col := int64(0)
-	if kind == 'a' {
-		col = 1
 	}
 	b2i := func(b bool) int64 {
 		if b {
@@ -170,7 +175,7 @@ func (o q15Op) Process(e Event, key int64, mb *state.MiniBatch, l *Lookups, out 
 		}
 		return 0
 	}
-	out.Forward(e.Time(), u64s(e.ID, e.Bid.DateTime/86_400_000, col, int64(r), b2i(mask&1 == 0), b2i(mask&(1<<r) == 0)))
+	out.Forward(e.Time(), u64s(e.ID, e.Bid.DateTime/86_400_000, key>>10&1, int64(r), b2i(newAll), b2i(newRank)))
 	return nil
 }
 
@@ -233,14 +238,8 @@ func q15Final(r Record, s *memState, out *Out) error {
 	add(base, newAll)
 	add(base+rank, newRank)
 	if col == 1 {
-		var c distinctCounts
-		for i := range 4 {
-			c.bids[i] = int64(binary.BigEndian.Uint64(v[8*i:]))
-			c.bidders[i] = int64(binary.BigEndian.Uint64(v[32+8*i:]))
-			c.auctions[i] = int64(binary.BigEndian.Uint64(v[64+8*i:]))
-		}
 		var row row
-		out.emitRow(row.str(dayOf(day * 86_400_000)).counts(c))
+		out.emitRow(row.str(dayOf(day * 86_400_000)).counts(decodeCounts(v)))
 	}
 	return nil
 }
