@@ -88,9 +88,10 @@ type Frame struct {
 	buf  []byte // immutable: FrameSize bytes of the arena
 	slot int    // immutable: index in Pool.frames
 
-	pins     atomic.Int32 // pin count; incremented under mu only, decremented anywhere (Unpin)
-	detached atomic.Bool  // mirrors state == stateDetached for the lock-free Unpin
-	checked  atomic.Bool  // MarkChecked since the frame's last load (cleared by installLocked)
+	pins     atomic.Int32  // pin count; incremented under mu only, decremented anywhere (Unpin)
+	detached atomic.Bool   // mirrors state == stateDetached for the lock-free Unpin
+	checked  atomic.Bool   // MarkChecked since the frame's last load (cleared by installLocked)
+	note     atomic.Uint64 // SetCheckNote's since the frame's last load (cleared by installLocked)
 
 	// Guarded by mu.
 	key      frameKey
@@ -137,6 +138,17 @@ func (f *Frame) Checked() bool { return f.checked.Load() }
 // MarkChecked records that the caller verified the frame's bytes (call it
 // while the frame is pinned, after the check passed).
 func (f *Frame) MarkChecked() { f.checked.Store(true) }
+
+// CheckNote returns the note a pinner kept with the frame's checked bytes
+// (SetCheckNote) since they were loaded, or 0.
+func (f *Frame) CheckNote() uint64 { return f.note.Load() }
+
+// SetCheckNote keeps note (0: none) beside the frame's checked bytes until
+// they are loaded again: what a pinner learnt of them that the pinners after
+// it can use (kv: where a data block's entries lie). Call it while the
+// frame is pinned and checked; the note must follow from the bytes alone, so
+// that pinners noting the same bytes at once store the same note.
+func (f *Frame) SetCheckNote(note uint64) { f.note.Store(note) }
 
 // Unpin releases one pin returned by Pin. Each frame Pin returned must be
 // unpinned once per time it was returned. Unpinning a frame that has no

@@ -77,7 +77,8 @@ func testengineWith(t *testing.T, mode ioengine.IOMode, inline bool) *ioengine.E
 }
 
 // TestCheckedMark: a frame marked checked stays so while it is resident,
-// and a frame loaded again (after its eviction) starts unchecked.
+// and a frame loaded again (after its eviction) starts unchecked, without
+// the note kept with its old bytes.
 func TestCheckedMark(t *testing.T) {
 	eng := newEngine(t, ioengine.URing, nil)
 	p := newPool(t, eng, Options{FrameSize: 4096, Budget: 8 * 4096})
@@ -91,9 +92,13 @@ func TestCheckedMark(t *testing.T) {
 		t.Fatal("a frame just loaded is checked")
 	}
 	fs[0].MarkChecked()
+	if n := fs[0].CheckNote(); n != 0 {
+		t.Fatalf("note %#x before any was kept", n)
+	}
+	fs[0].SetCheckNote(0x2a)
 	unpinAll(fs)
-	if fs, err = p.Pin(first, nil); err != nil || !fs[0].Checked() {
-		t.Fatalf("resident frame: checked %v, %v", fs[0].Checked(), err)
+	if fs, err = p.Pin(first, nil); err != nil || !fs[0].Checked() || fs[0].CheckNote() != 0x2a {
+		t.Fatalf("resident frame: checked %v, note %#x, %v", fs[0].Checked(), fs[0].CheckNote(), err)
 	}
 	unpinAll(fs)
 	// Other frames, each referenced twice (so they go to main, where the
@@ -114,8 +119,8 @@ func TestCheckedMark(t *testing.T) {
 	if resident {
 		t.Fatal("the first frame was not evicted")
 	}
-	if fs, err = p.Pin(first, nil); err != nil || fs[0].Checked() {
-		t.Fatalf("frame loaded again: checked %v, %v", fs[0].Checked(), err)
+	if fs, err = p.Pin(first, nil); err != nil || fs[0].Checked() || fs[0].CheckNote() != 0 {
+		t.Fatalf("frame loaded again: checked %v, note %#x, %v", fs[0].Checked(), fs[0].CheckNote(), err)
 	}
 	unpinAll(fs)
 }

@@ -247,6 +247,7 @@ func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, pr
 	f.mark = 0
 	f.loadErr = nil
 	f.checked.Store(false)
+	f.note.Store(0)
 	p.table[key] = f
 	fl.frames++
 	p.loading++

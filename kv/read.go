@@ -369,23 +369,27 @@ type blockRead struct {
 	buf []byte
 }
 
-// readBlocks fetches the blocks of reads and calls fn(i, buf, verified)
-// with each block's bytes (not for skipped ones), all in one go: through
-// the block cache in one Pin (its misses go to the engine together), or,
-// without a cache, in one engine call of reads into buffers of this call's
-// own, adjacent blocks of a file read as one. buf is valid only during fn,
-// which checks and decodes it; its error ends the call. verified says a
-// cached block's checksum passed in an earlier fn since it was loaded (the
-// frame is marked once fn returns nil): a block is verified once per load,
-// not once per lookup.
-func (db *DB) readBlocks(reads []blockRead, noFill bool, fn func(i int, buf []byte, verified bool) error) error {
+// blockFunc is what readBlocks calls with each block: fn(i, buf, verified,
+// note) for reads[i]. buf is valid only during fn, which checks and
+// decodes it; its error ends the call. verified says a cached block's
+// checksum passed in an earlier fn since it was loaded (the frame is
+// marked once fn returns nil): a block is verified once per load, not once
+// per lookup.
+type blockFunc func(i int, buf []byte, verified bool) error
+
+// readBlocks fetches the blocks of reads and calls fn with each block's
+// bytes (not for skipped ones), all in one go: through the block cache in
+// one Pin (its misses go to the engine together), or, without a cache, in
+// one engine call of reads into buffers of this call's own, adjacent
+// blocks of a file read as one.
+func (db *DB) readBlocks(reads []blockRead, noFill bool, fn blockFunc) error {
 	if db.pool != nil {
 		return db.readBlocksCached(reads, noFill, fn)
 	}
 	return db.readBlocksDirect(reads, fn)
 }
 
-func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, buf []byte, verified bool) error) error {
+func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) error {
 	var spans []bufpool.Span
 	var which []int
 	var direct []int
@@ -434,11 +438,16 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 	// deliver hands the blocks of which (pinned in frames, in order) to fn.
 	deliver := func(which []int, frames []*bufpool.Frame) error {
 		fi := 0
-		for _, i := range which {
+		for k, i := range which {
 			r := reads[i]
 			n := blockFrames(r.h)
 			fs := frames[fi : fi+n]
 			fi += n
+			if k+1 < len(which) && fi < len(frames) {
+				// The next block's first lines load while fn works on this one.
+				nr := reads[which[k+1]]
+				nr.rd.PrefetchBlock(nr.bi, frames[fi].Bytes(), sstable.BlockNote(frames[fi].CheckNote()))
+			}
 			var buf []byte
 			if n == 1 {
 				buf = fs[0].Bytes()[:r.h.Len]
@@ -455,8 +464,13 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn func(i int, bu
 			if err := fn(i, buf, verified); err != nil {
 				return err
 			}
-			if n == 1 && !verified {
+			switch {
+			case n > 1:
+			case !verified:
 				fs[0].MarkChecked()
+			case fs[0].CheckNote() == 0:
+				// Looked up again since it was loaded: worth a note.
+				fs[0].SetCheckNote(uint64(r.rd.NoteBlock(r.bi, buf)))
 			}
 		}
 		return nil
@@ -616,7 +630,7 @@ type run struct {
 // maxRunBytes bounds a coalesced read.
 const maxRunBytes = 256 << 10
 
-func (db *DB) readBlocksDirect(reads []blockRead, fn func(i int, buf []byte, verified bool) error) error {
+func (db *DB) readBlocksDirect(reads []blockRead, fn blockFunc) error {
 	order := make([]int, 0, len(reads))
 	for i, r := range reads {
 		if !r.skip {
@@ -705,7 +719,7 @@ func (dc *directCall) wait(db *DB) error {
 
 // deliver checks each run's read (err: the call's) and hands each block to
 // fn, unverified.
-func (dc *directCall) deliver(reads []blockRead, err error, fn func(i int, buf []byte, verified bool) error) error {
+func (dc *directCall) deliver(reads []blockRead, err error, fn blockFunc) error {
 	for k, r := range dc.runs {
 		req := &dc.reqs[k]
 		if req.Err != nil || req.N != len(dc.bufs[k]) {

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -149,5 +151,72 @@ func TestCacheReadsFixed(t *testing.T) {
 	}
 	if st.Engine.FixedTransfers == 0 {
 		t.Errorf("the arena is registered but no block read went fixed: %+v", st.Engine)
+	}
+}
+
+// TestBlockNotes: a cached block looked up again after the lookup that
+// verified it gets a note of its layout (bufpool.Frame.CheckNote), and the
+// lookups that prefetch with it, of keys of many blocks at once, find what
+// was written.
+func TestBlockNotes(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, config{"uring", ioengine.URing, Options{Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 4 << 20}})
+	defer db.Close()
+	const n = 3000
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
+	value := func(i int) []byte { return append(fmt.Appendf(nil, "value-%05d:", i), bytes.Repeat([]byte{byte(i)}, 250+i%100)...) }
+	for i := range n {
+		if err := db.Put(key(i), value(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for i := 0; i < n; i += 7 {
+		keys = append(keys, key(i))
+	}
+	for round := range 3 {
+		vals, found, err := db.MultiGet(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, k := range keys {
+			if i := j * 7; !found[j] || !bytes.Equal(vals[j], value(i)) {
+				t.Fatalf("round %d: %s: found %v, %d bytes", round, k, found[j], len(vals[j]))
+			}
+		}
+	}
+	// Every block of the table was looked up three times: each has a note
+	// (values of 260–360 bytes: at most 16 entries, one restart, a block).
+	rs, err := db.acquire(ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.release(rs)
+	tables := rs.v.levels[0]
+	if len(tables) != 1 {
+		t.Fatalf("%d tables in L0, want the one flushed", len(tables))
+	}
+	tb := tables[0]
+	rd, err := tb.loadReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted := 0
+	for i := range rd.NumBlocks() {
+		h := rd.Block(i)
+		fs, ok, err := db.pool.PinResident([]bufpool.Span{{File: tb.fid, Off: int64(h.Offset), Len: int64(h.Len)}}, nil)
+		if err != nil || !ok {
+			t.Fatalf("block %d not resident: %v", i, err)
+		}
+		if fs[0].Checked() && fs[0].CheckNote()&1 != 0 {
+			noted++
+		}
+		fs[0].Unpin()
+	}
+	if noted != rd.NumBlocks() {
+		t.Fatalf("%d of %d blocks have a note", noted, rd.NumBlocks())
 	}
 }

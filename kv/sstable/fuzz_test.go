@@ -83,6 +83,9 @@ func FuzzDecodeBlock(f *testing.F) {
 					checkCorrupt(t, err, len(buf))
 				}
 			}
+			note := noteBlock(buf, len(used))
+			prefetchBlock(buf, len(used), note)
+			prefetchBlock(buf, len(used), ^BlockNote(0))
 			b, err := decodeBlock(buf, site{"fuzz", fuzzBase})
 			if err != nil {
 				checkCorrupt(t, err, len(buf))
@@ -90,6 +93,10 @@ func FuzzDecodeBlock(f *testing.F) {
 			}
 			// Accepted: the lookup agrees with the block at every version.
 			checkLookups(t, buf, b)
+			// Accepted, one frame, one restart: it has a note.
+			if u := int(binary.LittleEndian.Uint32(buf[len(buf)-blockTrailerLen:])); len(buf) == Alignment && b.Len() <= restartInterval && noteBlock(buf, u)&1 == 0 {
+				t.Fatalf("a sound block of %d entries has no note", b.Len())
+			}
 			// Accepted: entries are sorted, and Get finds the newest
 			// version of every user key.
 			it := b.Iter()
