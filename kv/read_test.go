@@ -164,7 +164,9 @@ func TestBlockNotes(t *testing.T) {
 	defer db.Close()
 	const n = 3000
 	key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
-	value := func(i int) []byte { return append(fmt.Appendf(nil, "value-%05d:", i), bytes.Repeat([]byte{byte(i)}, 250+i%100)...) }
+	value := func(i int) []byte {
+		return append(fmt.Appendf(nil, "value-%05d:", i), bytes.Repeat([]byte{byte(i)}, 250+i%100)...)
+	}
 	for i := range n {
 		if err := db.Put(key(i), value(i)); err != nil {
 			t.Fatal(err)
