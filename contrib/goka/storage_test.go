@@ -393,3 +393,37 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompactionDefaults: a store left to its defaults compacts with the
+// store's own settings; what the caller sets is kept; a stop trigger left
+// out stays above a compaction trigger that is set.
+func TestCompactionDefaults(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.KV.L0CompactionTrigger != DefaultL0CompactionTrigger || o.KV.L0StopWritesTrigger != DefaultL0StopWritesTrigger || o.KV.BaseLevelSize != DefaultBaseLevelSize {
+		t.Fatalf("defaults: L0 trigger %d, stop %d, base %d", o.KV.L0CompactionTrigger, o.KV.L0StopWritesTrigger, o.KV.BaseLevelSize)
+	}
+	o, err = Options{KV: kv.Options{L0CompactionTrigger: 4, L0StopWritesTrigger: 12, BaseLevelSize: 64 << 20}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.KV.L0CompactionTrigger != 4 || o.KV.L0StopWritesTrigger != 12 || o.KV.BaseLevelSize != 64<<20 {
+		t.Fatalf("set: L0 trigger %d, stop %d, base %d", o.KV.L0CompactionTrigger, o.KV.L0StopWritesTrigger, o.KV.BaseLevelSize)
+	}
+	o, err = Options{KV: kv.Options{L0CompactionTrigger: 30}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.KV.L0StopWritesTrigger <= 30 {
+		t.Fatalf("L0 trigger 30: stop %d", o.KV.L0StopWritesTrigger)
+	}
+	s, err := Open(t.TempDir(), Options{KV: kv.Options{L0CompactionTrigger: 30, CacheSize: 1 << 20, MemtableSize: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -15,6 +15,15 @@ import (
 const (
 	DefaultFlushInterval       = time.Second
 	DefaultRecoveryOffsetEvery = 1024
+	// The store's own defaults for kv's compaction (kv's are 4, 12 and
+	// 64 MiB): goka's tables take updates spread over their whole key
+	// space, so every flushed table overlaps every table of L1. Twice the
+	// L0 files per compaction into a 4× larger L1 halve the bytes
+	// compaction rewrites, and with them the device time cold Gets wait
+	// behind (docs/DECISIONS.md).
+	DefaultL0CompactionTrigger = 8
+	DefaultL0StopWritesTrigger = 24
+	DefaultBaseLevelSize       = 256 << 20
 )
 
 // ErrClosed is returned by the methods of a closed Store or Storage.
@@ -22,7 +31,9 @@ var ErrClosed = errors.New("gokastore: closed")
 
 // Options configure a Store. The zero value is a store with kv's defaults
 // (64 MiB block cache, 64 MiB memtables, io_uring unless RINGSTORE_IO_URING
-// says otherwise) flushed at most once a second.
+// says otherwise) but for compaction (DefaultL0CompactionTrigger,
+// DefaultL0StopWritesTrigger, DefaultBaseLevelSize), flushed at most once a
+// second.
 type Options struct {
 	// KV configures the shared kv store. DisableWAL is always set: the
 	// changelog topic is the log (see the package documentation); ReadOnly
@@ -56,6 +67,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RecoveryOffsetEvery == 0 {
 		o.RecoveryOffsetEvery = DefaultRecoveryOffsetEvery
+	}
+	if o.KV.L0CompactionTrigger == 0 {
+		o.KV.L0CompactionTrigger = DefaultL0CompactionTrigger
+	}
+	if o.KV.L0StopWritesTrigger == 0 {
+		o.KV.L0StopWritesTrigger = max(DefaultL0StopWritesTrigger, 3*o.KV.L0CompactionTrigger)
+	}
+	if o.KV.BaseLevelSize == 0 {
+		o.KV.BaseLevelSize = DefaultBaseLevelSize
 	}
 	o.KV.DisableWAL = true
 	return o, nil
