@@ -438,16 +438,22 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 	// deliver hands the blocks of which (pinned in frames, in order) to fn.
 	deliver := func(which []int, frames []*bufpool.Frame) error {
 		fi := 0
+		// pk is the next of which to prefetch, its first frame frames[pf]:
+		// each block's lines start loading prefetchDistance blocks before
+		// fn gets to it, while fn works on the blocks between.
+		pk, pf := 0, 0
 		for k, i := range which {
+			for ; pk < len(which) && pk <= k+prefetchDistance; pk++ {
+				pr := reads[which[pk]]
+				if pf < len(frames) {
+					pr.rd.PrefetchBlock(pr.bi, frames[pf].Bytes(), sstable.BlockNote(frames[pf].CheckNote()))
+				}
+				pf += blockFrames(pr.h)
+			}
 			r := reads[i]
 			n := blockFrames(r.h)
 			fs := frames[fi : fi+n]
 			fi += n
-			if k+1 < len(which) && fi < len(frames) {
-				// The next block's first lines load while fn works on this one.
-				nr := reads[which[k+1]]
-				nr.rd.PrefetchBlock(nr.bi, frames[fi].Bytes(), sstable.BlockNote(frames[fi].CheckNote()))
-			}
 			var buf []byte
 			if n == 1 {
 				buf = fs[0].Bytes()[:r.h.Len]
@@ -613,6 +619,11 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 	}
 	return nil
 }
+
+// prefetchDistance is how many blocks ahead of its lookup a cached round
+// starts loading a block's lines into the CPU's cache
+// (sstable.Reader.PrefetchBlock).
+const prefetchDistance = 2
 
 // blockFrames is how many 4 KiB cache frames a block spans (blocks are
 // 4 KiB-aligned).

@@ -12,16 +12,12 @@ import (
 // A note is made for a block of Alignment bytes with one restart (at most
 // restartInterval entries: values of a few hundred bytes). Bit k (0–63)
 // says that cache line k (bytes 64k to 64k+63) holds part of an entry's
-// header or key: the lines a lookup's walk reads. Line 0 always holds the
-// first entry, so a note is never 0.
+// header or key: the lines a lookup's walk may read, not the values it
+// steps over. Line 0 always holds the first entry, so a note is never 0.
 type BlockNote uint64
 
 // lineSize is the cache line size a BlockNote counts in.
 const lineSize = 64
-
-// prefetchLines is how many of a note's lines PrefetchBlock loads: the
-// first entries' headers and keys, where every walk starts.
-const prefetchLines = 3
 
 // NoteBlock returns the note of data block i, verified (GetInBlock found it
 // sound) and read into buf: 0 unless the block is Alignment bytes with one
@@ -69,11 +65,11 @@ func noteBlock(buf []byte, used int) BlockNote {
 }
 
 // PrefetchBlock starts loading, into the CPU's cache, the memory a lookup
-// in data block i (its bytes in buf, note kept with them or 0) reads first:
-// the line of the restart count, and the first entries' lines (line 0
-// without a note). It waits for none of them: called for the next block
-// before a lookup in this one, the loads overlap that lookup's work. It
-// checks nothing and reads nothing outside buf.
+// in data block i (its bytes in buf, note kept with them or 0) reads: the
+// line of the restart count, and the lines the note names (line 0 without
+// a note). It waits for none of them (prefetch instructions, not loads):
+// called for a block a little before the lookup in it, the loads overlap
+// the lookups before. It checks nothing and touches nothing outside buf.
 func (r *Reader) PrefetchBlock(i int, buf []byte, note BlockNote) {
 	if i < 0 || i >= r.index.len() {
 		return
@@ -86,18 +82,11 @@ func prefetchBlock(buf []byte, used int, note BlockNote) {
 	if len(buf) != Alignment || used < 4 || used > Alignment-blockTrailerLen {
 		return
 	}
-	sum := buf[used-4]
+	prefetch(&buf[used-4])
 	if note == 0 {
 		note = 1
 	}
-	for b, n := uint64(note), 0; b != 0 && n < prefetchLines; b, n = b&(b-1), n+1 {
-		sum += buf[lineSize*bits.TrailingZeros64(b)&(Alignment-1)]
+	for b := uint64(note); b != 0; b &= b - 1 {
+		prefetch(&buf[lineSize*bits.TrailingZeros64(b)&(Alignment-1)])
 	}
-	prefetched(sum)
 }
-
-// prefetched keeps PrefetchBlock's loads: a call the compiler cannot see
-// through.
-//
-//go:noinline
-func prefetched(byte) {}
