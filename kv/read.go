@@ -369,8 +369,8 @@ type blockRead struct {
 	buf []byte
 }
 
-// blockFunc is what readBlocks calls with each block: fn(i, buf, verified,
-// note) for reads[i]. buf is valid only during fn, which checks and
+// blockFunc is what readBlocks calls with each block: fn(i, buf, verified)
+// for reads[i]. buf is valid only during fn, which checks and
 // decodes it; its error ends the call. verified says a cached block's
 // checksum passed in an earlier fn since it was loaded (the frame is
 // marked once fn returns nil): a block is verified once per load, not once
