@@ -91,7 +91,10 @@
 // ReadOptions.NoFillCache uses cached blocks but reads misses without
 // keeping them. A block's CRC32C is checked when it is read from the file:
 // a cached block at its first lookup after its load (its frame is then
-// marked), an uncached one on every read.
+// marked), an uncached one on every read. A cached block looked up again
+// gets a note of the cache lines its entries' headers and keys lie in
+// (sstable.BlockNote, kept with the frame until it loads again); a round's
+// lookups prefetch each block's noted lines two blocks before they reach it.
 //
 // ReadAhead starts the first round's block reads of a batch of keys, the
 // way that MultiGet would read them — as many as its first Pin takes through
