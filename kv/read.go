@@ -475,8 +475,12 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			case !verified:
 				fs[0].MarkChecked()
 			case fs[0].CheckNote() == 0:
-				// Looked up again since it was loaded: worth a note.
-				fs[0].SetCheckNote(uint64(r.rd.NoteBlock(r.bi, buf)))
+				// Looked up again since it was loaded: worth a note. A
+				// block that has none (more than one restart) is not
+				// stored to, so lookups of it do not contend for its frame.
+				if note := r.rd.NoteBlock(r.bi, buf); note != 0 {
+					fs[0].SetCheckNote(uint64(note))
+				}
 			}
 		}
 		return nil
