@@ -101,6 +101,10 @@ func testIntraL0(t *testing.T, mode ioengine.IOMode) {
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
+		// A store flushed every second gives its merges time between
+		// flushes; without this wait a slow machine piles up
+		// intraL0MaxTables tables, which rightly go to L1.
+		waitL0Below(t, db, opts.L0CompactionTrigger)
 		if round == 5 {
 			snap, snapModel = db.NewSnapshot(), m.clone()
 		}
@@ -116,15 +120,7 @@ func testIntraL0(t *testing.T, mode ioengine.IOMode) {
 	for i := range hookKeys {
 		m[string(keyOf(i))] = duringMerge
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	var s Stats
-	for {
-		s = db.Stats()
-		if s.Levels[0].Tables < opts.L0CompactionTrigger || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	s := waitL0Below(t, db, opts.L0CompactionTrigger)
 	t.Logf("after the flushes:\n%s", s)
 	if s.Compacted[0].Count < 2 {
 		t.Errorf("%d intra-L0 merges, want at least 2", s.Compacted[0].Count)
@@ -155,5 +151,19 @@ func testIntraL0(t *testing.T, mode ioengine.IOMode) {
 	}
 	for range 4 {
 		checkAgainst(t, db, m, r, ReadOptions{}, nkeys)
+	}
+}
+
+// waitL0Below waits up to 30 seconds for L0 to hold fewer than n tables
+// and returns the Stats it last saw (the caller checks them).
+func waitL0Below(t *testing.T, db *DB, n int) Stats {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := db.Stats()
+		if s.Levels[0].Tables < n || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
