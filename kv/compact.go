@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -232,7 +233,7 @@ func (db *DB) intraL0MaxTables() int {
 // table (a lower level may compact meanwhile).
 func (db *DB) pickIntraL0Locked(v *version) (c *compaction, wait bool) {
 	l0 := v.levels[0]
-	if db.compactReq > 0 || len(l0) < 2 || len(l0) >= db.intraL0MaxTables() {
+	if db.compactReq > 0 || db.drainingL0Locked(v) || len(l0) < 2 || len(l0) >= db.intraL0MaxTables() {
 		return nil, false
 	}
 	lo, hi := keyRange(l0)
@@ -278,7 +279,7 @@ func (db *DB) pickCompactionLocked() *compaction {
 	}
 	v := db.current
 	trigger := db.opts.L0CompactionTrigger
-	if db.compactReq > 0 {
+	if db.compactReq > 0 || db.drainingL0Locked(v) {
 		trigger = 1
 	}
 	if len(v.levels[0]) >= trigger {
@@ -662,6 +663,83 @@ func (db *DB) Compact() error {
 		}
 		db.cond.Wait()
 	}
+}
+
+// WaitForCompactions returns once no compaction runs and none is due: L0
+// holds fewer than L0CompactionTrigger tables and every level is within its
+// target, the state the background compactions keep when they keep up. A
+// store that has just taken a bulk load (a restore) calls it to pay the
+// load's compaction debt before it serves reads. Unlike Compact it forces
+// nothing, so other writers' flushes keep the usual triggers and the wait
+// ends whenever the compactions catch up. With DisableAutoCompaction
+// nothing runs by itself and it returns at once. ctx ends the wait early
+// with its error.
+func (db *DB) WaitForCompactions(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		db.mu.Lock()
+		db.cond.Broadcast()
+		db.mu.Unlock()
+	})
+	defer stop()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for {
+		switch {
+		case db.bgErr != nil:
+			return db.bgErr
+		case db.closed:
+			return ErrClosed
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case db.opts.DisableAutoCompaction:
+			return nil
+		}
+		if !db.compacting && !db.compactionDueLocked() {
+			return nil
+		}
+		db.cond.Wait()
+	}
+}
+
+// DrainL0 compacts every table L0 holds now into L1 (and so on down while
+// a level is over its target) and waits for it, as WaitForCompactions does.
+// Tables flushed after the call keep the usual triggers. A store that has
+// just taken a bulk load calls it so that the load's L0 tables, which the
+// triggers would leave in L0 for the next flushes to push into L1 while
+// reads are served, are merged before. It returns at once with
+// DisableAutoCompaction (use Compact).
+func (db *DB) DrainL0(ctx context.Context) error {
+	db.mu.Lock()
+	if l0 := db.current.levels[0]; len(l0) > 0 {
+		// L0 is newest first; every table is numbered below nextFileNum.
+		db.drainL0 = max(db.drainL0, db.nextFileNum-1)
+		db.cond.Broadcast()
+	}
+	db.mu.Unlock()
+	return db.WaitForCompactions(ctx)
+}
+
+// drainingL0Locked reports whether L0 still holds a table that DrainL0
+// asked to move into L1.
+func (db *DB) drainingL0Locked(v *version) bool {
+	l0 := v.levels[0]
+	return len(l0) > 0 && l0[len(l0)-1].meta.Num <= db.drainL0
+}
+
+// compactionDueLocked reports whether the background compactions have work:
+// L0 at its trigger or a level over its target (what pickCompactionLocked
+// looks at, without moving its round-robin pointers).
+func (db *DB) compactionDueLocked() bool {
+	v := db.current
+	if len(v.levels[0]) >= db.opts.L0CompactionTrigger || db.drainingL0Locked(v) {
+		return true
+	}
+	for l := 1; l < numLevels-1; l++ {
+		if v.levelBytes(l) > db.levelTarget(l) {
+			return true
+		}
+	}
+	return false
 }
 
 // pickCompactionPeekLocked reports whether nothing is left to compact for a

@@ -153,11 +153,12 @@ type DB struct {
 	iterators   int
 	bgErr       error // the first background failure; writes fail with it after
 	closed      bool
-	compactReq  int  // Compact calls waiting
-	compacting  bool // the compaction goroutine is running a compaction
-	flushing    bool // a flush has reserved its table's number and not installed it
-	installing  bool // a version is being installed (its manifest written)
-	dirDirty    bool // a file was removed since the directory was last flushed
+	compactReq  int    // Compact calls waiting
+	drainL0     uint64 // L0 tables numbered up to this go to L1 at once (DrainL0)
+	compacting  bool   // the compaction goroutine is running a compaction
+	flushing    bool   // a flush has reserved its table's number and not installed it
+	installing  bool   // a version is being installed (its manifest written)
+	dirDirty    bool   // a file was removed since the directory was last flushed
 	compactPtr  [numLevels][]byte
 	bgWG        sync.WaitGroup // the flush and compaction goroutines
 

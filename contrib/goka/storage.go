@@ -1,6 +1,7 @@
 package gokastore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -29,6 +30,7 @@ type Storage struct {
 	offset    atomic.Int64
 	hasOffset atomic.Bool
 	sets      atomic.Int64 // SetOffset calls while recovering
+	restored  atomic.Int64 // bytes of keys and values Set while recovering
 	recovered atomic.Bool  // set by MarkRecovered once its flush returned
 	closed    atomic.Bool
 
@@ -122,8 +124,12 @@ func (st *Storage) Set(key string, value []byte) error {
 	if value == nil {
 		return fmt.Errorf("gokastore: set key %q of topic %q partition %d: nil value (use Delete)", key, st.topic, st.partition)
 	}
-	if err := st.s.db.Put(valueKey(st.prefix, key), value); err != nil {
+	k := valueKey(st.prefix, key)
+	if err := st.s.db.Put(k, value); err != nil {
 		return st.errf("set", key, err)
+	}
+	if !st.recovered.Load() {
+		st.restored.Add(int64(len(k) + len(value)))
 	}
 	return nil
 }
@@ -197,7 +203,11 @@ func (st *Storage) writeOffset() error {
 
 // MarkRecovered makes the restored partition durable: it writes the offset
 // record and flushes the store, so a restart resumes after the last offset
-// recovered.
+// recovered. A restore that wrote at least a memtable's bytes also left L0
+// tables and the compactions they make due; unless Options.NoCompactionWait,
+// MarkRecovered then merges L0 into the levels below and waits for it
+// (kv.DB.DrainL0), so that the partition's processing does not start
+// behind those compactions (its restore takes that much longer).
 func (st *Storage) MarkRecovered() error {
 	if err := st.check(); err != nil {
 		return err
@@ -207,6 +217,11 @@ func (st *Storage) MarkRecovered() error {
 	}
 	if err := st.s.db.Flush(); err != nil {
 		return fmt.Errorf("gokastore: flush at recovery of topic %q partition %d in %s: %w", st.topic, st.partition, st.s.dir, err)
+	}
+	if !st.s.opts.NoCompactionWait && st.restored.Load() >= st.s.db.Options().MemtableSize {
+		if err := st.s.db.DrainL0(context.Background()); err != nil {
+			return fmt.Errorf("gokastore: compactions after the recovery of topic %q partition %d in %s: %w", st.topic, st.partition, st.s.dir, err)
+		}
 	}
 	st.recovered.Store(true)
 	return nil

@@ -427,3 +427,46 @@ func TestCompactionDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRecoveredDrainsL0 restores more than a memtable's bytes: MarkRecovered
+// leaves L0 empty (the restore's tables merged below) unless
+// NoCompactionWait, and a small restore leaves L0 as its triggers do. The
+// values read back either way.
+func TestRecoveredDrainsL0(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records int
+		noWait  bool
+		emptyL0 bool
+	}{
+		{"large", 20000, false, true},
+		{"large-nowait", 20000, true, false},
+		{"small", 100, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions()
+			o.NoCompactionWait = tc.noWait
+			s, err := Open(t.TempDir(), o)
+			must(t, err)
+			defer func() { must(t, s.Close()) }()
+			st := mustBuild(t, s.Builder(), "restore", 0)
+			value := bytes.Repeat([]byte("v"), 40)
+			for i := range tc.records {
+				must(t, st.Set(fmt.Sprintf("key%08d", i*7919%tc.records), value))
+				must(t, st.SetOffset(int64(i)))
+			}
+			must(t, st.MarkRecovered())
+			l0 := s.DB().Stats().Levels[0].Tables
+			if tc.emptyL0 != (l0 == 0) {
+				t.Fatalf("after MarkRecovered L0 holds %d tables (want it empty: %v)\n%s", l0, tc.emptyL0, s.DB().Stats())
+			}
+			for i := range tc.records {
+				got, err := st.Get(fmt.Sprintf("key%08d", i))
+				if err != nil || !bytes.Equal(got, value) {
+					t.Fatalf("key%08d: %q, %v", i, got, err)
+				}
+			}
+			must(t, st.Close())
+		})
+	}
+}

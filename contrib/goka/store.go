@@ -47,6 +47,11 @@ type Options struct {
 	// partition go by between two writes of its offset record, so that a
 	// memtable flushed during recovery carries a recent offset. Default 1024.
 	RecoveryOffsetEvery int
+	// NoCompactionWait makes MarkRecovered return once the partition is
+	// durable, without merging the L0 tables a large restore left
+	// (Storage.MarkRecovered). Processing then starts at once, its reads
+	// sharing the device with those compactions until they catch up.
+	NoCompactionWait bool
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -21,7 +21,7 @@
 // Usage:
 //
 //	gokabench [--keys 2000000] [--restore 0 (= keys)] [--seconds 10] [--trials 3]
-//	          [--cache-mib 16] [--memtable-mib 16] [--limit-mib 192] [--settle] [--json FILE]
+//	          [--cache-mib 64] [--memtable-mib 16] [--limit-mib 192] [--settle] [--json FILE]
 package main
 
 import (
@@ -94,7 +94,7 @@ func main() {
 	flag.Float64Var(&o.Seconds, "seconds", 30, "processing seconds measured per trial (long enough that the compactions a restore leaves behind do not fill the window)")
 	flag.Float64Var(&o.Warmup, "warmup", 1, "processing seconds before the measured ones")
 	flag.IntVar(&o.Trials, "trials", 3, "trials per mode (modes interleaved)")
-	flag.Int64Var(&o.CacheMiB, "cache-mib", 16, "ringstore block cache, MiB")
+	flag.Int64Var(&o.CacheMiB, "cache-mib", 64, "ringstore block cache, MiB (64: the block caches goka's LevelDB storage holds at 8 partitions, goleveldb's default 8 MiB each)")
 	flag.Int64Var(&o.MemtableMiB, "memtable-mib", 16, "ringstore memtable size, MiB (up to 3 are held)")
 	flag.Int64Var(&o.LimitMiB, "limit-mib", 192, "memory cgroup limit of every child, MiB")
 	flag.BoolVar(&o.NoCgroup, "no-cgroup", false, "run the children without a memory cgroup")
