@@ -402,15 +402,15 @@ func TestCompactionDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.KV.L0CompactionTrigger != DefaultL0CompactionTrigger || o.KV.L0StopWritesTrigger != DefaultL0StopWritesTrigger || o.KV.BaseLevelSize != DefaultBaseLevelSize {
-		t.Fatalf("defaults: L0 trigger %d, stop %d, base %d", o.KV.L0CompactionTrigger, o.KV.L0StopWritesTrigger, o.KV.BaseLevelSize)
+	if o.KV.L0CompactionTrigger != DefaultL0CompactionTrigger || o.KV.L0StopWritesTrigger != DefaultL0StopWritesTrigger || o.KV.BaseLevelSize != DefaultBaseLevelSize || o.KV.BloomBitsPerKey != DefaultBloomBitsPerKey {
+		t.Fatalf("defaults: L0 trigger %d, stop %d, base %d, bloom bits %d", o.KV.L0CompactionTrigger, o.KV.L0StopWritesTrigger, o.KV.BaseLevelSize, o.KV.BloomBitsPerKey)
 	}
-	o, err = Options{KV: kv.Options{L0CompactionTrigger: 4, L0StopWritesTrigger: 12, BaseLevelSize: 64 << 20}}.withDefaults()
+	o, err = Options{KV: kv.Options{L0CompactionTrigger: 4, L0StopWritesTrigger: 12, BaseLevelSize: 64 << 20, BloomBitsPerKey: 10}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.KV.L0CompactionTrigger != 4 || o.KV.L0StopWritesTrigger != 12 || o.KV.BaseLevelSize != 64<<20 {
-		t.Fatalf("set: L0 trigger %d, stop %d, base %d", o.KV.L0CompactionTrigger, o.KV.L0StopWritesTrigger, o.KV.BaseLevelSize)
+	if o.KV.L0CompactionTrigger != 4 || o.KV.L0StopWritesTrigger != 12 || o.KV.BaseLevelSize != 64<<20 || o.KV.BloomBitsPerKey != 10 {
+		t.Fatalf("set: L0 trigger %d, stop %d, base %d, bloom bits %d", o.KV.L0CompactionTrigger, o.KV.L0StopWritesTrigger, o.KV.BaseLevelSize, o.KV.BloomBitsPerKey)
 	}
 	o, err = Options{KV: kv.Options{L0CompactionTrigger: 30}}.withDefaults()
 	if err != nil {
