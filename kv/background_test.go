@@ -21,22 +21,8 @@ func TestFlushDuringCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	db.mu.Lock()
-	db.testInCompaction = func() {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	}
-	db.mu.Unlock()
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	entered, release := holdFirstMerge(db)
+	defer release()
 
 	key := func(i int) []byte { return fmt.Appendf(nil, "key%06d", i) }
 	val := func(i int) []byte { return fmt.Appendf(nil, "value of %d, padded to a few dozen bytes", i) }
@@ -83,8 +69,7 @@ func TestFlushDuringCompaction(t *testing.T) {
 		t.Errorf("while the compaction was held: flushes %d -> %d, compactions %d -> %d; want one more flush and no compaction",
 			before.Flushes, after.Flushes, before.Compactions, after.Compactions)
 	}
-	close(release)
-	released = true
+	release()
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +131,21 @@ func TestCompactionInputWalksTheTable(t *testing.T) {
 	if got.err() != nil || want.Err() != nil || n != 12000 {
 		t.Fatalf("%d entries, errors %v, %v", n, got.err(), want.Err())
 	}
+}
+
+// holdFirstMerge makes db's first merging compaction stop in its merge:
+// entered is closed when it has stopped there, and release (safe to call
+// more than once) lets it go on.
+func holdFirstMerge(db *DB) (entered <-chan struct{}, release func()) {
+	in, out := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	db.mu.Lock()
+	db.testInCompaction = func() {
+		once.Do(func() {
+			close(in)
+			<-out
+		})
+	}
+	db.mu.Unlock()
+	return in, func() { released.Do(func() { close(out) }) }
 }

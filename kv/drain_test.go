@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 )
@@ -71,16 +70,8 @@ func TestWaitForCompactionsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	db.mu.Lock()
-	db.testInCompaction = func() {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	}
-	db.mu.Unlock()
+	entered, release := holdFirstMerge(db)
+	defer release()
 	for i := range 2 {
 		if err := db.Put(keyOf(0), keyOf(i)); err != nil {
 			t.Fatal(err)
@@ -93,10 +84,9 @@ func TestWaitForCompactionsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := db.WaitForCompactions(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		close(release)
 		t.Fatalf("WaitForCompactions during a held merge: %v, want the context's deadline", err)
 	}
-	close(release)
+	release()
 	if err := db.WaitForCompactions(context.Background()); err != nil {
 		t.Fatal(err)
 	}
