@@ -56,7 +56,11 @@
 //     Every RecoveryOffsetEvery SetOffset calls (1024) the offset record is
 //     written, so the memtable flushes that a large restore makes (a full
 //     memtable) carry recent progress. MarkRecovered writes the offset record
-//     and flushes: the restored partition is durable when it returns.
+//     and flushes: the restored partition is durable when it returns. After
+//     a restore of at least a memtable's bytes it also merges the L0 tables
+//     the restore left into the levels below before it returns (unless
+//     Options.NoCompactionWait), so processing does not start behind those
+//     compactions; a crash meanwhile costs nothing, the data being durable.
 //   - Processing (after MarkRecovered): SetOffset asks a background flusher
 //     for a flush; it runs at most once per FlushInterval (1s): it writes the
 //     offset record of every open partition, then flushes the memtable.
