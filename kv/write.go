@@ -410,11 +410,20 @@ func (db *DB) publishReady() {
 	if len(done) == 0 {
 		return
 	}
+	// Only the flush goroutine waits on an inflight count, that of an
+	// immutable memtable (rotateLocked broadcasts when one becomes
+	// immutable): the writes to the mutable one wake nobody, so a write
+	// does not wake the flush and compaction goroutines to look and sleep
+	// again.
 	db.mu.Lock()
+	wake := false
 	for _, h := range done {
 		h.mem.inflight--
+		wake = wake || (h.mem.inflight == 0 && h.mem != db.mem)
 	}
-	db.cond.Broadcast()
+	if wake {
+		db.cond.Broadcast()
+	}
 	db.mu.Unlock()
 	for _, h := range done {
 		close(h.applied)

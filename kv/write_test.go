@@ -144,3 +144,48 @@ func TestWriteRefusesOversizedBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestFlushWaitsForInflightGroup holds a group's log flush while a Flush
+// makes its memtable immutable: the flush of that memtable waits for the
+// group, and must run once the group is published (the publish wakes the
+// flush goroutine; nothing else does).
+func TestFlushWaitsForInflightGroup(t *testing.T) {
+	plan := ioengine.NewFaultPlan()
+	opts := Options{Engine: testengine.New(t, ioengine.Syscall, ioengine.Options{Faults: plan}), Logf: t.Logf}
+	db, err := Open(testdir.Direct(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Put([]byte("before"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	plan.Add(ioengine.Fault{Kind: ioengine.FaultEAGAIN, Op: ioengine.OpFdatasync, Hold: hold})
+	put := make(chan error, 1)
+	go func() { put <- db.Put([]byte("held"), []byte("y")) }()
+	time.Sleep(50 * time.Millisecond) // the Put's group waits on its held sync
+	flushed := make(chan error, 1)
+	go func() { flushed <- db.Flush() }()
+	time.Sleep(50 * time.Millisecond) // the Flush made the memtable immutable
+	close(hold)
+	for _, c := range []struct {
+		what string
+		ch   chan error
+	}{{"Put", put}, {"Flush", flushed}} {
+		select {
+		case err := <-c.ch:
+			if err != nil {
+				t.Fatalf("%s: %v", c.what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not return once the held group was durable", c.what)
+		}
+	}
+	if got, err := db.Get([]byte("held")); err != nil || string(got) != "y" {
+		t.Fatalf("Get(held): %q, %v", got, err)
+	}
+	if s := db.Stats(); s.Levels[0].Tables == 0 {
+		t.Fatalf("no table after the Flush:\n%s", s)
+	}
+}
