@@ -652,11 +652,8 @@ func (db *DB) Compact() error {
 	defer func() { db.compactReq-- }()
 	db.cond.Broadcast()
 	for {
-		switch {
-		case db.bgErr != nil:
-			return db.bgErr
-		case db.closed:
-			return ErrClosed
+		if err := db.stoppedLocked(); err != nil {
+			return err
 		}
 		if !db.compacting && len(db.imm) == 0 && db.pickCompactionPeekLocked() {
 			return nil
@@ -684,17 +681,13 @@ func (db *DB) WaitForCompactions(ctx context.Context) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for {
-		switch {
-		case db.bgErr != nil:
-			return db.bgErr
-		case db.closed:
-			return ErrClosed
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case db.opts.DisableAutoCompaction:
-			return nil
+		if err := db.stoppedLocked(); err != nil {
+			return err
 		}
-		if !db.compacting && !db.compactionDueLocked() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if db.opts.DisableAutoCompaction || (!db.compacting && !db.compactionDueLocked()) {
 			return nil
 		}
 		db.cond.Wait()
@@ -740,6 +733,18 @@ func (db *DB) compactionDueLocked() bool {
 		}
 	}
 	return false
+}
+
+// stoppedLocked returns what ends a wait for the background work: the
+// store's failure, or ErrClosed.
+func (db *DB) stoppedLocked() error {
+	switch {
+	case db.bgErr != nil:
+		return db.bgErr
+	case db.closed:
+		return ErrClosed
+	}
+	return nil
 }
 
 // pickCompactionPeekLocked reports whether nothing is left to compact for a
