@@ -724,9 +724,12 @@ func (db *DB) drainingL0Locked(v *version) bool {
 // looks at, without moving its round-robin pointers).
 func (db *DB) compactionDueLocked() bool {
 	v := db.current
-	if len(v.levels[0]) >= db.opts.L0CompactionTrigger || db.drainingL0Locked(v) {
-		return true
-	}
+	return len(v.levels[0]) >= db.opts.L0CompactionTrigger || db.drainingL0Locked(v) || db.levelOverTarget(v)
+}
+
+// levelOverTarget reports whether a level of v below L0 holds more than
+// its target.
+func (db *DB) levelOverTarget(v *version) bool {
 	for l := 1; l < numLevels-1; l++ {
 		if v.levelBytes(l) > db.levelTarget(l) {
 			return true
@@ -750,13 +753,5 @@ func (db *DB) stoppedLocked() error {
 // pickCompactionPeekLocked reports whether nothing is left to compact for a
 // Compact call (without changing the round-robin pointers).
 func (db *DB) pickCompactionPeekLocked() bool {
-	if len(db.current.levels[0]) > 0 {
-		return false
-	}
-	for l := 1; l < numLevels-1; l++ {
-		if db.current.levelBytes(l) > db.levelTarget(l) {
-			return false
-		}
-	}
-	return true
+	return len(db.current.levels[0]) == 0 && !db.levelOverTarget(db.current)
 }

@@ -13,12 +13,7 @@ import (
 // flush keeps the usual trigger (stays in L0), and that every key reads
 // back as the model says.
 func TestDrainL0(t *testing.T) {
-	opts := Options{MemtableSize: 1 << 20, L0CompactionTrigger: 4, L0StopWritesTrigger: 12,
-		CacheSize: 1 << 20, DisableWAL: true, Logf: t.Logf}
-	db, err := Open(t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openL0Test(t, 4)
 	defer db.Close()
 	r := rand.New(rand.NewPCG(32, 0))
 	const nkeys = 2000
@@ -63,12 +58,7 @@ func TestDrainL0(t *testing.T) {
 // TestWaitForCompactionsContext holds a compaction in its merge: the wait
 // ends with the context's error, and without one once the merge is let go.
 func TestWaitForCompactionsContext(t *testing.T) {
-	opts := Options{MemtableSize: 1 << 20, L0CompactionTrigger: 2, L0StopWritesTrigger: 12,
-		CacheSize: 1 << 20, DisableWAL: true, Logf: t.Logf}
-	db, err := Open(t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openL0Test(t, 2)
 	defer db.Close()
 	entered, release := holdFirstMerge(db)
 	defer release()
@@ -90,7 +80,19 @@ func TestWaitForCompactionsContext(t *testing.T) {
 	if err := db.WaitForCompactions(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := db.Stats().Levels[0].Tables; got >= opts.L0CompactionTrigger {
-		t.Fatalf("after WaitForCompactions L0 holds %d tables, want fewer than %d", got, opts.L0CompactionTrigger)
+	if got := db.Stats().Levels[0].Tables; got >= db.Options().L0CompactionTrigger {
+		t.Fatalf("after WaitForCompactions L0 holds %d tables, want fewer than %d", got, db.Options().L0CompactionTrigger)
 	}
+}
+
+// openL0Test opens a small store without a log whose L0 compacts at
+// trigger tables.
+func openL0Test(t *testing.T, trigger int) *DB {
+	t.Helper()
+	db, err := Open(t.TempDir(), Options{MemtableSize: 1 << 20, L0CompactionTrigger: trigger,
+		L0StopWritesTrigger: 12, CacheSize: 1 << 20, DisableWAL: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
