@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 // Arrow IPC files carry no checksums: a flipped byte in a record batch's
@@ -65,8 +66,6 @@ const (
 	minSidecarChunk  = 512
 	maxSidecarChunk  = 4096
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrNoSidecar: the Arrow file has no sidecar of checksums.
 var ErrNoSidecar = errors.New("arrowscan: no checksum sidecar (Arrow IPC files have no checksums of their own; only their bounds and offsets are checked)")
@@ -128,7 +127,7 @@ func EncodeSidecar(s Sidecar) []byte {
 	for _, c := range s.Chunks {
 		b = binary.LittleEndian.AppendUint32(b, c)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 }
 
 // DecodeSidecar parses a sidecar; name is used in errors, which are
@@ -170,7 +169,7 @@ func DecodeSidecar(b []byte, name string) (Sidecar, error) {
 		return bad(12, "%d blocks and %d chunk checksums need %d bytes, the sidecar has %d", n, m, need, len(b))
 	}
 	end := len(b) - 4
-	if got, want := binary.LittleEndian.Uint32(b[end:]), crc32.Checksum(b[:end], castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[end:]), crc32c.Checksum(b[:end]); got != want {
 		return bad(int64(end), "checksum %#08x, computed %#08x", got, want)
 	}
 	s := Sidecar{FileSize: size, RestCRC: binary.LittleEndian.Uint32(b[24:]), ChunkSize: chunk}
@@ -231,11 +230,11 @@ func fileChecksums(f *os.File, path string) (Sidecar, *Footer, error) {
 				}
 				return 0, &ReadError{Path: path, Part: "file", Offset: off, Len: n, Err: err}
 			}
-			crc = crc32.Update(crc, castagnoli, buf[:n])
+			crc = crc32c.Update(crc, buf[:n])
 			for at, data := off, buf[:n]; len(data) > 0; {
 				k := at / int64(s.ChunkSize)
 				take := min(int64(len(data)), (k+1)*int64(s.ChunkSize)-at)
-				s.Chunks[k] = crc32.Update(s.Chunks[k], castagnoli, data[:take])
+				s.Chunks[k] = crc32c.Update(s.Chunks[k], data[:take])
 				at, data = at+take, data[take:]
 			}
 			off += n

@@ -3,12 +3,13 @@ package arrowscan
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math/bits"
 	"os"
 	"sort"
 	"sync/atomic"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 // sidecarCheck checks the bytes a File reads against the chunk checksums
@@ -154,7 +155,7 @@ func (c *sidecarCheck) verify(off int64, data []byte, once bool) error {
 		n := min(int64(len(data)), cs)
 		word, bit := &c.done[k/64], uint64(1)<<(k%64)
 		if !once || word.Load()&bit == 0 {
-			if got := crc32.Checksum(data[:n], castagnoli); got != c.crcs[k] {
+			if got := crc32c.Checksum(data[:n]); got != c.crcs[k] {
 				return corrupt(c.path, c.partsIn(off, off+n), off, "checksum %#08x of the bytes %d..%d, its checksum sidecar says %#08x", got, off, off+n, c.crcs[k])
 			}
 			if once {

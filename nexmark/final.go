@@ -8,12 +8,12 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/ringstore/ringstore/internal/crc32c"
 	"github.com/ringstore/ringstore/internal/durable"
 )
 
@@ -207,7 +207,6 @@ type finalTimer struct {
 
 // A final stage's snapshot file: the snapshot, gob-encoded, then its
 // CRC-32C (4 bytes, big endian).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (f *finalStage) encodeSnapshot() ([]byte, error) {
 	s := finalSnapshot{Values: f.store.values, Pending: slices.Concat(append([][]Record{f.pending}, f.runs...)...), WMs: f.wms, Done: f.done, Sink: f.out.Sink}
@@ -221,7 +220,7 @@ func (f *finalStage) encodeSnapshot() ([]byte, error) {
 	if err := gob.NewEncoder(&buf).Encode(&s); err != nil {
 		return nil, err
 	}
-	return binary.BigEndian.AppendUint32(buf.Bytes(), crc32.Checksum(buf.Bytes(), castagnoli)), nil
+	return binary.BigEndian.AppendUint32(buf.Bytes(), crc32c.Checksum(buf.Bytes())), nil
 }
 
 // decodeFinalSnapshot reads what encodeSnapshot wrote, the file path, or
@@ -232,7 +231,7 @@ func decodeFinalSnapshot(path string, b []byte) (finalSnapshot, error) {
 		return s, damaged(path, 0, "a final-stage snapshot of %d bytes", len(b))
 	}
 	body := b[:len(b)-4]
-	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(b[len(b)-4:]); got != want {
+	if got, want := crc32c.Checksum(body), binary.BigEndian.Uint32(b[len(b)-4:]); got != want {
 		return s, damaged(path, int64(len(body)), "a final-stage snapshot of %d bytes fails its checksum (%08x, recorded %08x)", len(b), got, want)
 	}
 	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&s); err != nil {

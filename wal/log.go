@@ -3,13 +3,13 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ringstore/ringstore/internal/crc32c"
 	"github.com/ringstore/ringstore/internal/durable"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/wal/internal/format"
@@ -568,7 +568,7 @@ func (l *Log) commit(reqs []*request) {
 		}
 		g.reqs, reqs = reqs[:n], reqs[n:]
 		g.last, g.n = l.next-1, len(buf)
-		l.activeCRC = crc32.Update(l.activeCRC, format.Castagnoli, buf)
+		l.activeCRC = crc32c.Update(l.activeCRC, buf)
 		if g.seg.next != nil {
 			g.seg.next.Add(buf)
 		}

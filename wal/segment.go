@@ -3,13 +3,13 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/ringstore/ringstore/internal/crc32c"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/wal/internal/format"
 )
@@ -125,7 +125,7 @@ func scanEntries(img []byte, base uint64, limit int64) scanResult {
 			break
 		}
 		r.index = append(r.index, uint32(r.dataEnd))
-		r.crc = crc32.Update(r.crc, format.Castagnoli, img[r.dataEnd:r.dataEnd+int64(n)])
+		r.crc = crc32c.Update(r.crc, img[r.dataEnd:r.dataEnd+int64(n)])
 		r.dataEnd += int64(n)
 		r.last = seq
 	}
@@ -327,5 +327,5 @@ func listSegments(dir string, removeTmp bool) ([]uint64, error) {
 
 // segmentCRC is the CRC32C of a segment's data bytes.
 func segmentCRC(img []byte, dataEnd int64) uint32 {
-	return crc32.Checksum(img[SegmentHeaderSize:dataEnd], format.Castagnoli)
+	return crc32c.Checksum(img[SegmentHeaderSize:dataEnd])
 }

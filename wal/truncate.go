@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ringstore/ringstore/internal/crc32c"
 	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/wal/internal/format"
 )
@@ -204,7 +205,7 @@ func (l *Log) dataCRC(s *segment, end int64) (uint32, error) {
 		return 0, fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
-	h := crc32.New(format.Castagnoli)
+	h := crc32.New(crc32c.Table)
 	if _, err := io.Copy(h, io.NewSectionReader(f, SegmentHeaderSize, end-SegmentHeaderSize)); err != nil {
 		return 0, fmt.Errorf("wal: read %s: %w", s.path, err)
 	}

@@ -57,13 +57,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math/bits"
 	"os"
 	"path/filepath"
 
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/internal/crashfs"
+	"github.com/ringstore/ringstore/internal/crc32c"
 	"github.com/ringstore/ringstore/kv/internal/base"
 )
 
@@ -150,8 +150,6 @@ type Version struct {
 	Levels [NumLevels][]FileMeta
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // Validate checks the rules of the package documentation and returns an
 // *InvalidError naming the first level and file that breaks one.
 func (v *Version) Validate() error {
@@ -227,7 +225,7 @@ func Encode(v *Version) []byte {
 			b = appendKey(b, f.Largest)
 		}
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 }
 
 const (
@@ -297,7 +295,7 @@ func Decode(b []byte, name string) (*Version, error) {
 		return nil, &CorruptError{Path: name, Offset: 0, What: fmt.Sprintf("bad magic %#016x", m)}
 	}
 	body := b[:len(b)-crcLen]
-	if got, want := binary.LittleEndian.Uint32(b[len(body):]), crc32.Checksum(body, castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[len(body):]), crc32c.Checksum(body); got != want {
 		return nil, &CorruptError{Path: name, Offset: int64(len(body)), What: fmt.Sprintf("checksum %#08x, want %#08x", got, want)}
 	}
 	if fv := binary.LittleEndian.Uint32(b[8:]); fv != FormatVersion {

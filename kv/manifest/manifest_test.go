@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ringstore/ringstore"
+	"github.com/ringstore/ringstore/internal/crc32c"
 	"github.com/ringstore/ringstore/kv/internal/base"
 )
 
@@ -163,7 +163,7 @@ func TestBitFlips(t *testing.T) {
 func seal(b []byte) []byte {
 	b = bytes.Clone(b)
 	n := len(b) - crcLen
-	binary.LittleEndian.PutUint32(b[n:], crc32.Checksum(b[:n], castagnoli))
+	binary.LittleEndian.PutUint32(b[n:], crc32c.Checksum(b[:n]))
 	return b
 }
 

@@ -3,7 +3,8 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 const (
@@ -18,8 +19,6 @@ const (
 	blockTrailerLen = 8
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // zeros is what a data block's padding (shorter than Alignment) must equal.
 var zeros [Alignment]byte
 
@@ -30,7 +29,7 @@ func alignUp(n int) int { return (n + Alignment - 1) &^ (Alignment - 1) }
 func blockCRC(used []byte) uint32 {
 	var l [4]byte
 	binary.LittleEndian.PutUint32(l[:], uint32(len(used)))
-	return crc32.Update(crc32.Checksum(used, castagnoli), castagnoli, l[:])
+	return crc32c.Update(crc32c.Checksum(used), l[:])
 }
 
 // blockBuilder encodes the entries of one data block.

@@ -5,8 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"testing"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 // The fuzz targets feed each decoder arbitrary bytes twice: as they are,
@@ -29,7 +30,7 @@ func checkCorrupt(t *testing.T, err error, n int) {
 }
 
 func withCRC(body []byte) []byte {
-	return binary.LittleEndian.AppendUint32(append([]byte{}, body...), crc32.Checksum(body, castagnoli))
+	return binary.LittleEndian.AppendUint32(append([]byte{}, body...), crc32c.Checksum(body))
 }
 
 // sealBlock pads used into a data block with a correct trailer.
@@ -285,7 +286,7 @@ func FuzzDecodeFooter(f *testing.F) {
 		bufs := [][]byte{buf}
 		if len(buf) == FooterLen { // sealed: right checksum and magic
 			s := append([]byte{}, buf...)
-			binary.LittleEndian.PutUint32(s[52:], crc32.Checksum(s[:52], castagnoli))
+			binary.LittleEndian.PutUint32(s[52:], crc32c.Checksum(s[:52]))
 			binary.LittleEndian.PutUint64(s[56:], Magic)
 			bufs = append(bufs, s)
 		}

@@ -2,9 +2,10 @@ package sstable
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"math"
 	"math/bits"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 // BlockHandle locates one data block: Offset and Len are multiples of
@@ -24,7 +25,7 @@ type indexEntry struct {
 
 // appendSectionCRC appends CRC32C of sec[start:] to sec.
 func appendSectionCRC(sec []byte, start int) []byte {
-	return binary.LittleEndian.AppendUint32(sec, crc32.Checksum(sec[start:], castagnoli))
+	return binary.LittleEndian.AppendUint32(sec, crc32c.Checksum(sec[start:]))
 }
 
 // checkSectionCRC verifies the CRC32C that ends a metadata section and
@@ -35,7 +36,7 @@ func checkSectionCRC(buf []byte, s site, name string) ([]byte, error) {
 	}
 	body := buf[:len(buf)-4]
 	stored := binary.LittleEndian.Uint32(buf[len(body):])
-	if got := crc32.Checksum(body, castagnoli); got != stored {
+	if got := crc32c.Checksum(body); got != stored {
 		return nil, s.corrupt(0, "%s checksum mismatch: stored %#08x, computed %#08x over %d bytes", name, stored, got, len(body))
 	}
 	return body, nil
@@ -402,7 +403,7 @@ func encodeFooter(dst []byte, f footer) []byte {
 		dst = binary.LittleEndian.AppendUint64(dst, v)
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, f.version)
-	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32c.Checksum(dst[start:]))
 	return binary.LittleEndian.AppendUint64(dst, Magic)
 }
 
@@ -416,7 +417,7 @@ func decodeFooter(buf []byte, s site) (footer, error) {
 		return footer{}, s.corrupt(56, "footer magic %#016x, want %#016x (not an SST file, or truncated)", m, Magic)
 	}
 	stored := binary.LittleEndian.Uint32(buf[52:])
-	if got := crc32.Checksum(buf[:52], castagnoli); got != stored {
+	if got := crc32c.Checksum(buf[:52]); got != stored {
 		return footer{}, s.corrupt(52, "footer checksum mismatch: stored %#08x, computed %#08x", stored, got)
 	}
 	var f footer

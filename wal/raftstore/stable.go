@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 // Stable file format, version 1, little-endian. The whole key/value map is
@@ -29,7 +30,6 @@ const (
 
 var (
 	stableMagic = [8]byte{'R', 'S', 'R', 'A', 'F', 'T', 'K', 'V'}
-	castagnoli  = crc32.MakeTable(crc32.Castagnoli)
 	// errBadStable is wrapped by every decode error of the stable file.
 	errBadStable = errors.New("raftstore: bad stable file")
 )
@@ -53,7 +53,7 @@ func encodeStable(m map[string][]byte) []byte {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(m[k])))
 		b = append(b, m[k]...)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 }
 
 // decodeStable decodes a stable file image. Errors wrap errBadStable and
@@ -69,7 +69,7 @@ func decodeStable(b []byte) (map[string][]byte, error) {
 		return nil, bad(0, "magic %q, want %q", b[:8], stableMagic[:])
 	}
 	end := len(b) - 4
-	if want, got := binary.LittleEndian.Uint32(b[end:]), crc32.Checksum(b[:end], castagnoli); want != got {
+	if want, got := binary.LittleEndian.Uint32(b[end:]), crc32c.Checksum(b[:end]); want != got {
 		return nil, bad(end, "CRC32C %#08x, computed %#08x: truncated or corrupt", want, got)
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != stableVersion {

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 func TestStableEncodeDecode(t *testing.T) {
@@ -31,7 +32,7 @@ func TestStableEncodeDecode(t *testing.T) {
 // reCRC recomputes the trailing CRC so a test reaches the checks after it.
 func reCRC(b []byte) []byte {
 	end := len(b) - 4
-	binary.LittleEndian.PutUint32(b[end:], crc32.Checksum(b[:end], castagnoli))
+	binary.LittleEndian.PutUint32(b[end:], crc32c.Checksum(b[:end]))
 	return b
 }
 

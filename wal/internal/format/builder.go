@@ -2,12 +2,13 @@ package format
 
 import (
 	"encoding/binary"
-	"hash/crc32"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 var (
 	zeroPage      [PageSize]byte
-	zeroSectorCRC = crc32.Checksum(zeroPage[:SectorSize], Castagnoli)
+	zeroSectorCRC = crc32c.Checksum(zeroPage[:SectorSize])
 )
 
 // StaleTableBuilder builds the stale table a reusable segment's file will

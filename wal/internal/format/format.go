@@ -4,9 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/ringstore/ringstore"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 // Sizes of the fixed parts of the format.
@@ -30,7 +31,6 @@ var (
 	segmentMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'S', 'E', 'G'}
 	trailerMagic = [8]byte{'R', 'S', 'W', 'A', 'L', 'E', 'N', 'D'}
 	closeMagic   = [8]byte{'R', 'S', 'W', 'A', 'L', 'C', 'L', 'S'}
-	Castagnoli   = crc32.MakeTable(crc32.Castagnoli)
 )
 
 // Decoding errors. ErrEndOfEntries and ErrTruncated are what a torn tail
@@ -73,7 +73,7 @@ func (h SegmentHeader) Encode(b []byte) {
 	binary.LittleEndian.PutUint32(b[8:12], version)
 	binary.LittleEndian.PutUint64(b[16:24], h.BaseSeq)
 	binary.LittleEndian.PutUint64(b[24:32], h.Size)
-	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], Castagnoli))
+	binary.LittleEndian.PutUint32(b[36:40], crc32c.Checksum(b[0:36]))
 }
 
 // DecodeSegmentHeader checks and decodes a segment header.
@@ -135,7 +135,7 @@ func EncodeStaleTable(img []byte) []byte {
 // which starts at off of the file (both multiples of 512).
 func PutSectorCRCs(table []byte, off int64, chunk []byte) {
 	for i := int64(0); i+SectorSize <= int64(len(chunk)); i += SectorSize {
-		binary.LittleEndian.PutUint32(table[4*((off+i)/SectorSize):], crc32.Checksum(chunk[i:i+SectorSize], Castagnoli))
+		binary.LittleEndian.PutUint32(table[4*((off+i)/SectorSize):], crc32c.Checksum(chunk[i:i+SectorSize]))
 	}
 }
 
@@ -143,7 +143,7 @@ func PutSectorCRCs(table []byte, off int64, chunk []byte) {
 // bytes after its sector checksums.
 func SealStaleTable(table []byte, size int64) {
 	n := size / SectorSize
-	binary.LittleEndian.PutUint32(table[4*n:], crc32.Checksum(table[:4*n], Castagnoli))
+	binary.LittleEndian.PutUint32(table[4*n:], crc32c.Checksum(table[:4*n]))
 }
 
 // StaleTable is a decoded stale table.
@@ -162,7 +162,7 @@ func DecodeStaleTable(b []byte, size int64) (StaleTable, error) {
 	if AllZero(b[:4*n+4]) {
 		return nil, nil
 	}
-	if got, want := binary.LittleEndian.Uint32(b[4*n:]), crc32.Checksum(b[:4*n], Castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[4*n:]), crc32c.Checksum(b[:4*n]); got != want {
 		return nil, fmt.Errorf("%w: stale table checksum %#08x, computed %#08x", ErrCorrupt, got, want)
 	}
 	return StaleTable(b[:4*n]), nil
@@ -175,7 +175,7 @@ func (t StaleTable) Unchanged(img []byte, off int64) bool {
 	if 4*i+4 > int64(len(t)) || off+SectorSize > int64(len(img)) {
 		return false
 	}
-	return binary.LittleEndian.Uint32(t[4*i:]) == crc32.Checksum(img[off:off+SectorSize], Castagnoli)
+	return binary.LittleEndian.Uint32(t[4*i:]) == crc32c.Checksum(img[off:off+SectorSize])
 }
 
 // Trailer is the last 40 bytes of a sealed segment, or, with Closed, the
@@ -204,7 +204,7 @@ func (t Trailer) Encode(b []byte) {
 	binary.LittleEndian.PutUint64(b[8:16], t.LastSeq)
 	binary.LittleEndian.PutUint64(b[16:24], t.DataEnd)
 	binary.LittleEndian.PutUint32(b[24:28], t.DataCRC)
-	binary.LittleEndian.PutUint32(b[36:40], crc32.Checksum(b[0:36], Castagnoli))
+	binary.LittleEndian.PutUint32(b[36:40], crc32c.Checksum(b[0:36]))
 }
 
 // DecodeTrailer checks and decodes a trailer or a clean-close mark
@@ -238,7 +238,7 @@ func AppendEntry(dst []byte, seq uint64, payload []byte) []byte {
 	var h [EntryHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[0:4], uint32(len(payload)))
 	binary.LittleEndian.PutUint64(h[4:12], seq)
-	crc := crc32.Update(crc32.Checksum(h[0:12], Castagnoli), Castagnoli, payload)
+	crc := crc32c.Update(crc32c.Checksum(h[0:12]), payload)
 	binary.LittleEndian.PutUint32(h[12:16], crc)
 	return append(append(dst, h[:]...), payload...)
 }
@@ -266,7 +266,7 @@ func DecodeEntry(b []byte, maxBody int) (seq uint64, payload []byte, n int, err 
 		return 0, nil, 0, fmt.Errorf("%w: entry of %d bytes, %d left", ErrTruncated, bodyLen, len(b)-EntryHeaderSize)
 	}
 	payload = b[EntryHeaderSize : EntryHeaderSize+int(bodyLen)]
-	crc := crc32.Update(crc32.Checksum(b[0:12], Castagnoli), Castagnoli, payload)
+	crc := crc32c.Update(crc32c.Checksum(b[0:12]), payload)
 	if got := binary.LittleEndian.Uint32(b[12:16]); got != crc {
 		return 0, nil, 0, fmt.Errorf("%w: entry seq %d checksum %#08x, computed %#08x", ErrCorrupt, seq, got, crc)
 	}
@@ -281,7 +281,7 @@ func checkFrame(b []byte, magic [8]byte, what string) error {
 	if [8]byte(b[0:8]) != magic {
 		return fmt.Errorf("%w: %s magic %q", ErrCorrupt, what, b[0:8])
 	}
-	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32.Checksum(b[0:36], Castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[36:40]), crc32c.Checksum(b[0:36]); got != want {
 		return fmt.Errorf("%w: %s checksum %#08x, computed %#08x", ErrCorrupt, what, got, want)
 	}
 	return nil

@@ -3,7 +3,8 @@ package format
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/ringstore/ringstore/internal/crc32c"
 )
 
 // The meta file, wal.meta, records the first sequence number the log keeps
@@ -43,7 +44,7 @@ func EncodeMeta(firstSeq uint64) []byte {
 	b := make([]byte, MetaSize)
 	copy(b[0:8], metaMagic[:])
 	binary.LittleEndian.PutUint64(b[8:16], firstSeq)
-	binary.LittleEndian.PutUint32(b[20:24], crc32.Checksum(b[0:20], Castagnoli))
+	binary.LittleEndian.PutUint32(b[20:24], crc32c.Checksum(b[0:20]))
 	return b
 }
 
@@ -97,7 +98,7 @@ func DecodeMeta(b []byte) (firstSeq uint64, err error) {
 	if [8]byte(b[0:8]) != metaMagic {
 		return 0, fmt.Errorf("%w: meta magic %q", ErrCorrupt, b[0:8])
 	}
-	if got, want := binary.LittleEndian.Uint32(b[20:24]), crc32.Checksum(b[0:20], Castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[20:24]), crc32c.Checksum(b[0:20]); got != want {
 		return 0, fmt.Errorf("%w: meta checksum %#08x, computed %#08x", ErrCorrupt, got, want)
 	}
 	if !AllZero(b[16:20]) {
