@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sort"
 	"strings"
@@ -79,7 +80,7 @@ func MaybeChild() {
 		fmt.Fprintf(os.Stderr, "bench: unknown child workload %q\n", os.Args[2])
 		os.Exit(2)
 	}
-	stop, err := startProfile(os.Args[2])
+	stop, err := startDiagnostics(os.Args[2])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", os.Args[2], err)
 		os.Exit(1)
@@ -99,24 +100,46 @@ func MaybeChild() {
 // profile of its whole run, as WORKLOAD-PID.pprof (go tool pprof reads it).
 const ProfileEnv = "RINGSTORE_BENCH_CPUPROFILE"
 
-func startProfile(workload string) (stop func(), err error) {
-	dir := os.Getenv(ProfileEnv)
+// TraceEnv names a directory in which every bench child writes an
+// execution trace of its whole run, as WORKLOAD-PID.trace (go tool trace
+// reads it: scheduling delays, blocking, syscalls).
+const TraceEnv = "RINGSTORE_BENCH_TRACE"
+
+// startDiagnostics starts the CPU profile and the execution trace that
+// ProfileEnv and TraceEnv ask for; stop ends both.
+func startDiagnostics(workload string) (stop func(), err error) {
+	stopProfile, err := startOutput(ProfileEnv, workload, "pprof", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	stopTrace, err := startOutput(TraceEnv, workload, "trace", trace.Start, trace.Stop)
+	if err != nil {
+		stopProfile()
+		return nil, err
+	}
+	return func() { stopTrace(); stopProfile() }, nil
+}
+
+// startOutput creates DIR/WORKLOAD-PID.EXT, DIR being env's value, and
+// starts writing to it; without env it does nothing.
+func startOutput(env, workload, ext string, start func(io.Writer) error, end func()) (stop func(), err error) {
+	dir := os.Getenv(env)
 	if dir == "" {
 		return func() {}, nil
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", workload, os.Getpid()))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.%s", workload, os.Getpid(), ext))
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ProfileEnv, err)
+		return nil, fmt.Errorf("%s: %w", env, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %s: %w", ProfileEnv, path, err)
+		return nil, fmt.Errorf("%s: %s: %w", env, path, err)
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		end()
 		if err := f.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s: %s: %v\n", ProfileEnv, path, err)
+			fmt.Fprintf(os.Stderr, "bench: %s: %s: %v\n", env, path, err)
 		}
 	}, nil
 }

@@ -77,7 +77,7 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 				rep.DeviceFio = d
 				continue
 			}
-			d.ReadBytes, d.MaxRSS, d.CgroupPeak = median(figures(r, extra(xReadBytes))), row.MaxRSS, row.CgroupPeak
+			d.ReadBytes, d.MaxRSS, d.CgroupPeak, d.CPUSeconds = median(figures(r, extra(xReadBytes))), row.MaxRSS, row.CgroupPeak, row.CPUSeconds
 			rep.Device = d
 			continue
 		}
@@ -209,6 +209,9 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		if nc := byMode[modePoolNoCheck]; nc != nil && nc.CPUSeconds > 0 {
 			cpuWhy += fmt.Sprintf("; without the sidecar checks, which the memory mode pays before its measured part, %.2f×", nc.CPUSeconds/mem.CPUSeconds)
 		}
+		if fl := rep.Floors; fl != nil && fl.PoolCPUFloor > 0 {
+			cpuWhy += fmt.Sprintf("; floor %.2f×: the memory mode's CPU plus %.3g CPU-seconds the device mode's reads take for the %.0f MiB the pool read", fl.PoolCPUFloorRatio, fl.ReadCPUSeconds, pool.DeviceBytes/(1<<20))
+		}
 		if !valid {
 			cpuWhy = why
 		}
@@ -235,6 +238,12 @@ func floors(byMode map[string]*Result, dev *Device) *Floors {
 		fl.FloorMS, fl.Bound = fl.DeviceMS, "device"
 	}
 	fl.PoolVsFloor = pool.MeanMS / fl.FloorMS
+	if c := dev.CPUPerByte(); c > 0 && mem.CPUSeconds > 0 {
+		fl.PoolCPUSeconds = pool.CPUSeconds
+		fl.ReadCPUSeconds = c * pool.DeviceBytes
+		fl.PoolCPUFloor = mem.CPUSeconds + fl.ReadCPUSeconds
+		fl.PoolCPUFloorRatio = fl.PoolCPUFloor / mem.CPUSeconds
+	}
 	return fl
 }
 
@@ -387,6 +396,10 @@ func writeBody(w io.Writer, rep *report, results []bench.ModeResult) {
 	if fl := rep.Floors; fl != nil {
 		fmt.Fprintf(w, "floors:  CPU %.0f ms (the memory mode's mean), device %.0f ms (%.0f MiB a round needs ÷ %.2f GB/s): the pool's mean of %.0f ms is %.2f× the %s floor\n",
 			fl.MemoryMeanMS, fl.DeviceMS, fl.NeedBytes/(1<<20), rep.Device.GBps, fl.PoolMeanMS, fl.PoolVsFloor, fl.Bound)
+		if fl.PoolCPUFloor > 0 {
+			fmt.Fprintf(w, "         CPU per trial %.2f s (the memory mode's %.2f s, plus %.2f s for the device mode's reads of the bytes the pool read, %.2f ms per GiB): the pool's %.2f s is %.2f× that floor\n",
+				fl.PoolCPUFloor, fl.PoolCPUFloor-fl.ReadCPUSeconds, fl.ReadCPUSeconds, rep.Device.CPUPerByte()*(1<<30)*1e3, fl.PoolCPUSeconds, fl.PoolCPUSeconds/fl.PoolCPUFloor)
+		}
 	}
 	fmt.Fprintln(w)
 

@@ -202,7 +202,17 @@ type Device struct {
 	Seconds     float64   `json:"seconds"`
 	MaxRSS      float64   `json:"max_rss_bytes"`
 	CgroupPeak  float64   `json:"cgroup_peak_bytes,omitempty"`
+	CPUSeconds  float64   `json:"cpu_seconds"` // the reads' CPU (user and system) over Seconds
 	Measurement string    `json:"measurement"`
+}
+
+// CPUPerByte returns the CPU-seconds the device's reads took per byte they
+// returned (0 when unknown).
+func (d *Device) CPUPerByte() float64 {
+	if d == nil || d.Bytes <= 0 {
+		return 0
+	}
+	return d.CPUSeconds / d.Bytes
 }
 
 // LatencyRatio compares a figure of two modes measured in the same run:
@@ -234,6 +244,13 @@ type Floors struct {
 	Bound        string  `json:"bound"`      // "cpu" or "device"
 	PoolMeanMS   float64 `json:"pool_mean_ms"`
 	PoolVsFloor  float64 `json:"pool_vs_floor"`
+	// The pool's CPU floor: the memory mode's CPU per trial plus the
+	// device mode's CPU for the bytes the pool read in a trial (the reads
+	// alone, without checks, pool or decoding); 0 when a mode is missing.
+	PoolCPUSeconds    float64 `json:"pool_cpu_seconds"`
+	ReadCPUSeconds    float64 `json:"read_cpu_seconds"`
+	PoolCPUFloor      float64 `json:"pool_cpu_floor_seconds"`
+	PoolCPUFloorRatio float64 `json:"pool_cpu_floor_vs_memory"`
 }
 
 // MemoryLimit says whether the children ran under a memory limit.

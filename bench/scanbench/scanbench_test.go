@@ -179,6 +179,17 @@ func checkReport(t *testing.T, r jsonReport, trials int) {
 		math.Abs(fl.PoolVsFloor-fl.PoolMeanMS/fl.FloorMS) > 1e-9 || len(r.Bars) == 6 && r.Bars[3].Value != fl.PoolVsFloor {
 		t.Errorf("floors %+v do not follow from the run (bars %+v)", fl, r.Bars)
 	}
+	// The pool's CPU floor: the memory mode's CPU plus the device mode's CPU
+	// per byte for the bytes the pool read.
+	if fl := r.Floors; fl != nil {
+		devCPU, _ := r.Device["cpu_seconds"].(float64)
+		devBytes, _ := r.Device["bytes"].(float64)
+		if devCPU <= 0 || fl.ReadCPUSeconds <= 0 || fl.PoolCPUSeconds <= 0 ||
+			math.Abs(fl.ReadCPUSeconds-devCPU/devBytes*poolDeviceBytes(r)) > 1e-9*fl.ReadCPUSeconds ||
+			math.Abs(fl.PoolCPUFloorRatio*(fl.PoolCPUFloor-fl.ReadCPUSeconds)-fl.PoolCPUFloor) > 1e-9*fl.PoolCPUFloor {
+			t.Errorf("CPU floor %+v does not follow from the run (device %v)", fl, r.Device)
+		}
+	}
 	found := false
 	for _, lr := range r.Ratios {
 		if lr.A == "pool" && lr.B == "mmap" && lr.Metric == "mean_ms" {
@@ -522,4 +533,15 @@ func TestAHungChildIsEndedWithItsStacks(t *testing.T) {
 	if el := time.Since(t0); el > 30*time.Second {
 		t.Errorf("the child ran %s", el)
 	}
+}
+
+// poolDeviceBytes returns the pool row's device bytes per trial.
+func poolDeviceBytes(r jsonReport) float64 {
+	for _, row := range r.Results {
+		if row["mode"] == "pool" {
+			b, _ := row["device_bytes"].(float64)
+			return b
+		}
+	}
+	return 0
 }
