@@ -41,6 +41,10 @@ type ChildConfig struct {
 	KeepEntries uint64 `json:"keep_entries,omitempty"`
 	// Recycle opens ringstore's log with RecycleSegments.
 	Recycle bool `json:"recycle,omitempty"`
+	// Advance, for the device-group mode, writes each group after the last
+	// in a file fallocated ahead (as the log writes a fresh segment)
+	// instead of in place.
+	Advance bool `json:"advance,omitempty"`
 	// Batch, for a peer, is the most entries one call of its batch API
 	// takes, fed by a batching leader; 0: one entry per call.
 	Batch int `json:"batch,omitempty"`
@@ -227,14 +231,110 @@ func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
 	return inPlaceFlush(c, dir, 1<<20, nil)
 }
 
-// deviceGroup measures what one group commit cannot beat: a pwrite of
-// c.WriteSize bytes in place into already written blocks, then fdatasync,
-// both timed: the device's cost of one group's flush with no file-system
-// metadata to commit.
+// deviceGroup measures what one group commit cannot beat: a write of
+// c.WriteSize bytes made durable, timed, one after another. In place each
+// write overwrites the same written blocks of a preallocated file, leaving
+// the file system no metadata to commit; with c.Advance each goes to the
+// next bytes of a file fallocated ahead, so that each flush also converts
+// the extent it wrote, as the log's flushes into a fresh segment do. With
+// c.IOMode "uring" the write is the log's own on io_uring, one RWF_DSYNC
+// write submitted and waited for on an inline engine; otherwise a pwrite
+// and fdatasync.
 func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 	c.EntrySize = 8 // the payload is the group, not the entry measure makes
-	return inPlaceFlush(c, dir, max(1<<20, int64(c.WriteSize)), make([]byte, c.WriteSize))
+	group := make([]byte, c.WriteSize)
+	if !c.Advance && c.IOMode == "" {
+		return inPlaceFlush(c, dir, max(1<<20, int64(c.WriteSize)), group)
+	}
+	size := max(1<<20, int64(c.WriteSize))
+	if c.Advance {
+		size = max(deviceAdvanceBytes, 16*int64(c.WriteSize))
+	}
+	path := filepath.Join(dir, "device.dat")
+	var f *os.File
+	var iof *ioengine.File
+	var off int64
+	// create makes the file afresh: fallocated, and written once unless
+	// the groups advance through it.
+	create := func() error {
+		if f != nil {
+			f.Close()
+			os.Remove(path)
+		}
+		var err error
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644); err != nil {
+			return err
+		}
+		if err := preallocate(int(f.Fd()), size); err != nil {
+			return fmt.Errorf("fallocate: %w", err)
+		}
+		if !c.Advance {
+			if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+				return err
+			}
+		}
+		iof, off = ioengine.NewFile(f), 0
+		return f.Sync()
+	}
+	if err := create(); err != nil {
+		return bench.Trial{}, err
+	}
+	defer func() { f.Close() }()
+	write := func() error {
+		if _, err := f.WriteAt(group, off); err != nil {
+			return err
+		}
+		return fdatasync(int(f.Fd()))
+	}
+	if c.IOMode != "" {
+		mode, err := ioengine.ParseIOMode(c.IOMode)
+		if err != nil {
+			return bench.Trial{}, err
+		}
+		base, err := ioengine.New(ioengine.Options{Mode: mode, Logf: func(string, ...any) {}})
+		if err != nil {
+			return bench.Trial{}, err
+		}
+		defer base.Close()
+		if mode == ioengine.URing && base.Backend() != ioengine.BackendURing {
+			return bench.Trial{}, fmt.Errorf("wanted io mode %s, the engine is on %s", mode, base.Backend())
+		}
+		eng, err := base.NewInline()
+		if err != nil {
+			return bench.Trial{}, err
+		}
+		defer eng.Close()
+		write = func() error {
+			return eng.Do([]ioengine.Request{{Op: ioengine.OpWrite, File: iof, Off: off, Buf: group, DSync: true}})
+		}
+	}
+	var mu sync.Mutex
+	var calls atomic.Uint64
+	tr, err := measure(c, func(int, []byte) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if off+int64(len(group)) > size {
+			if err := create(); err != nil { // untimed
+				return 0, err
+			}
+		}
+		t0 := time.Now()
+		if err := write(); err != nil {
+			return 0, err
+		}
+		lat := time.Since(t0)
+		if c.Advance {
+			off += int64(len(group))
+		}
+		calls.Add(1)
+		return lat, nil
+	}, PerCall(&calls))
+	return MarkInferred(tr), err
 }
+
+// deviceAdvanceBytes is the file the advancing device-group mode writes
+// through before it makes the next: a segment's size.
+const deviceAdvanceBytes = 64 << 20
 
 // inPlaceFlush runs measure with each call a pwrite at offset 0 of a file
 // of size bytes, preallocated and written once (so no overwrite converts

@@ -233,3 +233,30 @@ func TestBarsOfTheBackendAndKV(t *testing.T) {
 		t.Errorf("backend bar %+v tested without a syscall run", b)
 	}
 }
+
+// TestURingCeiling: the io_uring-vs-syscall bar carries the ceiling that
+// io_uring's own group flush sets (entries per flush ÷ the advancing io_uring
+// device mode's p50, against the syscall backend's rate), and says when the
+// bar is above it; without the device mode it says nothing.
+func TestURingCeiling(t *testing.T) {
+	ms := []mode{
+		{Mode: bench.Mode{Name: mode64}, system: "ringstore", writers: 64, backend: "uring"},
+		{Mode: bench.Mode{Name: mode64Syscall}, system: "ringstore", writers: 64, backend: "syscall"},
+		{Mode: bench.Mode{Name: modeDeviceAdvanceURing}, system: "device", writers: 1},
+	}
+	rs := results(ms, []float64{250000, 300000, 5000})
+	rs[0].Trials[0].Extra = map[string]float64{ExtraEntries: 640, ExtraFlushes: 10}
+	rs[2].Trials[0].P50us = 200
+	// 64 entries per 200 µs: 320,000 appends/s, 1.07× the syscall's 300,000.
+	got := uringCeiling(rs)
+	if !strings.Contains(got, "ceiling 1.07×") || !strings.Contains(got, "320000 appends/s") || !strings.Contains(got, "the bar is above it") {
+		t.Errorf("ceiling %q", got)
+	}
+	rs[2].Trials[0].P50us = 160 // 400,000 appends/s: 1.33×, the bar below it
+	if got := uringCeiling(rs); !strings.Contains(got, "ceiling 1.33×") || strings.Contains(got, "above") {
+		t.Errorf("ceiling %q", got)
+	}
+	if got := uringCeiling(rs[:2]); got != "" {
+		t.Errorf("a ceiling without the device mode: %q", got)
+	}
+}
