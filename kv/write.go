@@ -213,31 +213,41 @@ func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 		x.taken = true
 	}
 	g := &commitGroup{mem: mem, applied: make(chan struct{}), payloads: make([][]byte, 0, n)}
+	queued := false
 	if err == nil {
 		for _, x := range group {
 			g.payloads = append(g.payloads, x.batch.encode(db.lastSeq+1))
 			db.lastSeq += uint64(x.batch.Len())
 		}
+		// The group joins the pipeline before its request can reach the
+		// log, so that the inserter the log wakes as it forms a group
+		// commit (wakeInserter) finds it there.
+		g.last = db.lastSeq
+		db.mu.Lock()
+		g.mem.inflight++
+		db.mu.Unlock()
+		db.pipeMu.Lock()
+		db.pipeline = append(db.pipeline, g)
+		db.pipeMu.Unlock()
+		queued = true
 		if db.log != nil {
 			g.pending, err = db.log.StartAppendBatch(g.payloads)
 		}
 		if err == nil {
-			g.last = db.lastSeq
-			db.mu.Lock()
-			g.mem.inflight++
-			db.mu.Unlock()
-			db.pipeMu.Lock()
-			db.pipeline = append(db.pipeline, g)
-			db.pipeMu.Unlock()
 			db.applied = g.applied
 		} else {
+			// The log refused the request: the group fails as one whose
+			// request failed (never visible; the store is read-only).
 			err = db.logFailed(err)
+			db.pipeMu.Lock()
+			g.flushed, g.err = true, err
+			db.pipeMu.Unlock()
 		}
 	}
 	db.leaveLocked(n)
 	db.wmu.Unlock()
 
-	if err == nil {
+	if queued {
 		err = db.finishCommit(g)
 	}
 	// Each follower is woken by its own send, once its batch is applied
