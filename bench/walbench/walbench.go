@@ -115,8 +115,13 @@ type BackendVerdict struct {
 	Writers     int     `json:"writers"`
 	URingMode   string  `json:"uring_mode"`
 	SyscallMode string  `json:"syscall_mode"`
-	Ratio       float64 `json:"ratio"`      // io_uring's appends/s over the syscall backend's, medians of trials
-	URingWins   bool    `json:"uring_wins"` // Ratio above 1
+	Ratio       float64 `json:"ratio"` // io_uring's appends/s over the syscall backend's, medians of trials
+	// URingWins: every io_uring trial made more appends/s than every
+	// syscall trial; SyscallWins the other way round. Neither: the trials
+	// overlap, no difference beyond their spread.
+	URingWins   bool `json:"uring_wins"`
+	SyscallWins bool `json:"syscall_wins"`
+	Trials      int  `json:"trials"` // the fewer of the two modes' trials
 }
 
 // report is bench.Report with what only this benchmark has.
@@ -628,16 +633,23 @@ func backendVerdicts(results []bench.ModeResult, modes []mode) []BackendVerdict 
 		if ur == nil || len(ur.Trials) == 0 || r.Median().Rate() <= 0 || ur.Median().Rate() <= 0 {
 			continue
 		}
-		ratio := ur.Median().Rate() / r.Median().Rate()
-		out = append(out, BackendVerdict{Writers: m.writers, URingMode: u, SyscallMode: m.Name, Ratio: ratio, URingWins: ratio > 1})
+		out = append(out, BackendVerdict{Writers: m.writers, URingMode: u, SyscallMode: m.Name, Ratio: ur.Median().Rate() / r.Median().Rate(),
+			URingWins: ur.Min() > r.Max(), SyscallWins: r.Min() > ur.Max(), Trials: min(len(ur.Trials), len(r.Trials))})
 	}
 	return out
 }
 
 // Sentence says the verdict in words, for the report's text and notes.
 func (v BackendVerdict) Sentence() string {
-	if v.URingWins {
-		return fmt.Sprintf("%s: io_uring wins, %.2f× the syscall backend's appends/s (medians of trials).", plural(v.Writers), v.Ratio)
+	every := "every trial above every trial of the other"
+	if v.Trials == 1 {
+		every = "one trial each"
 	}
-	return fmt.Sprintf("%s: io_uring does not win: the syscall backend makes %.2f× its appends/s (medians of trials).", plural(v.Writers), 1/v.Ratio)
+	switch {
+	case v.URingWins:
+		return fmt.Sprintf("%s: io_uring wins, %.2f× the syscall backend's appends/s (medians of trials; %s).", plural(v.Writers), v.Ratio, every)
+	case v.SyscallWins:
+		return fmt.Sprintf("%s: io_uring does not win: the syscall backend makes %.2f× its appends/s (medians of trials; %s).", plural(v.Writers), 1/v.Ratio, every)
+	}
+	return fmt.Sprintf("%s: no difference beyond the trials' spread: io_uring makes %.2f× the syscall backend's appends/s (medians of trials), and their trials overlap.", plural(v.Writers), v.Ratio)
 }

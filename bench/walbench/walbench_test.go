@@ -191,11 +191,18 @@ func TestBackendVerdicts(t *testing.T) {
 	if len(vs) != 2 {
 		t.Fatalf("got %+v, want verdicts at 1 and 64 writers", vs)
 	}
-	if v := vs[0]; v.Writers != 1 || !v.URingWins || math.Abs(v.Ratio-1.2) > 1e-9 || !strings.Contains(v.Sentence(), "1 writer: io_uring wins, 1.20×") {
+	if v := vs[0]; v.Writers != 1 || !v.URingWins || math.Abs(v.Ratio-1.2) > 1e-9 || !strings.Contains(v.Sentence(), "1 writer: io_uring wins, 1.20×") || !strings.Contains(v.Sentence(), "one trial each") {
 		t.Errorf("1 writer: %+v, %q", v, v.Sentence())
 	}
-	if v := vs[1]; v.Writers != 64 || v.URingWins || v.SyscallMode != "ringstore-syscall-w64" || !strings.Contains(v.Sentence(), "64 writers: io_uring does not win: the syscall backend makes 1.07×") {
+	if v := vs[1]; v.Writers != 64 || v.URingWins || !v.SyscallWins || v.SyscallMode != "ringstore-syscall-w64" || !strings.Contains(v.Sentence(), "64 writers: io_uring does not win: the syscall backend makes 1.07×") {
 		t.Errorf("64 writers: %+v, %q", v, v.Sentence())
+	}
+	// Overlapping trials: neither wins, whatever the medians say.
+	rs := results(ms, []float64{6000, 150000, 5000, 160000, 90000})
+	rs[1].Trials = []bench.Trial{{Ops: 150000, Seconds: 1}, {Ops: 170000, Seconds: 1}, {Ops: 140000, Seconds: 1}}
+	rs[3].Trials = []bench.Trial{{Ops: 145000, Seconds: 1}, {Ops: 160000, Seconds: 1}, {Ops: 148000, Seconds: 1}}
+	if v := backendVerdicts(rs, ms)[1]; v.URingWins || v.SyscallWins || v.Trials != 3 || !strings.Contains(v.Sentence(), "no difference beyond the trials' spread: io_uring makes 1.01×") {
+		t.Errorf("overlapping trials: %+v, %q", v, v.Sentence())
 	}
 	if vs := backendVerdicts(results(ms, []float64{0, 150000, 5000, 0, 0}), ms); len(vs) != 0 {
 		t.Errorf("verdicts for modes that did not run: %+v", vs)
