@@ -26,9 +26,11 @@
 //
 // The commit pipeline. Writers queue; the writer at the front (the leader)
 // takes every batch queued behind it (up to 4 MiB), gives them consecutive
-// sequence numbers and queues them to the log (package wal) as one request,
-// each batch one entry, still holding the queue's lock — so the log order is
-// the sequence order — and leaves the front to the next leader while its
+// sequence numbers, puts the group in the pipeline and then queues it to the
+// log (package wal) as one request, each batch one entry, still holding the
+// queue's lock — so the log order is the pipeline's and the sequence order,
+// and the inserter the log wakes finds every group it submits — and leaves
+// the front to the next leader while its
 // request is flushed: the log's committer gathers the requests of many
 // leaders into one group commit. As the log submits a group commit it wakes
 // the inserter goroutine (the memtable's single writer), which adds the
