@@ -228,7 +228,29 @@ func fsyncPerWrite(c ChildConfig, dir string) (bench.Trial, error) {
 // timing only the fdatasync. Overwriting written blocks leaves the file
 // system no metadata to commit, so what is left is the device's flush.
 func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
-	return inPlaceFlush(c, dir, 1<<20, nil)
+	f, err := newDeviceFile(filepath.Join(dir, "device.dat"), 1<<20, true)
+	if err != nil {
+		return bench.Trial{}, err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	var mu sync.Mutex
+	var calls atomic.Uint64
+	tr, err := measure(c, func(_ int, p []byte) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := f.WriteAt(p, 0); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		if err := fdatasync(fd); err != nil {
+			return 0, fmt.Errorf("fdatasync: %w", err)
+		}
+		lat := time.Since(t0)
+		calls.Add(1)
+		return lat, nil
+	}, PerCall(&calls))
+	return MarkInferred(tr), err
 }
 
 // deviceGroup measures what one group commit cannot beat: a write of
@@ -243,9 +265,6 @@ func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
 func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 	c.EntrySize = 8 // the payload is the group, not the entry measure makes
 	group := make([]byte, c.WriteSize)
-	if !c.Advance && c.IOMode == "" {
-		return inPlaceFlush(c, dir, max(1<<20, int64(c.WriteSize)), group)
-	}
 	size := max(1<<20, int64(c.WriteSize))
 	if c.Advance {
 		size = max(deviceAdvanceBytes, 16*int64(c.WriteSize))
@@ -254,27 +273,19 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 	var f *os.File
 	var iof *ioengine.File
 	var off int64
-	// create makes the file afresh: fallocated, and written once unless
-	// the groups advance through it.
+	// create makes the file afresh: written once unless the groups advance
+	// through it.
 	create := func() error {
 		if f != nil {
 			f.Close()
 			os.Remove(path)
 		}
 		var err error
-		if f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644); err != nil {
+		if f, err = newDeviceFile(path, size, !c.Advance); err != nil {
 			return err
 		}
-		if err := preallocate(int(f.Fd()), size); err != nil {
-			return fmt.Errorf("fallocate: %w", err)
-		}
-		if !c.Advance {
-			if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
-				return err
-			}
-		}
 		iof, off = ioengine.NewFile(f), 0
-		return f.Sync()
+		return nil
 	}
 	if err := create(); err != nil {
 		return bench.Trial{}, err
@@ -284,7 +295,10 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 		if _, err := f.WriteAt(group, off); err != nil {
 			return err
 		}
-		return fdatasync(int(f.Fd()))
+		if err := fdatasync(int(f.Fd())); err != nil {
+			return fmt.Errorf("fdatasync: %w", err)
+		}
+		return nil
 	}
 	if c.IOMode != "" {
 		mode, err := ioengine.ParseIOMode(c.IOMode)
@@ -336,50 +350,29 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 // through before it makes the next: a segment's size.
 const deviceAdvanceBytes = 64 << 20
 
-// inPlaceFlush runs measure with each call a pwrite at offset 0 of a file
-// of size bytes, preallocated and written once (so no overwrite converts
-// an unwritten extent, a metadata change), then fdatasync. With group nil
-// the call writes measure's entry and times the fdatasync alone; otherwise
-// it writes group and times both.
-func inPlaceFlush(c ChildConfig, dir string, size int64, group []byte) (bench.Trial, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "device.dat"), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+// newDeviceFile creates the file the device modes write: size bytes,
+// preallocated (fallocate), and with written also written once, so that
+// overwriting it converts no unwritten extent (a metadata change); synced.
+func newDeviceFile(path string, size int64, written bool) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
-		return bench.Trial{}, err
+		return nil, err
 	}
-	defer f.Close()
-	fd := int(f.Fd())
-	if err := preallocate(fd, size); err != nil {
-		return bench.Trial{}, fmt.Errorf("fallocate: %w", err)
+	if err := preallocate(int(f.Fd()), size); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fallocate: %w", err)
 	}
-	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
-		return bench.Trial{}, err
+	if written {
+		if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	if err := f.Sync(); err != nil {
-		return bench.Trial{}, err
+		f.Close()
+		return nil, err
 	}
-	var mu sync.Mutex
-	var calls atomic.Uint64
-	tr, err := measure(c, func(_ int, p []byte) (time.Duration, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		t0 := time.Now()
-		if group != nil {
-			p = group
-		}
-		if _, err := f.WriteAt(p, 0); err != nil {
-			return 0, err
-		}
-		if group == nil {
-			t0 = time.Now()
-		}
-		if err := fdatasync(fd); err != nil {
-			return 0, fmt.Errorf("fdatasync: %w", err)
-		}
-		lat := time.Since(t0)
-		calls.Add(1)
-		return lat, nil
-	}, PerCall(&calls))
-	return MarkInferred(tr), err
+	return f, nil
 }
 
 // kvWrite runs c.Writers goroutines each putting its own keys (one
