@@ -195,6 +195,9 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		nxMemtable = fs.String("memtable", "256KiB", "each worker's memtable")
 	}
 	if err := parse(fs, args, false); err != nil {
+		if fs.NArg() > 0 && slices.Contains(benchWorkloads, fs.Arg(0)) {
+			return usagef("%s: unexpected argument %q: the workload goes before the flags (ringstore bench %s [flags])", fs.Name(), fs.Arg(0), fs.Arg(0))
+		}
 		return err
 	}
 	if workload == "nexmark" {

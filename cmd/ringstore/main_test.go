@@ -89,6 +89,7 @@ func TestBadArguments(t *testing.T) {
 		{"wal dir is a file", []string{"bench", "wal", "--dir", "/proc/self/status"}, 2, "is not a directory"},
 		{"wal read-only flag", []string{"bench", "wal", "--size", "1GiB"}, 2, "flag provided but not defined: -size"},
 		{"wal stray argument", []string{"bench", "wal", "--no-peers", "extra"}, 2, `unexpected argument "extra"`},
+		{"workload after the flags", []string{"bench", "--trials", "2", "wal"}, 2, `unexpected argument "wal": the workload goes before the flags (ringstore bench wal [flags])`},
 		{"read wal-only flag", []string{"bench", "read", "--no-peers"}, 2, "flag provided but not defined: -no-peers"},
 		{"all bad size", []string{"bench", "--size", "lots"}, 2, `"lots" is not a size`},
 		{"all missing dir", []string{"bench", "--dir", missing}, 2, missing},
