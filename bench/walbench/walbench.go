@@ -172,10 +172,11 @@ const (
 // batched), their append p99 at most BarP99VsGroup× the device's p99 for
 // one group's write + fdatasync into the same kind of space (fresh,
 // fallocated space for the log's new segments, untruncated and in the
-// steady state; in place for recycled segments); io_uring at least BarURingVsSyscall× the syscall backend's
-// appends/s at 64 writers; kv's 64 writers at least BarKVScale× its one
-// and BarKVVsLog64× the log's 64 writers, and a lone kv write at most
-// BarKVVsLog× a lone log append's time.
+// steady state; in place for recycled segments); io_uring at least
+// BarURingVsSyscall× the syscall backend's appends/s at 64 writers; kv's
+// 64 writers at least BarKVScale× its one and BarKVVsLog64× the log's 64
+// writers, and a lone kv write at most BarKVVsLog× a lone log append's
+// time.
 const (
 	// SteadyKeep is how many of the newest entries the steady-state mode
 	// keeps: a quarter of a default segment, so segments are made and
@@ -504,22 +505,25 @@ func walBars(results []bench.ModeResult, modes []mode) []bench.Bar {
 	advancing, advancingWhy := deviceP99(results, "advancing through fallocated space", modeDeviceAdvance, modeDeviceAdvanceURing)
 	for _, m := range []struct {
 		mode, name string
-		floor      float64
-		why        string
+		fresh      bool // the log writes fresh segments: read against the advancing modes
 	}{
-		{mode64, "io_uring 64 writers' append p99 vs the device's p99 for one group write + fdatasync into fresh space, as the log's new segments", advancing, advancingWhy},
-		{mode64Steady, "the same, the log truncated as it goes (steady state)", advancing, advancingWhy},
-		{mode64Recycled, "the same, the log truncated as it goes, segments recycled (steady state), vs one group write + fdatasync in place", inPlace, inPlaceWhy},
+		{mode64, "io_uring 64 writers' append p99 vs the device's p99 for one group write + fdatasync into fresh space, as the log's new segments", true},
+		{mode64Steady, "the same, the log truncated as it goes (steady state)", true},
+		{mode64Recycled, "the same, the log truncated as it goes, segments recycled (steady state), vs one group write + fdatasync in place", false},
 	} {
+		floor, floorWhy := inPlace, inPlaceWhy
+		if m.fresh {
+			floor, floorWhy = advancing, advancingWhy
+		}
 		var p99 float64
 		if r := bench.Find(results, m.mode); r != nil && len(r.Trials) > 0 {
 			p99 = r.Median().P99us
 		}
-		why := fmt.Sprintf("%.0f against %.0f µs, %s", p99, m.floor, m.why)
-		if m.floor == advancing && inPlace > 0 && p99 > 0 {
+		why := fmt.Sprintf("%.0f against %.0f µs, %s", p99, floor, floorWhy)
+		if m.fresh && inPlace > 0 && p99 > 0 {
 			why += fmt.Sprintf("; against the in-place write's %.0f µs %.2f×", inPlace, p99/inPlace)
 		}
-		bars = append(bars, ratio(m.name, p99, m.floor, BarP99VsGroup, true, why))
+		bars = append(bars, ratio(m.name, p99, floor, BarP99VsGroup, true, why))
 	}
 	bars = append(bars, ratio("io_uring 64 writers vs the syscall backend's 64 writers (appends/s)", rate(mode64), rate(mode64Syscall), BarURingVsSyscall, false, uringCeiling(results)))
 	bars = append(bars, ratio("kv Put 64 writers vs 1 writer (writes/s)", rate(modeKV64), rate(modeKV1), BarKVScale, false, ""))
@@ -528,8 +532,9 @@ func walBars(results []bench.ModeResult, modes []mode) []bench.Bar {
 	return bars
 }
 
-// deviceP99 returns the lowest p99 (median trials) of the device modes
-// named, those that ran, and which it is ("in place, RWF_DSYNC on io_uring").
+// deviceP99 returns the lowest p99 (median trials) of the named device
+// modes that ran, and which it is: space, then how it was written ("in
+// place, an RWF_DSYNC write on io_uring").
 func deviceP99(results []bench.ModeResult, space string, names ...string) (float64, string) {
 	var best float64
 	why := ""
