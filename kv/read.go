@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ringstore/ringstore/bufpool"
@@ -173,6 +174,44 @@ type lookup struct {
 	dread int // aheadLookup.dread
 }
 
+// getScratch is a multiGet's working memory, reused from call to call
+// (getScratches) so that a batch of keys allocates little beyond the values
+// it returns. It goes back emptied, its pointers cleared: it holds no key,
+// table or block between calls.
+type getScratch struct {
+	lookups []lookup
+	pending []*lookup
+	reads   []blockRead
+	cands   []*table // backing store of every lookup's candidates
+}
+
+var getScratches = sync.Pool{New: func() any { return new(getScratch) }}
+
+// maxScratchKeys bounds the calls whose scratch is kept for reuse: a rare
+// huge batch does not pin its memory in the pool.
+const maxScratchKeys = 4096
+
+func getScratchFor(keys int) *getScratch {
+	sc := getScratches.Get().(*getScratch)
+	if cap(sc.lookups) < keys {
+		// pending points into lookups: it must never grow.
+		sc.lookups = make([]lookup, 0, keys)
+	}
+	return sc
+}
+
+func (sc *getScratch) release() {
+	if cap(sc.lookups) > maxScratchKeys {
+		return
+	}
+	clear(sc.lookups[:cap(sc.lookups)])
+	clear(sc.pending[:cap(sc.pending)])
+	clear(sc.reads[:cap(sc.reads)])
+	clear(sc.cands[:cap(sc.cands)])
+	sc.lookups, sc.pending, sc.reads, sc.cands = sc.lookups[:0], sc.pending[:0], sc.reads[:0], sc.cands[:0]
+	getScratches.Put(sc)
+}
+
 func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []bool, error) {
 	rs, err := db.acquire(ro)
 	if err != nil {
@@ -181,9 +220,11 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	defer db.release(rs)
 	values := make([][]byte, len(keys))
 	found := make([]bool, len(keys))
-	var pending []*lookup
-	lookups := make([]lookup, 0, len(keys))
-	var cands []*table // backing store of every lookup's candidates
+	sc := getScratchFor(len(keys))
+	defer sc.release()
+	pending, lookups, cands := sc.pending[:0], sc.lookups[:0], sc.cands[:0]
+	// What the call grew goes back with the scratch.
+	defer func() { sc.pending, sc.cands = pending, cands }()
 	for i, k := range keys {
 		if len(k) > sstable.MaxKeyLen {
 			return nil, nil, fmt.Errorf("kv: key %d of %d bytes is over the limit %d", i, len(k), sstable.MaxKeyLen)
@@ -212,7 +253,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		}
 	}
 	for len(pending) > 0 {
-		reads := make([]blockRead, 0, len(pending))
+		reads := sc.reads[:0]
 		for _, lk := range pending {
 			if lk.ahead {
 				lk.ahead = false
@@ -230,6 +271,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			reads = append(reads, r)
 		}
+		sc.reads = reads
 		db.stats.rounds.Add(1)
 		err := db.readBlocks(reads, noFill, func(i int, buf []byte, verified bool) error {
 			lk, r := pending[i], &reads[i]

@@ -40,6 +40,8 @@ type ReadAhead struct {
 	// ahead looked at; looks[i] is what it found for keys[i].
 	keys  [][]byte
 	looks []aheadLookup
+	// scratch backs keys, looks and their candidates until Done.
+	scratch *aheadScratch
 
 	// The blocks read past the cache (the MultiGet would read them so):
 	// dreads[j]'s bytes are dbufs[j] once direct's reads are waited for
@@ -49,6 +51,42 @@ type ReadAhead struct {
 	dbufs  [][]byte  // set by once
 	rs     readState // held until once has waited for direct's reads
 	once   sync.Once
+}
+
+// blockKey names a data block: its table's file in the cache, its offset.
+type blockKey struct {
+	fid bufpool.FileID
+	off uint64
+}
+
+// aheadScratch is the working memory of a ReadAhead, from its start to its
+// Done, reused from one to the next (aheadScratches). It goes back emptied,
+// its pointers cleared: it holds no key or table between uses.
+type aheadScratch struct {
+	seen    map[blockKey]int
+	arena   []byte
+	backing []*table
+	bounds  [][2]int
+	looks   []aheadLookup
+	keys    [][]byte
+}
+
+// maxScratchArena bounds the key bytes of a scratch kept for reuse.
+const maxScratchArena = 1 << 20
+
+var aheadScratches = sync.Pool{New: func() any { return &aheadScratch{seen: map[blockKey]int{}} }}
+
+// release gives sc back, unless a huge call made it too large to keep.
+func (sc *aheadScratch) release() {
+	if cap(sc.looks) > maxScratchKeys || cap(sc.arena) > maxScratchArena {
+		return
+	}
+	clear(sc.seen)
+	clear(sc.backing[:cap(sc.backing)])
+	clear(sc.looks[:cap(sc.looks)])
+	clear(sc.keys[:cap(sc.keys)])
+	sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys = sc.arena[:0], sc.backing[:0], sc.bounds[:0], sc.looks[:0], sc.keys[:0]
+	aheadScratches.Put(sc)
 }
 
 // aheadLookup is what ReadAhead found for one key.
@@ -100,18 +138,17 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	ra.db, ra.v, ra.rs = db, rs.v, rs
 	free := db.pool.Frames() - int(db.aheadFrames.Load())
 	budget := free
-	type blockKey struct {
-		fid bufpool.FileID
-		off uint64
-	}
 	// seen maps each distinct block to where it is read: 0 through the
 	// cache, j+1 past it as ra.dreads[j].
-	seen := make(map[blockKey]int, min(len(keys), budget))
+	sc := aheadScratches.Get().(*aheadScratch)
+	ra.scratch = sc
+	seen := sc.seen
 	var directBytes uint64
-	var arena []byte     // the copies of the keys
-	var backing []*table // every key's candidates, cut into looks' at the end
-	bounds := make([][2]int, 0, len(keys))
-	ra.looks = make([]aheadLookup, 0, len(keys))
+	arena := sc.arena[:0]     // the copies of the keys
+	backing := sc.backing[:0] // every key's candidates, cut into looks' at the end
+	bounds := sc.bounds[:0]
+	ra.looks, ra.keys = sc.looks[:0], sc.keys[:0]
+	defer func() { sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys = arena, backing, bounds, ra.looks, ra.keys }()
 keys:
 	for _, k := range keys {
 		var al aheadLookup
@@ -282,4 +319,8 @@ func (ra *ReadAhead) Done() {
 	// direct and once stay: a Close that listed ra may still call
 	// waitDirect, which once makes a no-op.
 	ra.pool, ra.spans, ra.call, ra.v, ra.keys, ra.looks, ra.dreads, ra.dbufs = nil, nil, nil, nil, nil, nil, nil, nil
+	if sc := ra.scratch; sc != nil {
+		ra.scratch = nil
+		sc.release()
+	}
 }
