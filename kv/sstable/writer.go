@@ -93,7 +93,26 @@ func NewWriter(w io.Writer, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{w: w, opts: o}, nil
+	return &Writer{w: w, opts: o, buf: (*writeBufs.Get().(*[]byte))[:0]}, nil
+}
+
+// writeBufs recycles the Writers' buffers, which would otherwise grow from
+// nothing to writeBufferSize and more in every table written.
+var writeBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, writeBufferSize+64<<10)
+	return &b
+}}
+
+// maxPooledWriteBuf bounds the buffers kept for reuse: a table with a huge
+// index does not pin its memory in the pool.
+const maxPooledWriteBuf = 4 << 20
+
+// releaseBuf gives the buffer back; the Writer holds none afterwards.
+func (w *Writer) releaseBuf() {
+	if b := w.buf[:0]; cap(b) <= maxPooledWriteBuf {
+		writeBufs.Put(&b)
+	}
+	w.buf = nil
 }
 
 // Add appends an entry. Keys must be strictly increasing in internal-key
@@ -215,6 +234,7 @@ func (w *Writer) Finish() (Meta, error) {
 	if err := w.writeBuf(); err != nil {
 		return Meta{}, err
 	}
+	w.releaseBuf()
 	w.err = ErrFinished
 	return Meta{Properties: w.props, Size: w.written}, nil
 }
