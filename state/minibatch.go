@@ -24,7 +24,11 @@ type MiniBatch struct {
 	order []string
 	now   int64
 	ahead *kv.ReadAhead // the reads ReadAhead started, released by Load or Reset
+	batch kv.Batch      // Commit's, reused
 }
+
+// maxReusedBatch bounds the batch memory a MiniBatch keeps between commits.
+const maxReusedBatch = 1 << 20
 
 type entry struct {
 	stored  []byte // the stored value (header + payload), nil when absent
@@ -176,7 +180,15 @@ func (mb *MiniBatch) Commit() error {
 		return ErrClosed
 	}
 	if len(mb.order) > 0 {
-		var b kv.Batch
+		// Write keeps nothing of the batch once it returns: its memory
+		// serves the next Commit.
+		b := &mb.batch
+		b.Reset()
+		defer func() {
+			if b.Size() > maxReusedBatch {
+				*b = kv.Batch{}
+			}
+		}()
 		for _, s := range mb.order {
 			if e := mb.seen[s]; e.stored != nil {
 				b.Put([]byte(s), e.stored)
@@ -184,7 +196,7 @@ func (mb *MiniBatch) Commit() error {
 				b.Delete([]byte(s))
 			}
 		}
-		if err := mb.b.db.Write(&b); err != nil {
+		if err := mb.b.db.Write(b); err != nil {
 			return fmt.Errorf("state: commit: %w", mb.b.wrapClosed(err))
 		}
 		mb.b.commits.Add(1)
