@@ -543,10 +543,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 		limit := db.pool.Frames()
 		// The common case, every span's frames (counted with repeats)
 		// within the cache, is one Pin without counting distinct blocks.
-		type blockKey struct {
-			fid bufpool.FileID
-			off uint64
-		}
 		total := 0
 		for _, i := range which {
 			total += blockFrames(reads[i].h)
