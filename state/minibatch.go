@@ -14,9 +14,11 @@ import (
 // One goroutine at a time.
 type MiniBatch struct {
 	b *Backend
-	// want holds the keys Load is to read, each once.
+	// want holds the keys Load is to read, each once; wantKeys and
+	// wantStrs list them in the order wanted, as bytes and as want's keys.
 	want     map[string]bool
 	wantKeys [][]byte
+	wantStrs []string
 	// seen holds what the batch knows of a key: read by Load or a Get, or
 	// written; its stored value (nil: absent).
 	seen map[string]*entry
@@ -42,11 +44,28 @@ func (b *Backend) NewMiniBatch() *MiniBatch {
 	return mb
 }
 
+// maxReusedKeys bounds the keys a MiniBatch's maps may have held and still
+// be emptied for the next batch rather than made anew.
+const maxReusedKeys = 1 << 16
+
 // Reset empties the batch, dropping what it has not committed.
 func (mb *MiniBatch) Reset() {
 	mb.ahead.Done()
 	mb.ahead = nil
-	mb.want, mb.wantKeys, mb.seen, mb.order = map[string]bool{}, mb.wantKeys[:0], map[string]*entry{}, mb.order[:0]
+	if mb.want == nil || len(mb.want) > maxReusedKeys {
+		mb.want = map[string]bool{}
+	} else {
+		clear(mb.want)
+	}
+	if mb.seen == nil || len(mb.seen) > maxReusedKeys {
+		mb.seen = map[string]*entry{}
+	} else {
+		clear(mb.seen)
+	}
+	clear(mb.wantKeys)
+	clear(mb.wantStrs)
+	clear(mb.order)
+	mb.wantKeys, mb.wantStrs, mb.order = mb.wantKeys[:0], mb.wantStrs[:0], mb.order[:0]
 	mb.now = mb.b.opts.Clock().UnixNano()
 }
 
@@ -60,6 +79,7 @@ func (mb *MiniBatch) wantKey(k []byte) {
 	}
 	mb.want[s] = true
 	mb.wantKeys = append(mb.wantKeys, k)
+	mb.wantStrs = append(mb.wantStrs, s)
 }
 
 // ReadAhead starts the reads of the keys wanted since the last Load and
@@ -96,14 +116,17 @@ func (mb *MiniBatch) Load() error {
 	}
 	mb.b.multiGets.Add(1)
 	mb.b.read.Add(uint64(len(mb.wantKeys)))
-	for i, k := range mb.wantKeys {
-		e := &entry{}
+	entries := make([]entry, len(mb.wantKeys)) // one allocation for the batch's reads
+	for i := range mb.wantKeys {
+		e := &entries[i]
 		if found[i] {
 			e.stored = vals[i]
 		}
-		mb.seen[string(k)] = e
+		mb.seen[mb.wantStrs[i]] = e
 	}
-	mb.wantKeys = mb.wantKeys[:0]
+	clear(mb.wantKeys)
+	clear(mb.wantStrs)
+	mb.wantKeys, mb.wantStrs = mb.wantKeys[:0], mb.wantStrs[:0]
 	clear(mb.want)
 	return nil
 }
