@@ -238,7 +238,7 @@ func q15Final(r Record, s *memState, out *Out) error {
 	add(base, newAll)
 	add(base+rank, newRank)
 	if col == 1 {
-		var row row
+		row := out.row()
 		out.emitRow(row.str(dayOf(day * 86_400_000)).counts(decodeCounts(v)))
 	}
 	return nil
@@ -258,7 +258,7 @@ func (o q16Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 	if err != nil {
 		return err
 	}
-	var r row
+	r := out.row()
 	out.emitRow(r.str(b.Channel).str(dayOf(b.DateTime)).str(minute).counts(c))
 	return nil
 }
@@ -294,7 +294,7 @@ func (o q17Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 	if err := o.day.Put(mb, l[0], u64s(acc[:]...)); err != nil {
 		return err
 	}
-	var r row
+	r := out.row()
 	r.int(b.Auction).str(dayOf(b.DateTime))
 	for _, x := range acc[:6] {
 		r.int(x)
@@ -322,7 +322,7 @@ func (o q18Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 	if err := o.last.Put(mb, l[0], b.DateTime); err != nil {
 		return err
 	}
-	var r row
+	r := out.row()
 	out.emitRow(r.bidRow(b))
 	return nil
 }
@@ -357,7 +357,7 @@ func (o q19Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 	if err := o.top.Put(mb, l[0], top[:min(len(top), 80)]); err != nil {
 		return err
 	}
-	var r row
+	r := out.row()
 	out.emitRow(r.bidRow(b).int(int64(rank)))
 	return nil
 }

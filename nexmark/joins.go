@@ -49,10 +49,16 @@ func (j auctionJoin) Want(e Event, _ int64, mb *state.MiniBatch, l *Lookups) {
 // A joined bid as the join keeps it ("best" and "early" items): price,
 // dateTime, bidder, then (q9) the bid's columns of the row.
 func encodeJoinedBid(b *Bid, withRow bool) []byte {
-	v := u64s(b.Price, b.DateTime, b.Bidder)
+	n := 3 * 8
 	if withRow {
-		var r row
-		r.b = v
+		n += 4*(20+1) + len(b.Extra) // four decimal int64s and their commas, then Extra
+	}
+	v := make([]byte, 0, n)
+	for _, x := range [...]int64{b.Price, b.DateTime, b.Bidder} {
+		v = binary.BigEndian.AppendUint64(v, uint64(x))
+	}
+	if withRow {
+		r := row{b: v}
 		r.int(b.Auction).int(b.Bidder).int(b.Price).int(b.DateTime).str(b.Extra)
 		v = r.b
 	}
@@ -178,7 +184,7 @@ func (o q3Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *Ou
 		}
 		for _, a := range pending {
 			if cols != nil {
-				var r row
+				r := out.row()
 				out.emitRow(r.raw(cols).raw(a))
 			}
 		}
@@ -198,7 +204,7 @@ func (o q3Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *Ou
 		case !ok:
 			return o.pending.Add(mb, l[1], fmt.Appendf(nil, "%d", a.ID))
 		case len(cols) > 0:
-			var r row
+			r := out.row()
 			out.emitRow(r.raw(cols).int(a.ID))
 		}
 	}
@@ -230,7 +236,7 @@ type q9Op struct{ auctionJoin }
 
 func (o q9Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *Out) error {
 	return o.process(e, mb, l, func(_ []int64, cols []byte, _ bool, _ int64, bid []byte) error {
-		var r row
+		r := out.row()
 		out.emitRow(r.raw(cols).raw(bid[24:]))
 		return nil
 	})
@@ -274,7 +280,7 @@ func (o q20Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 		}
 		if a.Category == 10 {
 			for _, b := range early {
-				var r row
+				r := out.row()
 				out.emitRow(r.raw(b).raw(v[8:]))
 			}
 		}
@@ -295,7 +301,7 @@ func (o q20Op) Process(e Event, _ int64, mb *state.MiniBatch, l *Lookups, out *O
 			return damaged("", -1, "a stored auction of %d bytes", len(v))
 		}
 		if binary.BigEndian.Uint64(v) == 10 {
-			var r row
+			r := out.row()
 			out.emitRow(r.bidRow(b).raw(v[8:]))
 		}
 	}
@@ -345,7 +351,7 @@ func q4() Query {
 			}
 			acc[0] += f[5]
 			s.put("category", category, u64s(acc...))
-			var row row
+			row := out.row()
 			out.emitRow(row.int(f[2]).int(acc[0] / acc[1]))
 			return nil
 		}}}

@@ -78,7 +78,7 @@ type stateless func(b *Bid, r *row) bool
 func (stateless) Want(Event, int64, *state.MiniBatch, *Lookups) {}
 
 func (f stateless) Process(e Event, _ int64, _ *state.MiniBatch, _ *Lookups, out *Out) error {
-	var r row
+	r := out.row()
 	if f(e.Bid, &r) {
 		out.emitRow(&r)
 	}

@@ -52,8 +52,9 @@ func (s Sink) Checksum() string { return fmt.Sprintf("%d:%016x:%016x", s.Rows, s
 // by ','. BIGINT is decimal, TIMESTAMP(3) unix ms, DECIMAL(p, 3) has
 // exactly three digits after the point, VARCHAR is as it is.
 type row struct {
-	b []byte
-	n int // columns so far
+	b   []byte
+	n   int  // columns so far
+	own bool // b is an Out's memory (Out.row), given back when the row is emitted
 }
 
 func (r *row) sep() {

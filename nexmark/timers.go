@@ -91,6 +91,20 @@ type Record struct {
 type Out struct {
 	Sink
 	fwd []Record
+	buf []byte // the memory of the rows row hands out, kept from one emitted row to the next
+}
+
+// row returns an empty output row built in o's own memory, which emitRow
+// takes back: an emitted row costs no allocation once the memory has grown.
+func (o *Out) row() row { return row{b: o.buf[:0], own: true} }
+
+// emitRow counts the row r holds and, if it came from row, keeps its memory
+// for the next.
+func (o *Out) emitRow(r *row) {
+	o.Sink.emitRow(r)
+	if r.own {
+		o.buf = r.b[:0]
+	}
 }
 
 // Forward sends a record at event time ts to the query's final stage. ts

@@ -124,7 +124,7 @@ func (o q12Op) OnTimer(t state.Timer, mb *state.MiniBatch, l *Lookups, out *Out)
 	if err != nil || !ok {
 		return err
 	}
-	var r row
+	r := out.row()
 	out.emitRow(r.int(pkOf(t.Key)).int(n).int(t.TS + 1 - tumble).int(t.TS + 1))
 	return nil
 }
@@ -239,7 +239,7 @@ func (o q8Op) OnTimer(t state.Timer, mb *state.MiniBatch, l *Lookups, out *Out) 
 		return err
 	}
 	if isPerson && isSeller {
-		var r row
+		r := out.row()
 		out.emitRow(r.int(pkOf(t.Key)).str(string(name)).int(t.TS + 1 - tumble))
 	}
 	if err := o.person.Clear(mb, l[0]); err != nil {
@@ -310,7 +310,7 @@ func (o q11Op) OnTimer(t state.Timer, mb *state.MiniBatch, l *Lookups, out *Out)
 }
 
 func emitSession(out *Out, bidder int64, sess []int64) {
-	var r row
+	r := out.row()
 	out.emitRow(r.int(bidder).int(sess[2]).int(sess[0]).int(sess[1] + gap))
 }
 
@@ -356,7 +356,7 @@ func q5() Query {
 					return err
 				}
 				for _, a := range f[1:] {
-					var r row
+					r := out.row()
 					out.emitRow(r.int(a).int(f[0]))
 				}
 				return nil
