@@ -218,16 +218,7 @@ func TestBarsOfTheBackendAndKV(t *testing.T) {
 		{Mode: bench.Mode{Name: mode64Syscall}, system: "ringstore", writers: 64, backend: "syscall"},
 		{Mode: bench.Mode{Name: modeKV64}, system: "kv", writers: 64, backend: "uring"},
 	}
-	find := func(bars []bench.Bar, prefix string) bench.Bar {
-		t.Helper()
-		for _, b := range bars {
-			if strings.HasPrefix(b.Name, prefix) {
-				return b
-			}
-		}
-		t.Fatalf("no bar %q in %+v", prefix, bars)
-		return bench.Bar{}
-	}
+	find := func(bars []bench.Bar, prefix string) bench.Bar { return barNamed(t, bars, prefix) }
 	bars := walBars(results(ms, []float64{220000, 200000, 88000}), ms)
 	if b := find(bars, "io_uring 64 writers vs the syscall backend"); !b.Valid || b.Met || math.Abs(b.Value-1.1) > 1e-9 {
 		t.Errorf("backend bar %+v, want 1.1 (220000 ÷ 200000), not met", b)
@@ -287,15 +278,6 @@ func TestP99Floors(t *testing.T) {
 		rs[i].Trials[0].P99us = p
 	}
 	bars := walBars(rs, ms)
-	byPrefix := func(prefix string) bench.Bar {
-		for _, b := range bars {
-			if strings.HasPrefix(b.Name, prefix) {
-				return b
-			}
-		}
-		t.Fatalf("no bar %q", prefix)
-		return bench.Bar{}
-	}
 	for _, c := range []struct {
 		prefix, why string
 		want        float64
@@ -305,7 +287,7 @@ func TestP99Floors(t *testing.T) {
 		{"the same, the log truncated as it goes (steady state)", "380 against 230 µs", 380.0 / 230, true},
 		{"the same, the log truncated as it goes, segments recycled", "in place, pwrite + fdatasync", 330.0 / 140, false},
 	} {
-		b := byPrefix(c.prefix)
+		b := barNamed(t, bars, c.prefix)
 		if !b.Valid || b.Met != c.met || math.Abs(b.Value-c.want) > 1e-9 || !strings.Contains(b.Why, c.why) {
 			t.Errorf("%s: %+v, want %.3f (met %v) and a why with %q", c.prefix, b, c.want, c.met, c.why)
 		}
@@ -315,4 +297,17 @@ func TestP99Floors(t *testing.T) {
 			t.Errorf("%s tested without the device modes: %+v", b.Name, b)
 		}
 	}
+}
+
+// barNamed returns the bar whose name starts with prefix, failing t if
+// there is none.
+func barNamed(t *testing.T, bars []bench.Bar, prefix string) bench.Bar {
+	t.Helper()
+	for _, b := range bars {
+		if strings.HasPrefix(b.Name, prefix) {
+			return b
+		}
+	}
+	t.Fatalf("no bar %q in %+v", prefix, bars)
+	return bench.Bar{}
 }
