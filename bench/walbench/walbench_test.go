@@ -218,16 +218,15 @@ func TestBarsOfTheBackendAndKV(t *testing.T) {
 		{Mode: bench.Mode{Name: mode64Syscall}, system: "ringstore", writers: 64, backend: "syscall"},
 		{Mode: bench.Mode{Name: modeKV64}, system: "kv", writers: 64, backend: "uring"},
 	}
-	find := func(bars []bench.Bar, prefix string) bench.Bar { return barNamed(t, bars, prefix) }
 	bars := walBars(results(ms, []float64{220000, 200000, 88000}), ms)
-	if b := find(bars, "io_uring 64 writers vs the syscall backend"); !b.Valid || b.Met || math.Abs(b.Value-1.1) > 1e-9 {
+	if b := barNamed(t, bars, "io_uring 64 writers vs the syscall backend"); !b.Valid || b.Met || math.Abs(b.Value-1.1) > 1e-9 {
 		t.Errorf("backend bar %+v, want 1.1 (220000 ÷ 200000), not met", b)
 	}
-	if b := find(bars, "kv Put 64 writers vs the log's"); !b.Valid || b.Met || math.Abs(b.Value-0.4) > 1e-9 {
+	if b := barNamed(t, bars, "kv Put 64 writers vs the log's"); !b.Valid || b.Met || math.Abs(b.Value-0.4) > 1e-9 {
 		t.Errorf("kv bar %+v, want 0.4 (88000 ÷ 220000), not met", b)
 	}
 	bars = walBars(results(ms, []float64{230000, 0, 92000}), ms)
-	if b := find(bars, "io_uring 64 writers vs the syscall backend"); b.Valid {
+	if b := barNamed(t, bars, "io_uring 64 writers vs the syscall backend"); b.Valid {
 		t.Errorf("backend bar %+v tested without a syscall run", b)
 	}
 }
