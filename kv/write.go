@@ -110,6 +110,7 @@ type commitGroup struct {
 	last     uint64             // the seq of its last write; immutable after Write queued it
 	pending  *wal.PendingAppend // waited for by the group's leader alone
 	applied  chan struct{}      // closed once the group is visible or has failed
+	one      [1][]byte          // payloads' array for a group of one batch
 	// Guarded by DB.pipeMu:
 	flushed  bool   // its log request is done
 	inserted bool   // its writes are in mem
@@ -191,6 +192,10 @@ func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 	}
 	w := getWriter(b)
 	defer putWriter(w)
+	// A writer most often leads a group of its own batch: its group is
+	// made before it takes wmu, so that the leader's time under wmu, which
+	// every other writer waits for, holds no allocation.
+	g := &commitGroup{applied: make(chan struct{})}
 	if !db.enqueue(ctx, w) {
 		return w.err
 	}
@@ -212,7 +217,12 @@ func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 	for _, x := range group {
 		x.taken = true
 	}
-	g := &commitGroup{mem: mem, applied: make(chan struct{}), payloads: make([][]byte, 0, n)}
+	g.mem = mem
+	if n == 1 {
+		g.payloads = g.one[:0]
+	} else {
+		g.payloads = make([][]byte, 0, n)
+	}
 	queued := false
 	if err == nil {
 		for _, x := range group {
@@ -223,9 +233,6 @@ func (db *DB) WriteContext(ctx context.Context, b *Batch) error {
 		// log, so that the inserter the log wakes as it forms a group
 		// commit (wakeInserter) finds it there.
 		g.last = db.lastSeq
-		db.mu.Lock()
-		g.mem.inflight++
-		db.mu.Unlock()
 		db.pipeMu.Lock()
 		db.pipeline = append(db.pipeline, g)
 		db.pipeMu.Unlock()
@@ -290,6 +297,14 @@ func (db *DB) finishCommit(g *commitGroup) error {
 		if first, err = g.pending.Wait(); err != nil {
 			err = db.logFailed(err)
 		}
+	}
+	select {
+	case <-g.applied:
+		// The first writer back from the group commit found g flushed
+		// and inserted and made it visible (err was nil then: the log
+		// acknowledges in order).
+		return g.err
+	default:
 	}
 	db.pipeMu.Lock()
 	if !g.flushed {
@@ -453,10 +468,10 @@ func (db *DB) logFailed(err error) error {
 	return err
 }
 
-// makeRoom returns the memtable the leader writes into, making the current
-// one immutable when it is full, and waiting (a write stall) while too many
-// memtables wait for their flush or L0 has too many files, or until ctx is
-// done (ctx.Err()). Called by the leader, at the front of the queue, with
+// makeRoom returns the memtable the leader writes into, with the leader's
+// group counted in its inflight, making the current one immutable when it
+// is full, and waiting (a write stall) while too many memtables wait for
+// their flush or L0 has too many files, or until ctx is done (ctx.Err()). Called by the leader, at the front of the queue, with
 // wmu held; while stalled it lets wmu go (the leader stays at the front,
 // so no other writer leads and no Flush runs meanwhile, but writers queued
 // behind may give up) and takes it back, before mu, when the stall ends.
@@ -472,6 +487,7 @@ func (db *DB) makeRoom(ctx context.Context) (*memTable, error) {
 		case db.bgErr != nil:
 			return nil, fmt.Errorf("kv: store is read-only after an earlier failure: %w", db.bgErr)
 		case db.mem.ApproximateBytes() < db.opts.MemtableSize:
+			db.mem.inflight++ // the leader's group, in the pipeline until published
 			return db.mem, nil
 		case len(db.imm) >= maxImmutable || len(db.current.levels[0]) >= db.opts.L0StopWritesTrigger:
 			if err := ctx.Err(); err != nil {

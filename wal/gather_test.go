@@ -155,3 +155,80 @@ func TestCloseEndsGathering(t *testing.T) {
 		t.Fatal("Close did not end the gathering wait")
 	}
 }
+
+// TestGatherExtendsWhileWritersReturn: writers still coming back at the
+// first bound extend the wait a step at a time; a step in which none came
+// back ends it.
+func TestGatherExtendsWhileWritersReturn(t *testing.T) {
+	// Bound 100 ms, steps of 50 ms, at most 400 ms.
+	l := gatherLog(400*time.Millisecond, Options{})
+	l.pending = []*request{{kind: reqAppend}}
+	l.gatherWant = 64
+	type result struct {
+		n       int
+		waited  time.Duration
+		timeout bool
+	}
+	done := make(chan result)
+	start := time.Now()
+	go func() {
+		l.mu.Lock()
+		l.gatherLocked()
+		r := result{len(l.pending), time.Since(start), l.gatherOver}
+		l.mu.Unlock()
+		done <- r
+	}()
+	waitStarted(l, 0)
+	time.Sleep(20 * time.Millisecond) // inside the first bound
+	l.enqueue(&request{kind: reqAppend})
+	time.Sleep(100 * time.Millisecond) // inside the first step after it
+	l.enqueue(&request{kind: reqAppend})
+	r := <-done
+	if r.n != 3 {
+		t.Fatalf("the wait ended with %d requests queued, want 3 (it ended before the second writer came back)", r.n)
+	}
+	if !r.timeout {
+		t.Fatal("the wait ended without its timer")
+	}
+	if r.waited < 150*time.Millisecond {
+		t.Fatalf("the wait ended after %v: the writers that came back did not extend it past the first bound and step (150 ms)", r.waited)
+	}
+	if r.waited > 2*time.Second {
+		t.Fatalf("the wait went on for %v after the writers stopped coming back", r.waited)
+	}
+}
+
+// TestGatherExtensionIsBounded: writers that trickle back without end do
+// not hold the group past the last flush's duration.
+func TestGatherExtensionIsBounded(t *testing.T) {
+	l := gatherLog(200*time.Millisecond, Options{})
+	l.pending = []*request{{kind: reqAppend}}
+	l.gatherWant = 1 << 20
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				l.enqueue(&request{kind: reqAppend})
+			}
+		}
+	}()
+	start := time.Now()
+	l.mu.Lock()
+	l.gatherLocked()
+	waited := time.Since(start)
+	l.mu.Unlock()
+	close(stop)
+	wg.Wait()
+	if waited < 150*time.Millisecond {
+		t.Fatalf("the wait ended after %v though writers kept coming back", waited)
+	}
+	if waited > 200*time.Millisecond+5*time.Second {
+		t.Fatalf("the wait went on for %v, past the last flush's 200 ms", waited)
+	}
+}

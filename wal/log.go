@@ -443,9 +443,14 @@ func (l *Log) commitLoop() {
 // forming a cohort of their own that flushes after it. Without the wait,
 // writers that outnumber what one flush gathers settle into cohorts that
 // alternate (two at pipeline depth 1): each append then waits a whole
-// flush before its own. The wait is bounded by a quarter of the last
-// flush's duration (between minGather and maxGather) and ends at once when
-// the writers are back, so a lone writer never waits. Called with mu held.
+// flush before its own. The wait ends at once when the writers are back,
+// so a lone writer never waits. Otherwise it is bounded by a quarter of the
+// last flush's duration (between minGather and maxGather), and extended by
+// an eighth at a time while writers keep coming back, up to the last
+// flush's whole duration: a writer that misses the group waits that flush
+// and its own, so waiting a step for writers still on their way costs the
+// group less than it saves them. A wait in which no writer came back during
+// its last step ends. Called with mu held.
 func (l *Log) gatherLocked() {
 	want := l.gatherWant
 	l.gatherWant = 0
@@ -456,19 +461,31 @@ func (l *Log) gatherLocked() {
 	if bound == 0 {
 		bound = maxGather
 	}
-	delay := time.Duration(l.flushNanos.Load()) / 4
-	delay = max(minGather, min(delay, bound))
+	flush := time.Duration(l.flushNanos.Load())
+	first := max(minGather, min(flush/4, bound))
+	step := max(minGather, min(flush/8, bound))
+	limit := max(first, min(flush, bound))
 	l.gatherWant = want
 	l.gatherGen++
 	gen := l.gatherGen
 	l.gatherOver = false
-	t := time.AfterFunc(delay, func() {
+	start, seen := time.Now(), len(l.pending)
+	var t *time.Timer
+	// t, start and seen are read by the timer's function under mu, which
+	// this goroutine holds until cond.Wait, so it sees t set.
+	t = time.AfterFunc(first, func() {
 		l.mu.Lock()
-		if l.gatherGen == gen {
-			l.gatherOver = true
-			l.cond.Broadcast()
+		defer l.mu.Unlock()
+		if l.gatherGen != gen {
+			return
 		}
-		l.mu.Unlock()
+		if len(l.pending) > seen && time.Since(start)+step <= limit {
+			seen = len(l.pending)
+			t.Reset(step)
+			return
+		}
+		l.gatherOver = true
+		l.cond.Broadcast()
 	})
 	for len(l.pending) < want && !l.gatherOver && !l.closing {
 		l.cond.Wait()
