@@ -142,11 +142,14 @@ type DB struct {
 	// for which the log wakes the inserter; set before the first write.
 	minInsertAhead int
 
-	mu          sync.Mutex
-	cond        *sync.Cond // broadcast on every change of mem/imm/current/bgErr/closed
-	mem         *memTable
-	imm         []*memTable  // full memtables waiting for their flush, oldest first
-	memHeld     atomic.Int64 // memtables not released (memTable.refs)
+	mu      sync.Mutex
+	cond    *sync.Cond // broadcast on every change of mem/imm/current/bgErr/closed
+	mem     *memTable
+	imm     []*memTable  // full memtables waiting for their flush, oldest first
+	memHeld atomic.Int64 // memtables not released (memTable.refs)
+	// unreserve gives back the memtable memory the store reserved on the
+	// free list (memtable.Reserve; nil read-only).
+	unreserve   func()
 	current     *version
 	nextFileNum uint64
 	snapshots   snapshotList
@@ -202,6 +205,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	db := &DB{dir: dir, opts: opts}
+	if !opts.ReadOnly {
+		db.unreserve = memtable.Reserve(opts.MemtableSize)
+	}
 	db.meta.budget = opts.TableMetaCacheSize
 	db.cond = sync.NewCond(&db.mu)
 	ok := false
@@ -567,6 +573,9 @@ func (db *DB) closeResources() error {
 		}
 		db.imm = nil
 		db.mu.Unlock()
+	}
+	if db.unreserve != nil {
+		db.unreserve()
 	}
 	if db.pool != nil {
 		keep(db.pool.Close())

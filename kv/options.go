@@ -32,7 +32,9 @@ const (
 // block cache.
 type Options struct {
 	// MemtableSize is the bytes a memtable holds before it is flushed to
-	// an L0 file. Default 64 MiB; at least 64 KiB.
+	// an L0 file. Default 64 MiB; at least 64 KiB. A writable store keeps
+	// up to this much of its released memtables' memory mapped for the
+	// next ones (memtable.Reserve).
 	MemtableSize int64
 	// BlockSize is the target size of an SST data block (sstable
 	// Options.BlockSize). Default 4096.

@@ -101,14 +101,52 @@ func (a *arena) release() {
 // page only makes the mapping's length a request the kernel rounds up).
 func roundPage(n int) int { return (n + 4095) &^ 4095 }
 
-// maxFreeChunks bounds the free list: 8 MiB of chunks kept mapped for
-// the next memtables, the rest unmapped.
+// maxFreeChunks bounds the free list without reservations: 8 MiB of
+// chunks kept mapped for the next memtables, the rest unmapped.
 const maxFreeChunks = (8 << 20) / chunkSize
 
 // chunkPool is a free list of mapped chunks.
 type chunkPool struct {
-	mu   sync.Mutex
-	free [][]byte // at most maxFreeChunks
+	mu       sync.Mutex
+	free     [][]byte // at most maxFreeChunks + reserved
+	reserved int      // chunks Reserve added to the bound
+}
+
+// Reserve raises the free list's bound by n bytes (rounded up to whole
+// chunks) until the returned function is called, which lowers it again
+// and unmaps what the list then holds past it. A store whose memtables
+// are n bytes reserves n, so that the chunks of a memtable it releases are
+// the next memtable's instead of being unmapped and mapped again (each
+// page of a new mapping costs a fault and zeroing on first write): the
+// process keeps up to one more memtable of each such store mapped.
+func Reserve(n int64) (release func()) {
+	if !offHeap || n <= 0 {
+		return func() {}
+	}
+	k := int((n + chunkSize - 1) / chunkSize)
+	pool.mu.Lock()
+	pool.reserved += k
+	pool.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { pool.unreserve(k) }) }
+}
+
+// unreserve lowers the bound by k chunks and unmaps those past it.
+func (p *chunkPool) unreserve(k int) {
+	p.mu.Lock()
+	p.reserved -= k
+	bound := maxFreeChunks + p.reserved
+	var excess [][]byte
+	if len(p.free) > bound {
+		excess = append(excess, p.free[bound:]...)
+		clear(p.free[bound:])
+		p.free = p.free[:bound]
+	}
+	p.mu.Unlock()
+	freeBytes.Add(-int64(len(excess)) * chunkSize)
+	for _, c := range excess {
+		unmapMemory(c)
+	}
 }
 
 // pool is the process's free list.
@@ -170,7 +208,7 @@ func (p *chunkPool) get() []byte {
 // those it had none for.
 func (p *chunkPool) put(chunks [][]byte) (excess [][]byte) {
 	p.mu.Lock()
-	k := min(len(chunks), maxFreeChunks-len(p.free))
+	k := max(0, min(len(chunks), maxFreeChunks+p.reserved-len(p.free)))
 	p.free = append(p.free, chunks[:k]...)
 	p.mu.Unlock()
 	freeBytes.Add(int64(k) * chunkSize)

@@ -124,3 +124,47 @@ func TestStaleBytesUnderWriteBarrier(t *testing.T) {
 		m.Release()
 	}
 }
+
+// TestReserveKeepsAMemtableMapped: with a reservation the size of a
+// memtable, a released memtable's chunks all stay on the free list and
+// the next memtable of that size maps nothing new; giving the reservation
+// back unmaps what the list holds past its bound.
+func TestReserveKeepsAMemtableMapped(t *testing.T) {
+	unmapping.Wait()
+	const size = 4 * maxFreeChunks * chunkSize // four times the bound without a reservation
+	release := Reserve(size)
+	m := New()
+	fill(m, 1, size/300, 200, 'x')
+	n := len(m.arena.chunks)
+	if n <= maxFreeChunks {
+		t.Fatalf("the memtable took %d chunks, no more than the bound without a reservation", n)
+	}
+	m.Release()
+	unmapping.Wait()
+	before := ReadMemoryStats()
+	if before.Free < int64(n)*chunkSize {
+		t.Fatalf("%d bytes on the free list after the release, want at least the memtable's %d", before.Free, int64(n)*chunkSize)
+	}
+	m2 := New()
+	fill(m2, 1, size/300, 200, 'y')
+	if got := ReadMemoryStats(); got.Mapped != before.Mapped {
+		t.Fatalf("the next memtable mapped %d bytes anew, want none", got.Mapped-before.Mapped)
+	}
+	m2.Release()
+	unmapping.Wait()
+	release()
+	release() // a second call changes nothing
+	after := ReadMemoryStats()
+	if after.Free > maxFreeChunks*chunkSize {
+		t.Fatalf("%d bytes on the free list after the reservation went, more than the bound of %d", after.Free, maxFreeChunks*chunkSize)
+	}
+	if after.Mapped-after.Unmapped != after.InUse+after.Free {
+		t.Fatalf("%+v: mapped less unmapped is not in use plus free", after)
+	}
+	pool.mu.Lock()
+	reserved := pool.reserved
+	pool.mu.Unlock()
+	if reserved != 0 {
+		t.Fatalf("%d chunks still reserved", reserved)
+	}
+}

@@ -70,9 +70,10 @@
 //
 // Release gives the chunks to a process-wide free list that New's
 // memtables take their chunks from first; the list keeps at most 8 MiB
-// (32 chunks) and the rest, with the allocations of their own, is
-// unmapped (on a goroutine of its own, so that a release never waits for
-// the kernel). ReadMemoryStats reports what is in use and what is free.
+// (32 chunks) plus what Reserve added, and the rest, with the allocations
+// of their own, is unmapped (on a goroutine of its own, so that a release
+// never waits for the kernel). ReadMemoryStats reports what is in use and
+// what is free.
 //
 // # Concurrency
 //
