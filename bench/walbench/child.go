@@ -48,6 +48,11 @@ type ChildConfig struct {
 	// Batch, for a peer, is the most entries one call of its batch API
 	// takes, fed by a batching leader; 0: one entry per call.
 	Batch int `json:"batch,omitempty"`
+	// LSM, for ringstore's log, puts every entry the log acknowledges into
+	// a kv store without a log beside it (lsmBeside): the memtable
+	// inserts, table flushes and compactions that a kv Put adds to its
+	// log append, at the log's rate.
+	LSM bool `json:"lsm,omitempty"`
 }
 
 // Keys of bench.Trial.Extra that the wal benchmark fills in.
@@ -491,9 +496,16 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 		err = prefill(l, c, func(st wal.Stats) bool { return st.Rotations >= steadyRotations })
 	}
 	var tr bench.Trial
+	var beside *lsmBeside
+	if err == nil && c.LSM {
+		beside, err = openLSMBeside(filepath.Join(dir, "lsm"), mode, c.EntrySize)
+	}
 	if err == nil {
 		tr, err = Measure(c, func(_ int, p []byte) error {
 			_, err := l.Append(p)
+			if err == nil && beside != nil {
+				beside.appended()
+			}
 			return err
 		}, func() Counts {
 			st := l.Stats()
@@ -503,6 +515,11 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 	close(stop)
 	if terr := <-truncated; err == nil && terr != nil {
 		err = fmt.Errorf("truncate: %w", terr)
+	}
+	if beside != nil {
+		if berr := beside.close(); err == nil && berr != nil {
+			err = fmt.Errorf("the LSM beside the log: %w", berr)
+		}
 	}
 	if c.KeepEntries > 0 && err == nil {
 		if tr.Extra == nil {
@@ -515,4 +532,80 @@ func ringstore(c ChildConfig, dir string) (bench.Trial, error) {
 		err = fmt.Errorf("close: %w", cerr)
 	}
 	return tr, err
+}
+
+// lsmBeside is a kv store without a log (kv.Options.DisableWAL) that one
+// goroutine of its own keeps level with a log: for every entry the log
+// acknowledges it puts one value of the entry's size, under keys laid out
+// as kvWrite's 64 writers lay theirs, in batches of up to lsmBatch. Beside
+// the log's 64 writers it does the work a kv Put adds to its log append —
+// memtable inserts, table flushes, compactions, their writes and fsyncs —
+// at the log's rate, without kv's commit path: what the log makes with it
+// beside is the most kv Put could make.
+type lsmBeside struct {
+	db    *kv.DB
+	count atomic.Uint64 // entries the log acknowledged
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan error
+}
+
+// lsmBatch is the most puts one write of the store beside the log takes.
+const lsmBatch = 64
+
+func openLSMBeside(dir string, mode ioengine.IOMode, valueSize int) (*lsmBeside, error) {
+	db, err := kv.Open(dir, kv.Options{IOMode: mode, DisableWAL: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		return nil, err
+	}
+	b := &lsmBeside{db: db, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan error, 1)}
+	value := make([]byte, valueSize)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	for i := range value {
+		value[i] = byte(rng.Uint32())
+	}
+	go func() { b.done <- b.run(value) }()
+	return b, nil
+}
+
+// appended counts one entry the log acknowledged and wakes the goroutine.
+func (b *lsmBeside) appended() {
+	b.count.Add(1)
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (b *lsmBeside) run(value []byte) error {
+	var batch kv.Batch
+	var key [16]byte
+	var n uint64
+	for {
+		select {
+		case <-b.stop:
+			return nil
+		case <-b.kick:
+		}
+		for target := b.count.Load(); n < target; {
+			batch.Reset()
+			for ; n < target && batch.Len() < lsmBatch; n++ {
+				binary.BigEndian.PutUint64(key[:8], n%64)
+				binary.BigEndian.PutUint64(key[8:], n/64)
+				batch.Put(key[:], value)
+			}
+			if err := b.db.Write(&batch); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (b *lsmBeside) close() error {
+	close(b.stop)
+	err := <-b.done
+	if cerr := b.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

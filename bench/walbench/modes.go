@@ -20,6 +20,7 @@ func ModeNames(Options) []bench.ModeInfo {
 	for _, w := range []int{1, 64} {
 		ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("kv-uring-w%d", w), Needs: "io_uring"})
 	}
+	ms = append(ms, bench.ModeInfo{Name: mode64LSM, Needs: "io_uring"})
 	ms = append(ms, bench.ModeInfo{Name: "ringstore-syscall-w64"})
 	const peersNeed = "the peers, built from bench/peers (go on PATH, no --no-peers)"
 	for _, p := range Peers {

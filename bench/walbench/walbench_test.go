@@ -1,6 +1,7 @@
 package walbench
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/kv"
 	"github.com/ringstore/ringstore/wal"
 )
 
@@ -258,6 +261,33 @@ func TestURingCeiling(t *testing.T) {
 	}
 }
 
+// TestKVCeiling: the bar of kv Put against the log carries the ceiling that
+// the log with an LSM beside it sets (its rate against the log alone's),
+// says how near kv Put came to it, and says when the bar is above it;
+// without the LSM mode it says nothing.
+func TestKVCeiling(t *testing.T) {
+	ms := []mode{
+		{Mode: bench.Mode{Name: mode64}, system: "ringstore", writers: 64, backend: "uring"},
+		{Mode: bench.Mode{Name: mode64LSM}, system: "ringstore", writers: 64, backend: "uring"},
+		{Mode: bench.Mode{Name: modeKV64}, system: "kv", writers: 64, backend: "uring"},
+	}
+	rs := results(ms, []float64{300000, 150000, 135000})
+	got := kvCeiling(rs)
+	if !strings.Contains(got, "ceiling 0.50×") || !strings.Contains(got, "150000 appends/s") || !strings.Contains(got, "0.90× that") || !strings.Contains(got, "the bar is above it") {
+		t.Errorf("ceiling %q", got)
+	}
+	rs = results(ms, []float64{300000, 270000, 250000}) // 0.90×: the bar below it
+	if got := kvCeiling(rs); !strings.Contains(got, "ceiling 0.90×") || strings.Contains(got, "above") {
+		t.Errorf("ceiling %q", got)
+	}
+	if got := kvCeiling(rs[:1]); got != "" {
+		t.Errorf("a ceiling without the LSM mode: %q", got)
+	}
+	if got := barNamed(t, walBars(results(ms, []float64{300000, 150000, 135000}), ms), "kv Put 64 writers vs the log's"); !strings.Contains(got.Why, "ceiling 0.50×") {
+		t.Errorf("the bar's reason %q does not carry the ceiling", got.Why)
+	}
+}
+
 // TestP99Floors: each log mode's p99 bar is read against the device writing
 // a group into the same kind of space (advancing through fallocated space
 // for the log's new segments, in place for recycled ones), the lower p99 of
@@ -309,4 +339,49 @@ func barNamed(t *testing.T, bars []bench.Bar, prefix string) bench.Bar {
 	}
 	t.Fatalf("no bar %q in %+v", prefix, bars)
 	return bench.Bar{}
+}
+
+// TestLSMBeside: the store beside the log puts one value of the entry's
+// size for every entry counted, under kvWrite's layout of 64 writers'
+// keys, and closes cleanly.
+func TestLSMBeside(t *testing.T) {
+	b, err := openLSMBeside(t.TempDir(), ioengine.Auto, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for range n {
+		b.appended()
+	}
+	key := func(i uint64) []byte {
+		var k [16]byte
+		binary.BigEndian.PutUint64(k[:8], i%64)
+		binary.BigEndian.PutUint64(k[8:], i/64)
+		return k[:]
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := b.db.Get(key(n - 1))
+		if err == nil {
+			if len(v) != 100 {
+				t.Fatalf("value of %d bytes, want 100", len(v))
+			}
+			break
+		}
+		if !errors.Is(err, kv.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("the last entry's key: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range uint64(n) {
+		if _, err := b.db.Get(key(i)); err != nil {
+			t.Fatalf("key of entry %d: %v", i, err)
+		}
+	}
+	if _, err := b.db.Get(key(n)); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("a key past the entries counted: %v", err)
+	}
+	if err := b.close(); err != nil {
+		t.Fatal(err)
+	}
 }
