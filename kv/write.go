@@ -471,10 +471,11 @@ func (db *DB) logFailed(err error) error {
 // makeRoom returns the memtable the leader writes into, with the leader's
 // group counted in its inflight, making the current one immutable when it
 // is full, and waiting (a write stall) while too many memtables wait for
-// their flush or L0 has too many files, or until ctx is done (ctx.Err()). Called by the leader, at the front of the queue, with
-// wmu held; while stalled it lets wmu go (the leader stays at the front,
-// so no other writer leads and no Flush runs meanwhile, but writers queued
-// behind may give up) and takes it back, before mu, when the stall ends.
+// their flush or L0 has too many files, or until ctx is done (ctx.Err()).
+// Called by the leader, at the front of the queue, with wmu held; while
+// stalled it lets wmu go (the leader stays at the front, so no other writer
+// leads and no Flush runs meanwhile, but writers queued behind may give up)
+// and takes it back, before mu, when the stall ends.
 func (db *DB) makeRoom(ctx context.Context) (*memTable, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
