@@ -30,9 +30,11 @@
 // without the wait writers settle into cohorts that take turns (two at
 // depth 1), each append then waiting a whole flush before its own. The
 // wait ends as soon as as many requests are queued as were acknowledged
-// plus those already waiting, and after a quarter of the last flush's
-// duration (20 µs to 1 ms) at most, so a lone writer never waits
-// (a test hook, noGather, turns it off to measure what it gains).
+// plus those already waiting, so a lone writer never waits; otherwise after
+// a quarter of the last flush's duration (20 µs to 1 ms), extended an
+// eighth at a time while writers keep coming back, up to the last flush's
+// duration (and 1 ms) at most (a test hook, noGather, turns it off to
+// measure what it gains).
 //
 // The first failed write or sync turns the log read-only: that append and
 // every later one fail with ErrReadOnly wrapping the cause, and no fsync is

@@ -447,7 +447,7 @@ func (l *Log) commitLoop() {
 // so a lone writer never waits. Otherwise it is bounded by a quarter of the
 // last flush's duration (between minGather and maxGather), and extended by
 // an eighth at a time while writers keep coming back, up to the last
-// flush's whole duration: a writer that misses the group waits that flush
+// flush's whole duration (and maxGather): a writer that misses the group waits that flush
 // and its own, so waiting a step for writers still on their way costs the
 // group less than it saves them. A wait in which no writer came back during
 // its last step ends. Called with mu held.

@@ -99,10 +99,10 @@ type Options struct {
 	// extents fallocate leaves. It writes every segment twice for no gain
 	// measured end to end (docs/DECISIONS.md).
 	zeroFillSegments bool
-	// noGather turns off the short wait (at most a quarter of the last
-	// flush, and never more than 1 ms) in which the committer lets the
-	// writers it just acknowledged append again before it takes the next
-	// group.
+	// noGather turns off the short wait (a quarter of the last flush,
+	// extended while writers keep coming back up to one flush, and never
+	// more than 1 ms) in which the committer lets the writers it just
+	// acknowledged append again before it takes the next group.
 	noGather bool
 	// noInlineFlush keeps the group flushes of pipeline depth 1 on the
 	// log's engine instead of an inline io_uring engine of the committer's
