@@ -160,8 +160,8 @@ func TestCloseEndsGathering(t *testing.T) {
 // first bound extend the wait a step at a time; a step in which none came
 // back ends it.
 func TestGatherExtendsWhileWritersReturn(t *testing.T) {
-	// Bound 100 ms, steps of 50 ms, at most 400 ms.
-	l := gatherLog(400*time.Millisecond, Options{})
+	// Bound 200 ms, steps of 100 ms, at most 800 ms.
+	l := gatherLog(800*time.Millisecond, Options{})
 	l.pending = []*request{{kind: reqAppend}}
 	l.gatherWant = 64
 	type result struct {
@@ -179,9 +179,9 @@ func TestGatherExtendsWhileWritersReturn(t *testing.T) {
 		done <- r
 	}()
 	waitStarted(l, 0)
-	time.Sleep(20 * time.Millisecond) // inside the first bound
+	time.Sleep(40 * time.Millisecond) // inside the first bound
 	l.enqueue(&request{kind: reqAppend})
-	time.Sleep(100 * time.Millisecond) // inside the first step after it
+	time.Sleep(200 * time.Millisecond) // inside the first step after it
 	l.enqueue(&request{kind: reqAppend})
 	r := <-done
 	if r.n != 3 {
@@ -190,8 +190,8 @@ func TestGatherExtendsWhileWritersReturn(t *testing.T) {
 	if !r.timeout {
 		t.Fatal("the wait ended without its timer")
 	}
-	if r.waited < 150*time.Millisecond {
-		t.Fatalf("the wait ended after %v: the writers that came back did not extend it past the first bound and step (150 ms)", r.waited)
+	if r.waited < 300*time.Millisecond {
+		t.Fatalf("the wait ended after %v: the writers that came back did not extend it past the first bound and step (300 ms)", r.waited)
 	}
 	if r.waited > 2*time.Second {
 		t.Fatalf("the wait went on for %v after the writers stopped coming back", r.waited)
@@ -201,7 +201,8 @@ func TestGatherExtendsWhileWritersReturn(t *testing.T) {
 // TestGatherExtensionIsBounded: writers that trickle back without end do
 // not hold the group past the last flush's duration.
 func TestGatherExtensionIsBounded(t *testing.T) {
-	l := gatherLog(200*time.Millisecond, Options{})
+	// Bound 100 ms, steps of 50 ms, at most 400 ms.
+	l := gatherLog(400*time.Millisecond, Options{})
 	l.pending = []*request{{kind: reqAppend}}
 	l.gatherWant = 1 << 20
 	stop := make(chan struct{})
@@ -225,10 +226,10 @@ func TestGatherExtensionIsBounded(t *testing.T) {
 	l.mu.Unlock()
 	close(stop)
 	wg.Wait()
-	if waited < 150*time.Millisecond {
+	if waited < 200*time.Millisecond {
 		t.Fatalf("the wait ended after %v though writers kept coming back", waited)
 	}
-	if waited > 200*time.Millisecond+5*time.Second {
-		t.Fatalf("the wait went on for %v, past the last flush's 200 ms", waited)
+	if waited > 400*time.Millisecond+5*time.Second {
+		t.Fatalf("the wait went on for %v, past the last flush's 400 ms", waited)
 	}
 }
