@@ -149,7 +149,10 @@
 // (a narrow column's 256 KiB chunk in 256 KiB frames usually spans two
 // frames: 2× read amplification, measured in BenchmarkScan's poolreadB/op),
 // where direct reads R rounded out to 4 KiB. Frames of 64 KiB keep that
-// near 1.25× for such data. arrow-go needs each batch's body as one
+// near 1.25× for such data. The other way round, each load has a fixed
+// cost (a read, a window move): where the scans together read most
+// columns, larger frames read no more and cost less CPU per byte
+// (bench scan uses 1 MiB; docs/DECISIONS.md). arrow-go needs each batch's body as one
 // contiguous slice. PoolOptions turns on the pool's windows, which show the
 // frames a batch's ranges lie in as one range of memory in file order
 // (bufpool.Pool.Window), so batches are decoded from the pool's memory
