@@ -104,8 +104,10 @@
 // metadata reads and dictionaries widened to whole chunks; mmap the chunks
 // a batch's projected ranges cover, and pread reads and checks whole
 // chunks, each chunk once per open File (a bitmap); direct every chunk of
-// every O_DIRECT read; pool every frame once per load (bufpool.Frame's
-// Checked / MarkChecked). A mismatch is a *CorruptError naming the file,
+// every O_DIRECT read; pool the chunks a batch's projected ranges cover,
+// each once per load of its frame (bufpool.Frame.CheckRange), so a frame's
+// other columns are checked only when a scan that reads them pins it. A
+// mismatch is a *CorruptError naming the file,
 // the part and the chunk's offset. A sidecar of another size, or whose
 // blocks the footer does not name, is an error naming both files; a
 // format 1 sidecar (no chunk checksums) is ErrBadOptions.

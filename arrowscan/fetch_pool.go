@@ -135,7 +135,7 @@ func (x *poolFetcher) copyOut(spans []bufpool.Span, buf []byte, place []placed) 
 		if err != nil {
 			return err
 		}
-		err = x.checkFrames(x.frames)
+		err = x.checkSpans(group, x.frames)
 		for _, pc := range pieces {
 			if err != nil {
 				break
@@ -195,7 +195,7 @@ func (x *poolFetcher) zeroCopy(i int, ivs []interval, spans []bufpool.Span, lo, 
 		return nil, nil, nil, x.f.batchReadError(i, lo, hi-lo, err)
 	}
 	var data []byte
-	err = x.checkFrames(frames)
+	err = x.checkSpans(spans, frames)
 	switch fr := frames[0]; { // fr covers lo
 	case err != nil:
 	case hi <= fr.Offset()+int64(fr.Len()):
@@ -224,22 +224,30 @@ func (x *poolFetcher) zeroCopy(i int, ivs []interval, spans []bufpool.Span, lo, 
 	return memory.NewBufferWithAllocator(data, pf), pf, x.place, nil
 }
 
-// checkFrames checks pinned frames against the file's sidecar, if it has
-// one: each frame once per load (bufpool.Frame.Checked), all of it (a
-// frame is whole chunks: its size is a multiple of 4096).
-func (x *poolFetcher) checkFrames(frames []*bufpool.Frame) error {
+// checkSpans checks the bytes of spans, which lie in the pinned frames,
+// against the file's sidecar, if it has one: in each frame only the chunks
+// the spans cover, each once per load of the frame (bufpool.Frame.
+// CheckRange; a frame size is a multiple of 4096, so of the chunk size).
+// A batch's projected ranges are checked just before they are decoded,
+// and a frame's other columns when a scan that projects them pins it.
+func (x *poolFetcher) checkSpans(spans []bufpool.Span, frames []*bufpool.Frame) error {
 	c := x.f.check
 	if c == nil {
 		return nil
 	}
-	for _, fr := range frames {
-		if fr.Checked() {
-			continue
+	for _, s := range spans {
+		for _, fr := range frames {
+			lo, hi := max(s.Off, fr.Offset()), min(s.Off+s.Len, fr.Offset()+int64(fr.Len()))
+			if lo >= hi {
+				continue
+			}
+			base := fr.Offset()
+			if err := fr.CheckRange(int(lo-base), int(hi-lo), func(off int, b []byte) error {
+				return c.verify(base+int64(off), b, false)
+			}); err != nil {
+				return err
+			}
 		}
-		if err := c.verify(fr.Offset(), fr.Bytes(), false); err != nil {
-			return err
-		}
-		fr.MarkChecked()
 	}
 	return nil
 }

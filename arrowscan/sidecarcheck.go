@@ -22,8 +22,9 @@ import (
 //     mapping; pread reads whole chunks and checks them;
 //   - direct checks every chunk of each O_DIRECT read (4 KiB-aligned, so
 //     whole chunks: the chunk size divides 4096);
-//   - pool checks a frame's chunks once per load of the frame
-//     (bufpool.Frame.Checked / MarkChecked; a frame size is a multiple of
+//   - pool checks the chunks a batch's projected ranges cover in each
+//     frame, each once per load of the frame, just before the batch is
+//     decoded (bufpool.Frame.CheckRange; a frame size is a multiple of
 //     4096, so a frame is whole chunks).
 //
 // mmap, pread and Open's reads go through the page cache, whose bytes stay

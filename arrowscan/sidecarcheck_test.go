@@ -314,3 +314,107 @@ func TestSidecarMismatch(t *testing.T) {
 	}
 	f.Close()
 }
+
+// TestPoolChecksWhatEachScanReads: a pool checks the chunks a scan's
+// projected ranges cover, not the whole frame. With a byte flipped in one
+// column of a file that lies in one frame, a scan of another column
+// succeeds with the intact values, a scan of the damaged column in the
+// same pool (the frame resident, partly checked) fails naming the chunk,
+// and the first scan still succeeds after it.
+func TestPoolChecksWhatEachScanReads(t *testing.T) {
+	paths, err := events.Generate(t.TempDir(), events.GenOptions{Rows: 40_000, RowsPerBatch: 20_000, Seed: 9, Sidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := paths[0]
+	newPool := func() *bufpool.Pool {
+		p, err := bufpool.New(arrowscan.PoolOptions(bufpool.Options{FrameSize: 4 << 20, Budget: 32 << 20, Engine: testengine.New(t, ioengine.URing, ioengine.Options{}), Logf: t.Logf}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	scan := func(p *bufpool.Pool, col string) ([]arrow.RecordBatch, error) {
+		f, err := arrowscan.Open(path, arrowscan.Options{Mode: arrowscan.ModePool, Pool: p})
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		s, err := f.Scan([]string{col})
+		if err != nil {
+			return nil, err
+		}
+		var recs []arrow.RecordBatch
+		for s.Next() {
+			r := s.Record()
+			r.Retain()
+			recs = append(recs, r)
+		}
+		err = s.Err()
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+		return recs, err
+	}
+	cols := []string{events.ColCustomerID, events.ColSessionID, events.ColBytes, events.ColLatencyMS}
+	refs := map[string][]arrow.RecordBatch{}
+	for _, c := range cols {
+		recs, err := scan(newPool(), c)
+		if err != nil {
+			t.Fatalf("intact file, column %s: %v", c, err)
+		}
+		refs[c] = recs
+		defer release(recs)
+	}
+	st, _ := os.Stat(path)
+	ft, err := func() (*arrowscan.Footer, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return arrowscan.ParseFooter(f, st.Size(), path)
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 4<<20 {
+		t.Fatalf("the file is %d bytes, more than a frame", st.Size())
+	}
+	b := ft.RecordBatches[1]
+	// The middle of the second column (customer_id), after the 8-byte
+	// timestamps of the batch's 20,000 rows.
+	off := b.BodyOffset() + 20_000*8 + 20_000*8/2
+	flip(t, path, off, 0x40)
+	defer flip(t, path, off, 0x40)
+	var good, bad []string
+	for _, c := range cols {
+		if _, err := scan(newPool(), c); err != nil {
+			wantChunkError(t, "column "+c, err, path, off)
+			bad = append(bad, c)
+		} else {
+			good = append(good, c)
+		}
+	}
+	if len(good) == 0 || len(bad) == 0 {
+		t.Fatalf("the flip at offset %d: scans of %v failed, of %v succeeded; the test needs both", off, bad, good)
+	}
+	p := newPool()
+	for _, round := range []string{"before", "after"} {
+		recs, err := scan(p, good[0])
+		if err != nil {
+			t.Fatalf("column %s, %s a scan of %s in the same pool: %v", good[0], round, bad[0], err)
+		}
+		for i, r := range recs {
+			if !array.RecordEqual(r, refs[good[0]][i]) {
+				t.Fatalf("column %s, batch %d: values differ from the intact file's", good[0], i)
+			}
+		}
+		release(recs)
+		if round == "before" {
+			_, err := scan(p, bad[0])
+			wantChunkError(t, "column "+bad[0]+" in a pool holding its frame", err, path, off)
+		}
+	}
+}

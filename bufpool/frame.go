@@ -88,10 +88,11 @@ type Frame struct {
 	buf  []byte // immutable: FrameSize bytes of the arena
 	slot int    // immutable: index in Pool.frames
 
-	pins     atomic.Int32  // pin count; incremented under mu only, decremented anywhere (Unpin)
-	detached atomic.Bool   // mirrors state == stateDetached for the lock-free Unpin
-	checked  atomic.Bool   // MarkChecked since the frame's last load (cleared by installLocked)
-	note     atomic.Uint64 // SetCheckNote's since the frame's last load (cleared by installLocked)
+	pins     atomic.Int32    // pin count; incremented under mu only, decremented anywhere (Unpin)
+	detached atomic.Bool     // mirrors state == stateDetached for the lock-free Unpin
+	checked  atomic.Bool     // MarkChecked since the frame's last load (cleared by installLocked)
+	units    []atomic.Uint64 // immutable header: bit u of word u/64, CheckRange verified unit u since the last load (cleared by installLocked)
+	note     atomic.Uint64   // SetCheckNote's since the frame's last load (cleared by installLocked)
 
 	// Guarded by mu.
 	key      frameKey
@@ -138,6 +139,50 @@ func (f *Frame) Checked() bool { return f.checked.Load() }
 // MarkChecked records that the caller verified the frame's bytes (call it
 // while the frame is pinned, after the check passed).
 func (f *Frame) MarkChecked() { f.checked.Store(true) }
+
+// CheckUnit is the granularity of CheckRange's marks: a frame's bytes are
+// checked in pieces of CheckUnit bytes from its start (FrameSize is a
+// multiple of it).
+const CheckUnit = 4096
+
+// CheckRange calls verify for the bytes [off, off+n) of the frame (offsets
+// in f.Bytes()), widened to whole CheckUnits and cut at f.Len(), except
+// the units a CheckRange verified since the frame's bytes were loaded: once
+// for each run of such units, with the run's offset and bytes. The units of
+// a run verify accepts are marked verified; the first error is returned
+// and its run stays unmarked. A frame MarkChecked is verified whole, and
+// verify is not called. Call it while the frame is pinned. Two pinners may
+// verify the same unit at once; both see the same bytes.
+//
+// A pinner that reads only part of a frame checks only that part, just
+// before reading it, instead of the whole frame at its first pin.
+func (f *Frame) CheckRange(off, n int, verify func(off int, b []byte) error) error {
+	if f.checked.Load() || n <= 0 {
+		return nil
+	}
+	if off < 0 || off+n > f.n {
+		panic(fmt.Sprintf("bufpool: CheckRange of [%d, %d) in a frame of %d bytes", off, off+n, f.n)) // a bug in the caller
+	}
+	lo, hi := off/CheckUnit, (off+n+CheckUnit-1)/CheckUnit
+	for u := lo; u < hi; {
+		if f.units[u/64].Load()&(1<<(u%64)) != 0 {
+			u++
+			continue
+		}
+		end := u + 1
+		for end < hi && f.units[end/64].Load()&(1<<(end%64)) == 0 {
+			end++
+		}
+		start, stop := u*CheckUnit, min(end*CheckUnit, f.n)
+		if err := verify(start, f.buf[start:stop:stop]); err != nil {
+			return err
+		}
+		for ; u < end; u++ {
+			f.units[u/64].Or(1 << (u % 64))
+		}
+	}
+	return nil
+}
 
 // CheckNote returns the note a pinner kept with the frame's checked bytes
 // (SetCheckNote) since they were loaded, or 0.

@@ -247,6 +247,9 @@ func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, pr
 	f.mark = 0
 	f.loadErr = nil
 	f.checked.Store(false)
+	for i := range f.units {
+		f.units[i].Store(0)
+	}
 	f.note.Store(0)
 	p.table[key] = f
 	fl.frames++

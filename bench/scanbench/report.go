@@ -253,7 +253,7 @@ func sidecarNote(o Options) string {
 	if o.NoSidecarCheck {
 		return "No mode checked its reads against the files' checksum sidecars (--no-sidecar-check): pool-nocheck is pool."
 	}
-	return "Every mode but pool-nocheck checks each range it reads against the files' checksum sidecars (CRC32C per 4 KiB chunk; mmap and pread once per chunk and open file, direct per read, pool per frame load); pool-nocheck is pool without the checks, so pool ÷ pool-nocheck is their cost."
+	return "Every mode but pool-nocheck checks each range it reads against the files' checksum sidecars (CRC32C per 4 KiB chunk; mmap and pread once per chunk and open file, direct per read, pool once per frame load for the chunks each query reads); pool-nocheck is pool without the checks, so pool ÷ pool-nocheck is their cost."
 }
 
 func measurementNotes(o Options, data *dataSet, ml MemoryLimit, ioMode string, results []bench.ModeResult, residentMax int64) []string {
