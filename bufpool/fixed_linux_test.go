@@ -70,6 +70,48 @@ func TestFixedBuffers(t *testing.T) {
 	}
 }
 
+// TestFixedArenaGrows: an arena made without Prefault is registered 4 MiB
+// at New, then, as the pool first uses frames past the registered part, as
+// much again each time; frames given back are used again before new ones;
+// a prefaulted arena is registered whole at New. Every load returns the
+// file's bytes, registered or not yet.
+func TestFixedArenaGrows(t *testing.T) {
+	const fs = 64 << 10
+	eng := newEngine(t, ioengine.URing, nil)
+	p := newPool(t, eng, Options{FrameSize: fs, Budget: 32 << 20, FixedBuffers: true})
+	fixed := func() int64 { return p.Stats().FixedBytes }
+	if n := fixed(); n != firstFixed {
+		t.Fatalf("registered %d bytes at New, want %d", n, firstFixed)
+	}
+	a := register(t, p, testdir.Direct(t), "a", 6<<20, 3) // 96 frames
+	e0 := eng.Stats()
+	pinAndCheck(t, p, a)
+	eventually(t, 10*time.Second, "8 MiB registered", func() bool { return fixed() == 8<<20 })
+	if n := eng.Stats().FixedTransfers - e0.FixedTransfers; n == 0 {
+		t.Fatal("no load went as READ_FIXED")
+	}
+	if err := p.Unregister(a.id); err != nil {
+		t.Fatal(err)
+	}
+	b := register(t, p, testdir.Direct(t), "b", 6<<20, 4)
+	pinAndCheck(t, p, b)
+	time.Sleep(50 * time.Millisecond) // a growth would have been started by now
+	if n := fixed(); n != 8<<20 {
+		t.Fatalf("registered %d bytes after the second file used the first one's frames again, want %d", n, 8<<20)
+	}
+	c := register(t, p, testdir.Direct(t), "c", 20<<20, 5)
+	pinAndCheck(t, p, c)
+	eventually(t, 10*time.Second, "the whole arena registered", func() bool { return fixed() == 32<<20 })
+	if st := p.Stats(); !st.FixedBuffers || st.FixedBuffersOff != "" {
+		t.Fatalf("FixedBuffers %v, FixedBuffersOff %q", st.FixedBuffers, st.FixedBuffersOff)
+	}
+
+	q := newPool(t, eng, Options{FrameSize: fs, Budget: 16 << 20, FixedBuffers: true, Prefault: true})
+	if n := q.Stats().FixedBytes; n != 16<<20 {
+		t.Fatalf("prefaulted: registered %d bytes at New, want all %d", n, 16<<20)
+	}
+}
+
 // Child process of TestFixedBuffersRefused.
 const (
 	fixedChildEnv = "RINGSTORE_BUFPOOL_FIXED_CHILD"

@@ -256,6 +256,18 @@ func (l *frameList) pushBack(f *Frame) {
 	l.n++
 }
 
+func (l *frameList) pushFront(f *Frame) {
+	k := &f.links[l.slot]
+	k.prev, k.next = nil, l.head
+	if l.head != nil {
+		l.head.links[l.slot].prev = f
+	} else {
+		l.tail = f
+	}
+	l.head = f
+	l.n++
+}
+
 func (l *frameList) remove(f *Frame) {
 	k := &f.links[l.slot]
 	if k.prev != nil {

@@ -95,9 +95,13 @@ type Options struct {
 	// FixedBuffers registers the arena with the engine's ring
 	// (ioengine.Engine.RegisterMemory), so that loads are issued as
 	// READ_FIXED: the kernel pins the arena's pages once instead of pinning
-	// and unpinning a frame's pages for every read. The pages then stay in
-	// memory until Close (with Prefault they would be allocated anyway) and
-	// count against RLIMIT_MEMLOCK unless the process has CAP_IPC_LOCK.
+	// and unpinning a frame's pages for every read. Registered pages stay in
+	// memory until Close and count against RLIMIT_MEMLOCK unless the process
+	// has CAP_IPC_LOCK. With Prefault the whole arena is registered in New;
+	// without it, its first 4 MiB, and then more as the pool first uses its
+	// frames (each time as much again as is registered), so that the memory
+	// a pool holds grows with its use, at most twice over; a frame not yet
+	// registered is read plain.
 	// Where the registration is refused (that limit, a kernel that cannot
 	// register the memory, the syscall backend), New makes the pool without
 	// it, says why through Logf, and Stats reports FixedBuffers false with

@@ -143,6 +143,7 @@ func (p *Pool) meetLocked(f *Frame) bool {
 func (p *Pool) takeFrameLocked(demand bool) *Frame {
 	if f := p.free.popFront(); f != nil {
 		f.queue = queueNone
+		p.fixed.usingLocked(p, f.slot)
 		return f
 	}
 	if f := p.evictLocked(); f != nil || !demand {

@@ -20,8 +20,8 @@ type Pool struct {
 	eng       *ioengine.Engine // immutable
 	ownEngine bool             // immutable: the pool made eng and closes it
 	arena     []byte           // immutable until Close frees it
-	region    *ioengine.Region // immutable: the arena registered with the engine (Options.FixedBuffers), or nil
-	fixedOff  string           // immutable: why Options.FixedBuffers is not in effect, or ""
+	fixed     *fixedArena      // immutable: the arena's registration with the engine (Options.FixedBuffers), or nil
+	fixedOff  string           // immutable: why Options.FixedBuffers is not in effect at all, or ""
 	win       *windows         // immutable: nil unless Options.Windows
 	frames    []Frame          // immutable slice; frame fields as documented on Frame
 	target    int              // immutable: probation's target length
@@ -154,7 +154,7 @@ func New(opts Options) (*Pool, error) {
 	case p.eng.Backend() == ioengine.BackendSyscall:
 		p.fixedOff = "the engine is on the syscall backend, which takes any buffer"
 	default:
-		if p.region, err = p.eng.RegisterMemory(arena); err != nil {
+		if p.fixed, err = newFixedArena(p.eng, arena, o.FrameSize, o.Prefault, o.Logf); err != nil {
 			p.fixedOff = err.Error()
 			o.Logf("bufpool: arena not registered with the engine, loads read without fixed buffers: %v", err)
 		}
@@ -320,12 +320,9 @@ func (p *Pool) Close() error {
 
 	p.workers.Wait()
 	var errs []error
-	// Before the arena is unmapped: the kernel would keep its pages, and
-	// memory mapped later at the same address would not be what a fixed
-	// read fills.
-	if p.region != nil {
-		if err := p.region.Unregister(); err != nil {
-			errs = append(errs, fmt.Errorf("bufpool: unregister the arena: %w", err))
+	if p.fixed != nil {
+		if err := p.fixed.close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if p.ownEngine {
@@ -403,7 +400,7 @@ func (p *Pool) freeLocked(f *Frame) {
 	f.loadErr, f.prefetch, f.freq, f.loader = nil, false, 0, 0
 	f.want = 0
 	f.queue, f.home = queueFree, queueNone
-	p.free.pushBack(f)
+	p.free.pushFront(f) // before the frames never used: the arena in use stays a prefix (fixedArena)
 }
 
 // afterUnpinLocked runs when f's pin count reached zero and someone may
@@ -483,7 +480,8 @@ type Stats struct {
 	WindowFailures uint64 `json:"window_failures,omitempty"` // frames or files left without a window because a mapping call failed
 
 	FixedBuffers    bool   `json:"fixed_buffers"`               // the arena is registered with the engine's ring: loads go as READ_FIXED (Options.FixedBuffers)
-	FixedBuffersOff string `json:"fixed_buffers_off,omitempty"` // why Options.FixedBuffers asked for it and it is not in effect
+	FixedBytes      int64  `json:"fixed_bytes,omitempty"`       // of the arena, the bytes registered so far (it is registered as the pool first uses its frames, unless Prefault)
+	FixedBuffersOff string `json:"fixed_buffers_off,omitempty"` // why Options.FixedBuffers asked for it and it is not (or not wholly) in effect
 }
 
 // HitRatio returns Hits / (Hits + Misses + LoadWaits), or 0 before any Pin.
@@ -515,7 +513,10 @@ func (p *Pool) Stats() Stats {
 	s.Loading = p.loading
 	s.Resident = len(p.table) - p.loading
 	s.OpenAnnouncements = p.openAnnouncementsLocked()
-	s.FixedBuffers, s.FixedBuffersOff = p.region != nil, p.fixedOff
+	s.FixedBuffers, s.FixedBuffersOff = p.fixed != nil, p.fixedOff
+	if p.fixed != nil {
+		s.FixedBytes, s.FixedBuffersOff = p.fixed.registered()
+	}
 	if p.win != nil {
 		p.win.mu.Lock()
 		s.WindowMaps, s.WindowMoves, s.WindowFailures = p.win.maps, p.win.moves, p.win.fails

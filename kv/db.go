@@ -248,9 +248,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		if db.eng.Backend() == ioengine.BackendSyscall {
 			workers = max(1, opts.ReadWorkers) // each one pread at a time
 		}
-		// On io_uring the cache's arena is registered with the ring, so a
-		// block read goes as READ_FIXED (the kernel pins no page per read);
-		// a refusal (RLIMIT_MEMLOCK) is logged and reads go plain.
+		// On io_uring the cache's arena is registered with the ring as the
+		// cache fills, so a block read goes as READ_FIXED (the kernel pins
+		// no page per read); a refusal (RLIMIT_MEMLOCK) is logged and reads
+		// go plain.
 		if db.pool, err = bufpool.New(bufpool.Options{FrameSize: directio.BlockSize, Budget: opts.CacheSize,
 			Engine: db.eng, IOWorkers: workers, MaxBatch: 256, Logf: opts.Logf,
 			FixedBuffers: db.eng.Backend() == ioengine.BackendURing}); err != nil {

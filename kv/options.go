@@ -43,7 +43,9 @@ type Options struct {
 	// false positives).
 	BloomBitsPerKey int
 	// CacheSize is the block cache's budget in bytes: a bufpool of 4 KiB
-	// frames, off the Go heap. Default 64 MiB; at least 32 KiB.
+	// frames, off the Go heap, whose memory is taken as the cache fills
+	// (on io_uring pinned for READ_FIXED, at most twice what it has used).
+	// Default 64 MiB; at least 32 KiB.
 	CacheSize int64
 	// TableMetaCacheSize bounds the memory of the tables' decoded
 	// metadata (block indexes and bloom filters, about 1.2 bytes per key
