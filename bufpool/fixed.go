@@ -28,10 +28,10 @@ const firstFixed = 4 << 20
 // A refused registration stops the growth; the frames registered before
 // stay so.
 type fixedArena struct {
-	eng       *ioengine.Engine // immutable
-	arena     []byte           // immutable
-	frameSize int              // immutable
-	logf      func(string, ...any)
+	eng       *ioengine.Engine     // immutable
+	arena     []byte               // immutable
+	frameSize int                  // immutable
+	logf      func(string, ...any) // immutable
 
 	// target: frames [0, target) are registered, or being registered;
 	// -1 once a registration was refused. Guarded by Pool.mu.
