@@ -16,7 +16,7 @@ func TestBenchScanBadArguments(t *testing.T) {
 		{"scan zero data", []string{"bench", "scan", "--data", "0"}, 2, `bench scan: --data: "0" is not a size`},
 		{"scan small limit", []string{"bench", "scan", "--mem-limit", "1MiB"}, 2, "--mem-limit must be between 64MiB and 16TiB, got 1MiB"},
 		{"scan pool over the limit", []string{"bench", "scan", "--mem-limit", "256MiB", "--pool", "256MiB"}, 2, "--pool 256MiB must be below --mem-limit 256MiB"},
-		{"scan pool below the pool's minimum", []string{"bench", "scan", "--pool", "1MiB"}, 2, "--pool must be between 2MiB and 16TiB, got 1MiB (a pool holds at least 8 frames of --frame 256KiB)"},
+		{"scan pool below the pool's minimum", []string{"bench", "scan", "--pool", "1MiB"}, 2, "--pool must be between 8MiB and 16TiB, got 1MiB (a pool holds at least 8 frames of --frame 1MiB)"},
 		{"scan odd frames", []string{"bench", "scan", "--frame", "6KiB"}, 2, "--frame must be a multiple of 4KiB"},
 		{"scan zero queries", []string{"bench", "scan", "--queries", "0"}, 2, "--queries must be between 1 and 4096, got 0"},
 		{"scan zero rounds", []string{"bench", "scan", "--rounds", "0"}, 2, "--rounds must be between 1 and"},
