@@ -90,8 +90,7 @@ type Frame struct {
 
 	pins     atomic.Int32    // pin count; incremented under mu only, decremented anywhere (Unpin)
 	detached atomic.Bool     // mirrors state == stateDetached for the lock-free Unpin
-	checked  atomic.Bool     // MarkChecked since the frame's last load (cleared by installLocked)
-	units    []atomic.Uint64 // immutable header: bit u of word u/64, CheckRange verified unit u since the last load (cleared by installLocked)
+	units    []atomic.Uint64 // immutable header: bit u of word u/64, unit u verified since the last load (CheckRange, MarkChecked; cleared by installLocked)
 	note     atomic.Uint64   // SetCheckNote's since the frame's last load (cleared by installLocked)
 
 	// Guarded by mu.
@@ -131,14 +130,38 @@ func (f *Frame) Len() int { return f.n }
 // bytes.
 func (f *Frame) Bytes() []byte { return f.buf[:f.n:f.n] }
 
-// Checked reports whether a pinner called MarkChecked since the frame's
-// bytes were loaded: the caller's own verification of them (a checksum)
-// need not run again. A frame loaded again starts unchecked.
-func (f *Frame) Checked() bool { return f.checked.Load() }
+// Checked reports whether every byte of the frame was verified since it
+// was loaded (MarkChecked, or CheckRange over all of it): the caller's own
+// verification of them (a checksum) need not run again. A frame loaded
+// again starts unchecked.
+func (f *Frame) Checked() bool {
+	for w := range f.wholeWords() {
+		if want := f.wholeMask(w); f.units[w].Load()&want != want {
+			return false
+		}
+	}
+	return true
+}
 
 // MarkChecked records that the caller verified the frame's bytes (call it
 // while the frame is pinned, after the check passed).
-func (f *Frame) MarkChecked() { f.checked.Store(true) }
+func (f *Frame) MarkChecked() {
+	for w := range f.wholeWords() {
+		f.units[w].Or(f.wholeMask(w))
+	}
+}
+
+// wholeWords is how many words of f.units cover the frame's valid bytes.
+func (f *Frame) wholeWords() int { return ((f.n+CheckUnit-1)/CheckUnit + 63) / 64 }
+
+// wholeMask is the bits of word w of f.units that stand for units of the
+// frame's valid bytes.
+func (f *Frame) wholeMask(w int) uint64 {
+	if rest := (f.n+CheckUnit-1)/CheckUnit - w*64; rest < 64 {
+		return 1<<rest - 1
+	}
+	return ^uint64(0)
+}
 
 // CheckUnit is the granularity of CheckRange's marks: a frame's bytes are
 // checked in pieces of CheckUnit bytes from its start (FrameSize is a
@@ -150,14 +173,14 @@ const CheckUnit = 4096
 // the units a CheckRange verified since the frame's bytes were loaded: once
 // for each run of such units, with the run's offset and bytes. The units of
 // a run verify accepts are marked verified; the first error is returned
-// and its run stays unmarked. A frame MarkChecked is verified whole, and
-// verify is not called. Call it while the frame is pinned. Two pinners may
+// and its run stays unmarked; after MarkChecked verify is not called. Call
+// it while the frame is pinned. Two pinners may
 // verify the same unit at once; both see the same bytes.
 //
 // A pinner that reads only part of a frame checks only that part, just
 // before reading it, instead of the whole frame at its first pin.
 func (f *Frame) CheckRange(off, n int, verify func(off int, b []byte) error) error {
-	if f.checked.Load() || n <= 0 {
+	if n <= 0 {
 		return nil
 	}
 	if off < 0 || off+n > f.n {

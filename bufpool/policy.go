@@ -247,7 +247,6 @@ func (p *Pool) installLocked(f *Frame, fl *file, key frameKey, loader uint64, pr
 	f.loader = loader
 	f.mark = 0
 	f.loadErr = nil
-	f.checked.Store(false)
 	for i := range f.units {
 		f.units[i].Store(0)
 	}
