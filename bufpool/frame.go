@@ -88,10 +88,11 @@ type Frame struct {
 	buf  []byte // immutable: FrameSize bytes of the arena
 	slot int    // immutable: index in Pool.frames
 
-	pins     atomic.Int32    // pin count; incremented under mu only, decremented anywhere (Unpin)
-	detached atomic.Bool     // mirrors state == stateDetached for the lock-free Unpin
-	units    []atomic.Uint64 // immutable header: bit u of word u/64, unit u verified since the last load (CheckRange, MarkChecked; cleared by installLocked)
-	note     atomic.Uint64   // SetCheckNote's since the frame's last load (cleared by installLocked)
+	pins     atomic.Int32     // pin count; incremented under mu only, decremented anywhere (Unpin)
+	detached atomic.Bool      // mirrors state == stateDetached for the lock-free Unpin
+	unit0    [1]atomic.Uint64 // units' word when one word covers the frame: in the cache line Pin has just touched
+	units    []atomic.Uint64  // immutable header: bit u of word u/64, unit u verified since the last load (CheckRange, MarkChecked; cleared by installLocked)
+	note     atomic.Uint64    // SetCheckNote's since the frame's last load (cleared by installLocked)
 
 	// Guarded by mu.
 	key      frameKey

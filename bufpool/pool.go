@@ -130,11 +130,18 @@ func New(opts Options) (*Pool, error) {
 	p.stalled.L = &p.mu
 	p.work.L = &p.mu
 	perFrame := (o.FrameSize/CheckUnit + 63) / 64
-	units := make([]atomic.Uint64, nframes*perFrame)
+	var units []atomic.Uint64
+	if perFrame > 1 {
+		units = make([]atomic.Uint64, nframes*perFrame)
+	}
 	for i := range p.frames {
 		f := &p.frames[i]
 		f.pool, f.slot = p, i
-		f.units = units[i*perFrame : (i+1)*perFrame : (i+1)*perFrame]
+		if perFrame == 1 {
+			f.units = f.unit0[:]
+		} else {
+			f.units = units[i*perFrame : (i+1)*perFrame : (i+1)*perFrame]
+		}
 		f.buf = arena[i*o.FrameSize : (i+1)*o.FrameSize : (i+1)*o.FrameSize]
 		f.loaded.L = &p.mu
 		f.queue = queueFree

@@ -142,7 +142,9 @@ func (db *DB) GetWith(ro ReadOptions, key []byte) ([]byte, error) {
 }
 
 // MultiGet looks up every key in one consistent snapshot. values[i] is the
-// value of keys[i] when found[i] (the caller's memory). The data block reads
+// value of keys[i] when found[i] (the caller's memory; the values of one
+// call share a few allocations of at most valueChunk bytes, each value's
+// capacity ending with it). The data block reads
 // the batch needs, in all tables of all levels, go to the engine together:
 // each round reads, for every key not yet resolved, the block of the next
 // table that may hold it (newest first, after the bloom filter), all in one
@@ -220,6 +222,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	defer db.release(rs)
 	values := make([][]byte, len(keys))
 	found := make([]bool, len(keys))
+	va := valueArena{left: len(keys)}
 	sc := getScratchFor(len(keys))
 	defer sc.release()
 	pending, lookups, cands := sc.pending[:0], sc.lookups[:0], sc.cands[:0]
@@ -231,7 +234,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		}
 		if v, kind, ok := memGet(rs.mems, k, rs.seq); ok {
 			if kind == sstable.KindSet {
-				values[i], found[i] = append([]byte{}, v...), true
+				values[i], found[i] = va.keep(v), true
 			}
 			continue
 		}
@@ -286,7 +289,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			case got.Found:
 				lk.done = true
 				if got.Kind == sstable.KindSet {
-					values[lk.i], found[lk.i] = append([]byte{}, got.Value...), true
+					values[lk.i], found[lk.i] = va.keep(got.Value), true
 				}
 			case got.Spills:
 				lk.spill = true // older versions go on in the next block
@@ -307,7 +310,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 				if ok {
 					lk.done = true
 					if kind == sstable.KindSet {
-						values[lk.i], found[lk.i] = append([]byte{}, v...), true
+						values[lk.i], found[lk.i] = va.keep(v), true
 					}
 				}
 			}
@@ -319,6 +322,33 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		pending = next
 	}
 	return values, found, nil
+}
+
+// valueChunk bounds the allocations a multiGet copies its values into.
+const valueChunk = 16 << 10
+
+// valueArena copies the values of one multiGet into a few allocations
+// rather than one per value: a chunk holds the values of as many keys as
+// are still unresolved (left), up to valueChunk bytes, so a one-key Get
+// allocates its value's size and a batch about its values' total.
+type valueArena struct {
+	buf  []byte
+	left int // keys not yet given a value
+}
+
+// keep returns a copy of v whose capacity ends with it.
+func (a *valueArena) keep(v []byte) []byte {
+	if len(v) == 0 {
+		a.left--
+		return []byte{}
+	}
+	if cap(a.buf)-len(a.buf) < len(v) {
+		a.buf = make([]byte, 0, max(len(v), min(valueChunk, len(v)*max(a.left, 1))))
+	}
+	a.left--
+	n := len(a.buf)
+	a.buf = append(a.buf, v...)
+	return a.buf[n : n+len(v) : n+len(v)]
 }
 
 // memGet looks key up in the memtables, newest first.
@@ -432,10 +462,13 @@ func (db *DB) readBlocks(reads []blockRead, noFill bool, fn blockFunc) error {
 }
 
 func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) error {
-	var spans []bufpool.Span
-	var which []int
+	// Sized for the common round, one single-frame block per read: no
+	// append grows them, and Pin appends to frames without allocating
+	// under the pool's lock.
+	spans := make([]bufpool.Span, 0, len(reads))
+	which := make([]int, 0, len(reads))
+	frames := make([]*bufpool.Frame, 0, len(reads))
 	var direct []int
-	var frames []*bufpool.Frame
 	// The blocks a read ahead started come first, in a Pin of their own
 	// (nAhead of which): it waits for no read but theirs, already in flight,
 	// and takes no frame they hold.

@@ -73,3 +73,81 @@ func TestScratchReleaseHoldsNothing(t *testing.T) {
 		t.Error("a scratch over maxScratchKeys was emptied and kept")
 	}
 }
+
+// TestValueArena: the values a multiGet copies share chunks, but each
+// value's capacity ends with it, so appending to one never writes into
+// the next; a one-key call allocates its value's size; an empty value is
+// empty, not nil.
+func TestValueArena(t *testing.T) {
+	a := valueArena{left: 3}
+	x, e, y := a.keep([]byte("abc")), a.keep(nil), a.keep([]byte("def"))
+	if e == nil || len(e) != 0 {
+		t.Fatalf("empty value %#v", e)
+	}
+	if cap(x) != 3 || cap(y) != 3 {
+		t.Fatalf("capacities %d %d, want 3 3", cap(x), cap(y))
+	}
+	_ = append(x, 'X')
+	if string(y) != "def" || string(x) != "abc" {
+		t.Fatalf("after an append to the first: %q %q", x, y)
+	}
+	one := valueArena{left: 1}
+	if v := one.keep(make([]byte, 300)); cap(one.buf) != 300 || len(v) != 300 {
+		t.Fatalf("one key: chunk of %d bytes for a 300-byte value", cap(one.buf))
+	}
+	many := valueArena{left: 1000}
+	many.keep(make([]byte, 300))
+	if cap(many.buf) != valueChunk {
+		t.Fatalf("1000 keys: chunk of %d bytes, want %d", cap(many.buf), valueChunk)
+	}
+	big := valueArena{left: 2}
+	if v := big.keep(make([]byte, 3*valueChunk)); len(v) != 3*valueChunk {
+		t.Fatalf("a value larger than a chunk: %d bytes", len(v))
+	}
+}
+
+// TestMultiGetValuesAreTheCallers: a caller may append to or overwrite a
+// value MultiGet returned without changing another value of the call or
+// what the store holds.
+func TestMultiGetValuesAreTheCallers(t *testing.T) {
+	for _, c := range configs()[:1] {
+		db := openTest(t, t.TempDir(), c)
+		keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+		for i, k := range keys {
+			if err := db.Put(k, []byte{byte('0' + i), byte('0' + i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, flush := range []bool{false, true} {
+			if flush {
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vals, found, err := db.MultiGet(keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range vals {
+				if !found[i] {
+					t.Fatalf("flushed %v: key %q not found", flush, keys[i])
+				}
+				vals[i] = append(vals[i], 'X')
+				vals[i][0] = 'Y'
+			}
+			again, _, err := db.MultiGet(keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range again {
+				if want := string([]byte{byte('0' + i), byte('0' + i)}); string(v) != want {
+					t.Fatalf("flushed %v: key %q is %q after the caller changed its copy, want %q", flush, keys[i], v, want)
+				}
+				if string(vals[i]) != "Y"+string([]byte{byte('0' + i)})+"X" {
+					t.Fatalf("flushed %v: the caller's copy of %q is %q", flush, keys[i], vals[i])
+				}
+			}
+		}
+		db.Close()
+	}
+}
