@@ -44,3 +44,15 @@ func prefault(b []byte) {
 		b[i] = 0
 	}
 }
+
+// adviseHugePages asks for transparent huge pages (MADV_HUGEPAGE) behind
+// a private arena: a lookup in a cached block then misses the TLB once
+// per 2 MiB of the arena, not once per 4 KiB frame. Only where the kernel
+// backs advised ranges with them (transparent_hugepage "madvise" or
+// "always") and only for the arena's 2 MiB-aligned part; a refusal is
+// harmless (the arena stays on small pages).
+func adviseHugePages(b []byte) {
+	if len(b) >= 2<<20 {
+		_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
+	}
+}

@@ -100,7 +100,9 @@ func New(opts Options) (*Pool, error) {
 		}
 	}
 	if arena == nil {
-		arena, err = directio.Alloc(nframes * o.FrameSize)
+		if arena, err = directio.Alloc(nframes * o.FrameSize); err == nil {
+			adviseHugePages(arena)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bufpool: arena of %d frames × %d bytes: %w", nframes, o.FrameSize, err)

@@ -74,10 +74,15 @@
 //	                         offset uvarint | used uvarint } | crc32c u32
 //
 // Bloom filter over the distinct user keys (Options.BloomBitsPerKey, 10 by
-// default, rounded up to whole 64-bit words; k = round(bitsPerKey·ln 2)
-// probes, at most 30). Probe i tests bit (h + i·δ) mod m, with h a 64-bit
-// FNV-1a hash of the user key passed through the murmur3 finalizer and
-// δ = rotl(h, 31) | 1:
+// default; k = round(bitsPerKey·ln 2) probes, at most 30), h a 64-bit
+// FNV-1a hash of the user key passed through the murmur3 finalizer. In
+// format version 2 the filter is blocked: its bits are lines of 512 (8
+// words, one 64-byte cache line; rounded up to whole lines), a key's line
+// is ((h>>32) · lines) >> 32, and probe i tests bit p_i>>23 of that line,
+// with p_0 = uint32(h) and p_{i+1} = p_i · 0x9e3779b9 mod 2^32, so a lookup
+// reads one line. Version 1 (still read) spreads the probes over all m
+// bits, rounded up to whole words: probe i tests bit (h + i·δ) mod m, with
+// δ = rotl(h, 31) | 1. Both layouts are stored alike:
 //
 //	k u32 | numWords u32 | numWords × u64 | crc32c u32
 //

@@ -259,11 +259,15 @@ func FuzzDecodeFilter(f *testing.F) {
 	f.Add([]byte{7, 0, 0, 0, 1, 0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0}, []byte("x"))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0}, []byte{})
 	f.Fuzz(func(t *testing.T, body, key []byte) {
-		for _, buf := range [][]byte{body, withCRC(body)} {
-			bf, err := decodeFilter(buf, site{"fuzz", fuzzBase})
+		for i, buf := range [][]byte{body, withCRC(body), body, withCRC(body)} {
+			blocked := i >= 2 // each input in both layouts
+			bf, err := decodeFilter(buf, site{"fuzz", fuzzBase}, blocked)
 			if err != nil {
 				checkCorrupt(t, err, len(buf))
 				continue
+			}
+			if bf.blocked != blocked {
+				t.Fatalf("decoded blocked=%v, asked for %v", bf.blocked, blocked)
 			}
 			if !bytes.Equal(encodeFilter(nil, bf), buf) {
 				t.Fatal("filter does not re-encode to its input")

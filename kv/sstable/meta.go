@@ -194,23 +194,32 @@ func decodeIndex(buf []byte, s site) (blockIndex, error) {
 	return x, nil
 }
 
-// bloomFilter is a bloom filter over user keys: numBits bits, k probes by
-// double hashing from one 64-bit hash.
+// bloomFilter is a bloom filter over user keys, in one of two layouts.
+// Blocked (format version 2, what Writer builds): the bits are lines of
+// 512 (one CPU cache line each) and all k probes of a key fall in one
+// line, so a lookup touches one line of the filter whatever k is. Whole
+// (version 1, still read): k probes by double hashing over all the bits.
 type bloomFilter struct {
-	k    uint32
-	bits []uint64 // len*64 bits
+	k       uint32
+	blocked bool
+	bits    []uint64 // len*64 bits; a multiple of lineWords when blocked
 }
 
-const maxBloomProbes = 30
+const (
+	maxBloomProbes = 30
+	// lineWords is a blocked filter's line: 8 words, 512 bits, 64 bytes.
+	lineWords = 8
+)
 
 func bloomProbes(bitsPerKey int) uint32 {
 	k := uint32(math.Round(float64(bitsPerKey) * math.Ln2))
 	return min(max(k, 1), maxBloomProbes)
 }
 
+// newBloomFilter returns an empty blocked filter for numKeys keys.
 func newBloomFilter(numKeys, bitsPerKey int) *bloomFilter {
-	words := max((numKeys*bitsPerKey+63)/64, 1)
-	return &bloomFilter{k: bloomProbes(bitsPerKey), bits: make([]uint64, words)}
+	lines := max((numKeys*bitsPerKey+511)/512, 1)
+	return &bloomFilter{k: bloomProbes(bitsPerKey), blocked: true, bits: make([]uint64, lines*lineWords)}
 }
 
 // bloomHash is 64-bit FNV-1a followed by the murmur3 finalizer (FNV alone
@@ -229,8 +238,29 @@ func bloomHash(key []byte) uint64 {
 	return h
 }
 
+// line returns the words of a blocked filter's line for hash h: the high
+// 32 bits of h scaled to the line count (no division).
+func (f *bloomFilter) line(h uint64) []uint64 {
+	i := (h >> 32) * uint64(len(f.bits)/lineWords) >> 32
+	return f.bits[i*lineWords : i*lineWords+lineWords : i*lineWords+lineWords]
+}
+
+// lineProbe is the golden-ratio multiplier that moves a blocked filter's
+// probe from one bit of its line to the next: probe i tests the top 9
+// bits of uint32(h)·lineProbe^i.
+const lineProbe = 0x9e3779b9
+
 // addHash sets the bits of a key whose bloomHash is h.
 func (f *bloomFilter) addHash(h uint64) {
+	if f.blocked {
+		ln, p := f.line(h), uint32(h)
+		for range f.k {
+			b := p >> 23
+			ln[b/64] |= 1 << (b % 64)
+			p *= lineProbe
+		}
+		return
+	}
 	m := uint64(len(f.bits)) * 64
 	delta := bits.RotateLeft64(h, 31) | 1
 	for range f.k {
@@ -241,8 +271,19 @@ func (f *bloomFilter) addHash(h uint64) {
 }
 
 func (f *bloomFilter) mayContain(userKey []byte) bool {
-	m := uint64(len(f.bits)) * 64
 	h := bloomHash(userKey)
+	if f.blocked {
+		ln, p := f.line(h), uint32(h)
+		for range f.k {
+			b := p >> 23
+			if ln[b/64]&(1<<(b%64)) == 0 {
+				return false
+			}
+			p *= lineProbe
+		}
+		return true
+	}
+	m := uint64(len(f.bits)) * 64
 	delta := bits.RotateLeft64(h, 31) | 1
 	for range f.k {
 		b := h % m
@@ -254,7 +295,8 @@ func (f *bloomFilter) mayContain(userKey []byte) bool {
 	return true
 }
 
-// Filter format:
+// Filter format (the layout, blocked or whole, follows the footer's
+// version; a blocked filter's word count is a multiple of 8):
 //
 //	k uint32, numWords uint32, numWords × uint64 bit words, crc32c uint32
 func encodeFilter(dst []byte, f *bloomFilter) []byte {
@@ -267,7 +309,8 @@ func encodeFilter(dst []byte, f *bloomFilter) []byte {
 	return appendSectionCRC(dst, start)
 }
 
-func decodeFilter(buf []byte, s site) (*bloomFilter, error) {
+// decodeFilter decodes a filter section of the given layout.
+func decodeFilter(buf []byte, s site, blocked bool) (*bloomFilter, error) {
 	body, err := checkSectionCRC(buf, s, "filter")
 	if err != nil {
 		return nil, err
@@ -283,7 +326,10 @@ func decodeFilter(buf []byte, s site) (*bloomFilter, error) {
 	if words == 0 || uint64(words)*8 != uint64(len(body)-8) {
 		return nil, s.corrupt(4, "filter word count %d does not match its %d bytes of bits", words, len(body)-8)
 	}
-	f := &bloomFilter{k: k, bits: make([]uint64, words)}
+	if blocked && words%lineWords != 0 {
+		return nil, s.corrupt(4, "blocked filter word count %d is not whole lines of %d words", words, lineWords)
+	}
+	f := &bloomFilter{k: k, blocked: blocked, bits: make([]uint64, words)}
 	for i := range f.bits {
 		f.bits[i] = binary.LittleEndian.Uint64(body[8+8*i:])
 	}
@@ -382,8 +428,12 @@ func decodeProps(buf []byte, s site) (Properties, error) {
 const (
 	// FooterLen is the size of the footer at the end of every SST file.
 	FooterLen = 64
-	// Version is the format version this package writes and reads.
-	Version = 1
+	// Version is the format version this package writes: 2, whose bloom
+	// filter is blocked in cache lines. It also reads version 1 (a whole
+	// filter), which differs in nothing else.
+	Version = 2
+	// oldestVersion is the oldest format version this package reads.
+	oldestVersion = 1
 	// Magic ends every SST file ("rsSST\x00\x01\xf0" little-endian).
 	Magic uint64 = 0xf001005453537372
 )
@@ -424,8 +474,8 @@ func decodeFooter(buf []byte, s site) (footer, error) {
 	u := func(i int) uint64 { return binary.LittleEndian.Uint64(buf[8*i:]) }
 	f.index, f.filter, f.props = section{u(0), u(1)}, section{u(2), u(3)}, section{u(4), u(5)}
 	f.version = binary.LittleEndian.Uint32(buf[48:])
-	if f.version != Version {
-		return footer{}, s.corrupt(48, "format version %d, this reader knows %d", f.version, Version)
+	if f.version < oldestVersion || f.version > Version {
+		return footer{}, s.corrupt(48, "format version %d, this reader knows %d to %d", f.version, oldestVersion, Version)
 	}
 	return f, nil
 }
