@@ -21,7 +21,7 @@ func ModeNames(Options) []bench.ModeInfo {
 		ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("kv-uring-w%d", w), Needs: "io_uring"})
 	}
 	ms = append(ms, bench.ModeInfo{Name: mode64LSM, Needs: "io_uring"})
-	ms = append(ms, bench.ModeInfo{Name: "ringstore-syscall-w64"})
+	ms = append(ms, bench.ModeInfo{Name: "ringstore-syscall-w64"}, bench.ModeInfo{Name: mode64SyscallRecycled})
 	const peersNeed = "the peers, built from bench/peers (go on PATH, no --no-peers)"
 	for _, p := range Peers {
 		for _, w := range []int{1, 64} {

@@ -111,7 +111,8 @@ type LatencyRatio struct {
 }
 
 // BackendVerdict says whether ringstore's log on io_uring beat it on the
-// syscall backend at one writer count, in this run.
+// syscall backend at one writer count (with segments recycled, or not),
+// in this run.
 type BackendVerdict struct {
 	Writers     int     `json:"writers"`
 	URingMode   string  `json:"uring_mode"`
@@ -162,6 +163,7 @@ const (
 	mode64Steady           = "ringstore-uring-w64-steady"
 	mode64Recycled         = "ringstore-uring-w64-recycled"
 	mode64Syscall          = "ringstore-syscall-w64"
+	mode64SyscallRecycled  = "ringstore-syscall-w64-recycled"
 	mode1                  = "ringstore-uring-w1"
 	modeKV1                = "kv-uring-w1"
 	modeKV64               = "kv-uring-w64"
@@ -280,6 +282,12 @@ func Run(o Options) error {
 			Exec: bench.ChildExec(Workload, lsm)}, system: "ringstore", writers: 64, backend: "uring"})
 	}
 	modes = append(modes, ring("syscall", "syscall backend (pwrite + fdatasync)", 64))
+	// The recycled steady state on the syscall backend: io_uring against
+	// it where the group writes overwrite written blocks.
+	sysRecycled := cfg("ringstore", 64, "syscall")
+	sysRecycled.KeepEntries, sysRecycled.Recycle = SteadyKeep, true
+	modes = append(modes, mode{Mode: bench.Mode{Name: mode64SyscallRecycled, Label: "ringstore syscall backend, 64 writers, truncated, segments recycled",
+		Exec: bench.ChildExec(Workload, sysRecycled)}, system: "ringstore", writers: 64, backend: "syscall"})
 
 	var versions map[string]string
 	if o.Peers {
@@ -386,7 +394,7 @@ func Run(o Options) error {
 		if best := bestPeer(results, modes, 1); best != "" {
 			pairs = append(pairs, [2]string{"ringstore-uring-w1", best})
 		}
-		pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}, {"ringstore-syscall-w64", modeFsync},
+		pairs = append(pairs, [][2]string{{"ringstore-uring-w1", modeFsync}, {"ringstore-uring-w256", modeFsync}, {"ringstore-sqpoll-w64", mode64}, {"ringstore-syscall-w64", mode64}, {"ringstore-syscall-w64", modeFsync}, {mode64Recycled, mode64SyscallRecycled},
 			{modeKV64, modeKV1}, {mode1, modeKV1}, {modeKV64, mode64}}...)
 		for _, p := range pairs {
 			if r, ok := bench.Compare(results, p[0], p[1]); ok {
@@ -682,8 +690,8 @@ func peerVersionLine(v map[string]string) string {
 }
 
 // backendVerdicts compares ringstore's log on io_uring with it on the
-// syscall backend at every writer count where both ran, in the order the
-// syscall modes ran.
+// syscall backend wherever both ran (the mode of the same name with
+// "uring" for "syscall"), in the order the syscall modes ran.
 func backendVerdicts(results []bench.ModeResult, modes []mode) []BackendVerdict {
 	var out []BackendVerdict
 	for i, r := range results {
@@ -691,7 +699,7 @@ func backendVerdicts(results []bench.ModeResult, modes []mode) []BackendVerdict 
 		if m.system != "ringstore" || m.backend != "syscall" || len(r.Trials) == 0 {
 			continue
 		}
-		u := fmt.Sprintf("ringstore-uring-w%d", m.writers)
+		u := strings.Replace(m.Name, "-syscall-", "-uring-", 1) // the same log on io_uring
 		ur := bench.Find(results, u)
 		if ur == nil || len(ur.Trials) == 0 || r.Median().Rate() <= 0 || ur.Median().Rate() <= 0 {
 			continue
@@ -704,15 +712,19 @@ func backendVerdicts(results []bench.ModeResult, modes []mode) []BackendVerdict 
 
 // Sentence says the verdict in words, for the report's text and notes.
 func (v BackendVerdict) Sentence() string {
+	what := plural(v.Writers)
+	if strings.HasSuffix(v.SyscallMode, "-recycled") {
+		what += ", segments recycled"
+	}
 	every := "every trial above every trial of the other"
 	if v.Trials == 1 {
 		every = "one trial each"
 	}
 	switch {
 	case v.URingWins:
-		return fmt.Sprintf("%s: io_uring wins, %.2f× the syscall backend's appends/s (medians of trials; %s).", plural(v.Writers), v.Ratio, every)
+		return fmt.Sprintf("%s: io_uring wins, %.2f× the syscall backend's appends/s (medians of trials; %s).", what, v.Ratio, every)
 	case v.SyscallWins:
-		return fmt.Sprintf("%s: io_uring does not win: the syscall backend makes %.2f× its appends/s (medians of trials; %s).", plural(v.Writers), 1/v.Ratio, every)
+		return fmt.Sprintf("%s: io_uring does not win: the syscall backend makes %.2f× its appends/s (medians of trials; %s).", what, 1/v.Ratio, every)
 	}
-	return fmt.Sprintf("%s: no difference beyond the trials' spread: io_uring makes %.2f× the syscall backend's appends/s (medians of trials), and their trials overlap.", plural(v.Writers), v.Ratio)
+	return fmt.Sprintf("%s: no difference beyond the trials' spread: io_uring makes %.2f× the syscall backend's appends/s (medians of trials), and their trials overlap.", what, v.Ratio)
 }

@@ -189,10 +189,15 @@ func TestBackendVerdicts(t *testing.T) {
 		{Mode: bench.Mode{Name: "ringstore-syscall-w1"}, system: "ringstore", writers: 1, backend: "syscall"},
 		{Mode: bench.Mode{Name: "ringstore-syscall-w64"}, system: "ringstore", writers: 64, backend: "syscall"},
 		{Mode: bench.Mode{Name: "ringstore-syscall-w16"}, system: "ringstore", writers: 16, backend: "syscall"}, // no io_uring row to compare
+		{Mode: bench.Mode{Name: mode64Recycled}, system: "ringstore", writers: 64, backend: "uring"},
+		{Mode: bench.Mode{Name: mode64SyscallRecycled}, system: "ringstore", writers: 64, backend: "syscall"},
 	}
-	vs := backendVerdicts(results(ms, []float64{6000, 150000, 5000, 160000, 90000}), ms)
-	if len(vs) != 2 {
-		t.Fatalf("got %+v, want verdicts at 1 and 64 writers", vs)
+	vs := backendVerdicts(results(ms, []float64{6000, 150000, 5000, 160000, 90000, 300000, 200000}), ms)
+	if len(vs) != 3 {
+		t.Fatalf("got %+v, want verdicts at 1 and 64 writers and 64 recycled", vs)
+	}
+	if v := vs[2]; v.URingMode != mode64Recycled || v.SyscallMode != mode64SyscallRecycled || !v.URingWins || !strings.Contains(v.Sentence(), "64 writers, segments recycled: io_uring wins, 1.50×") {
+		t.Errorf("recycled: %+v, %q", v, v.Sentence())
 	}
 	if v := vs[0]; v.Writers != 1 || !v.URingWins || math.Abs(v.Ratio-1.2) > 1e-9 || !strings.Contains(v.Sentence(), "1 writer: io_uring wins, 1.20×") || !strings.Contains(v.Sentence(), "one trial each") {
 		t.Errorf("1 writer: %+v, %q", v, v.Sentence())
@@ -201,13 +206,13 @@ func TestBackendVerdicts(t *testing.T) {
 		t.Errorf("64 writers: %+v, %q", v, v.Sentence())
 	}
 	// Overlapping trials: neither wins, whatever the medians say.
-	rs := results(ms, []float64{6000, 150000, 5000, 160000, 90000})
+	rs := results(ms, []float64{6000, 150000, 5000, 160000, 90000, 300000, 200000})
 	rs[1].Trials = []bench.Trial{{Ops: 150000, Seconds: 1}, {Ops: 170000, Seconds: 1}, {Ops: 140000, Seconds: 1}}
 	rs[3].Trials = []bench.Trial{{Ops: 145000, Seconds: 1}, {Ops: 160000, Seconds: 1}, {Ops: 148000, Seconds: 1}}
 	if v := backendVerdicts(rs, ms)[1]; v.URingWins || v.SyscallWins || v.Trials != 3 || !strings.Contains(v.Sentence(), "no difference beyond the trials' spread: io_uring makes 1.01×") {
 		t.Errorf("overlapping trials: %+v, %q", v, v.Sentence())
 	}
-	if vs := backendVerdicts(results(ms, []float64{0, 150000, 5000, 0, 0}), ms); len(vs) != 0 {
+	if vs := backendVerdicts(results(ms, []float64{0, 150000, 5000, 0, 0, 300000, 0}), ms); len(vs) != 0 {
 		t.Errorf("verdicts for modes that did not run: %+v", vs)
 	}
 }
