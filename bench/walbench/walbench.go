@@ -588,6 +588,11 @@ func uringCeiling(results []bench.ModeResult) string {
 	if ceiling/sysRate < BarURingVsSyscall {
 		why += "; the bar is above it in this run"
 	}
+	// The same flush through pwrite + fdatasync: what the ring gains at
+	// the device, whatever either log makes of it.
+	if sd := bench.Find(results, modeDeviceAdvance); sd != nil && len(sd.Trials) > 0 && sd.Median().P50us > 0 {
+		why += fmt.Sprintf("; the same flush through pwrite + fdatasync took p50 %.0f µs (the ring's %.2f× as fast)", sd.Median().P50us, sd.Median().P50us/flush)
+	}
 	return why
 }
 
