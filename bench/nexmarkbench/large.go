@@ -108,11 +108,14 @@ type LargeQuery struct {
 	WorkingSet float64 `json:"working_set_bytes"`
 	CacheBytes float64 `json:"cache_bytes"` // the other modes' caches, all workers
 	WSVsCache  float64 `json:"working_set_vs_cache"`
-	// ON's block reads per event, and per Load × the workers they were
-	// spread over × the mini-batches read ahead (the depth its reads
-	// kept); the device's IOPS there; the floor it sets.
-	BlockReadsPerEvent float64 `json:"on_block_reads_per_event"`
-	Depth              float64 `json:"on_reads_in_flight"`
+	// ON's and OFF's block reads per event; ON's per Load × the workers
+	// they were spread over × the mini-batches read ahead (the depth its
+	// reads kept); the device's IOPS there; the floor it sets for the
+	// reads the query needs (floorReads).
+	BlockReadsPerEvent    float64 `json:"on_block_reads_per_event"`
+	OffBlockReadsPerEvent float64 `json:"off_block_reads_per_event"`
+	FloorReadsPerEvent    float64 `json:"floor_block_reads_per_event"`
+	Depth                 float64 `json:"on_reads_in_flight"`
 	DeviceIOPS         float64 `json:"device_iops_at_depth"`
 	DeviceFloor        float64 `json:"device_floor_eps"`
 	Limit              float64 `json:"limit_eps"` // min(all-cached, device floor)
@@ -207,6 +210,9 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			if onm.Ops > 0 {
 				qr.BlockReadsPerEvent = onm.Extra[xBlockReads] / float64(onm.Ops)
 			}
+			if om.Ops > 0 {
+				qr.OffBlockReadsPerEvent = om.Extra[xBlockReads] / float64(om.Ops)
+			}
 			if loads := onm.Extra[xMultiGets]; loads > 0 {
 				// Each worker keeps the reads of the mini-batches it reads
 				// ahead in flight together; the workers that read overlap.
@@ -217,8 +223,9 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 				qr.Depth = min(256, max(1, onm.Extra[xBlockReads]/loads*workers*readAheadBatches))
 			}
 			qr.DeviceIOPS = deviceIOPS(lr.DeviceIOPS, qr.Depth)
-			if qr.BlockReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
-				qr.DeviceFloor = qr.DeviceIOPS / qr.BlockReadsPerEvent
+			qr.FloorReadsPerEvent = floorReads(qr.BlockReadsPerEvent, qr.OffBlockReadsPerEvent)
+			if qr.FloorReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
+				qr.DeviceFloor = qr.DeviceIOPS / qr.FloorReadsPerEvent
 			}
 			qr.Limit = qr.EPS[modeCached]
 			if qr.DeviceFloor > 0 && (qr.Limit == 0 || qr.DeviceFloor < qr.Limit) {
@@ -272,6 +279,22 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 		bench.NewBar("large state: queries whose output differs between trials or modes", float64(boolCount(!allEqual)), 0, true, len(lr.Queries) > 0, ""),
 	}
 	return lr, runErr
+}
+
+// floorReads is the block reads per event a query's device floor is
+// taken for: the fewer of ON's and OFF's (0 when neither read). OFF reads
+// a block only when a Load misses it; ON also reads ahead, and a block
+// its cache evicts before the Load that wanted it is read again. Those
+// reads are ON's waste, not the query's: a floor taken for them would be
+// lower, and ON's ratio to it higher, the more ON wasted.
+func floorReads(on, off float64) float64 {
+	switch {
+	case on <= 0:
+		return off
+	case off <= 0:
+		return on
+	}
+	return min(on, off)
 }
 
 // tested says whether a query's run is big enough for its ratios to mean

@@ -143,3 +143,20 @@ func TestTested(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorReads: the device floor is taken for the fewer block reads per
+// event of ON and OFF, so reads ON wastes (blocks read ahead and evicted
+// before their Load) never lower the floor ON is judged against.
+func TestFloorReads(t *testing.T) {
+	for _, c := range []struct{ on, off, want float64 }{
+		{0.36, 0.30, 0.30}, // ON read ahead blocks its cache evicted
+		{0.29, 0.30, 0.29},
+		{0.2, 0, 0.2}, // OFF did not run
+		{0, 0.3, 0.3},
+		{0, 0, 0},
+	} {
+		if got := floorReads(c.on, c.off); got != c.want {
+			t.Errorf("floorReads(%v, %v) = %v, want %v", c.on, c.off, got, c.want)
+		}
+	}
+}
