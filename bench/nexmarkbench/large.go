@@ -116,17 +116,17 @@ type LargeQuery struct {
 	OffBlockReadsPerEvent float64 `json:"off_block_reads_per_event"`
 	FloorReadsPerEvent    float64 `json:"floor_block_reads_per_event"`
 	Depth                 float64 `json:"on_reads_in_flight"`
-	DeviceIOPS         float64 `json:"device_iops_at_depth"`
-	DeviceFloor        float64 `json:"device_floor_eps"`
-	Limit              float64 `json:"limit_eps"` // min(all-cached, device floor)
-	OnVsLimit          float64 `json:"on_vs_limit"`
-	OnVsOff            float64 `json:"on_vs_off"`
-	OnVsOffBest        float64 `json:"on_vs_off_best"`
-	BestPool           string  `json:"best_pool"`
-	OnVsPool           float64 `json:"on_vs_best_pool"`
-	CPUVsPool          float64 `json:"on_cpu_vs_best_pool"`
-	AllOnSlower        bool    `json:"all_on_slower"`
-	ChecksumEqual      bool    `json:"checksum_equal"`
+	DeviceIOPS            float64 `json:"device_iops_at_depth"`
+	DeviceFloor           float64 `json:"device_floor_eps"`
+	Limit                 float64 `json:"limit_eps"` // min(all-cached, device floor)
+	OnVsLimit             float64 `json:"on_vs_limit"`
+	OnVsOff               float64 `json:"on_vs_off"`
+	OnVsOffBest           float64 `json:"on_vs_off_best"`
+	BestPool              string  `json:"best_pool"`
+	OnVsPool              float64 `json:"on_vs_best_pool"`
+	CPUVsPool             float64 `json:"on_cpu_vs_best_pool"`
+	AllOnSlower           bool    `json:"all_on_slower"`
+	ChecksumEqual         bool    `json:"checksum_equal"`
 }
 
 // LargeReport is the large-state regime's part of the report.
