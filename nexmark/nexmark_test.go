@@ -72,9 +72,10 @@ func TestQueriesMatchSQL(t *testing.T) {
 				for _, mode := range []ioengine.IOMode{ioengine.URing, ioengine.Syscall} {
 					// Small memtables put the state in tables, so that reads
 					// run ahead on io_uring, 1 to 4 mini-batches deep, and,
-					// on syscalls, three goroutines read each Load's misses.
+					// on syscalls, three goroutines read each Load's misses;
+					// the source runs 4, 8 or 16 messages ahead.
 					res, err := Run(RunConfig{Query: name, Events: rg.events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, Memtable: 64 << 10,
-						IOMode: mode, ReadAhead: true, ReadAheadBatches: 1 + qi%4, ReadWorkers: 3, Gen: rg.gen})
+						IOMode: mode, ReadAhead: true, ReadAheadBatches: 1 + qi%4, ReadWorkers: 3, SourceLead: []int{1, 4000, 0}[qi%3], Gen: rg.gen})
 					if err != nil {
 						t.Fatalf("%s: %v", mode, err)
 					}
@@ -109,6 +110,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{RunConfig{Query: "q4", Events: 10}, "q4 keeps state and needs a directory"},
 		{RunConfig{Query: "q1", Events: 0}, "events 0"},
 		{RunConfig{Query: "q1", Events: 10, ReadAheadBatches: -1}, "read-ahead of -1 mini-batches"},
+		{RunConfig{Query: "q1", Events: 10, SourceLead: -1}, "source lead -1"},
 		{RunConfig{Query: "q1", Events: 10, ReadAheadBatches: lookAheadLimit + 1}, fmt.Sprintf("read-ahead of %d mini-batches", lookAheadLimit+1)},
 		{RunConfig{Query: "q1", Events: 10, Parallelism: 200, KeyGroups: 128}, "parallelism 200 over 128 key groups"},
 	} {
@@ -464,6 +466,21 @@ func TestFinalStageOrder(t *testing.T) {
 	for i := range all {
 		if got[i].TS != all[i].TS || !bytes.Equal(got[i].Data, all[i].Data) {
 			t.Fatalf("record %d processed: %d %x, want %d %x", i, got[i].TS, got[i].Data, all[i].TS, all[i].Data)
+		}
+	}
+}
+
+// TestSourceMessages: the source's channel holds SourceLead events in
+// messages of Batch, and never fewer than 4 messages.
+func TestSourceMessages(t *testing.T) {
+	for _, c := range []struct{ lead, batch, want int }{
+		{DefaultSourceLead, 100, 81},
+		{DefaultSourceLead, DefaultBatch, 8},
+		{DefaultSourceLead, 5000, 4},
+		{1, 1, 4},
+	} {
+		if got := (RunConfig{SourceLead: c.lead, Batch: c.batch}).sourceMessages(); got != c.want {
+			t.Errorf("lead %d, batch %d: %d messages, want %d", c.lead, c.batch, got, c.want)
 		}
 	}
 }

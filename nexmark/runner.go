@@ -95,6 +95,13 @@ type RunConfig struct {
 	// (kv.Options.ReadWorkers): a MultiGet split over a pool of readers.
 	// 0: one, the reads of a Load one after another.
 	ReadWorkers int
+	// SourceLead is how many events the source may have sent a worker
+	// ahead of the one it processes (its channel holds SourceLead ÷ Batch
+	// messages, at least 4); default DefaultSourceLead. The source makes
+	// every worker's events in one order and stops at the first full
+	// channel, so a worker behind by the whole lead stops the others' input
+	// too; the deeper the lead, the longer one slow stretch it absorbs.
+	SourceLead int
 	// CheckpointEvery takes a job checkpoint each time this much wall time
 	// has passed since the last (as a stream processor's periodic
 	// checkpoints do), besides Checkpoint's; 0: none.
@@ -133,6 +140,7 @@ type Result struct {
 const (
 	DefaultParallelism = 4
 	DefaultBatch       = 1000
+	DefaultSourceLead  = 8192
 )
 
 func (c RunConfig) withDefaults() (RunConfig, error) {
@@ -154,13 +162,16 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.ReadAheadBatches == 0 {
 		c.ReadAheadBatches = 2
 	}
+	if c.SourceLead == 0 {
+		c.SourceLead = DefaultSourceLead
+	}
 	q, ok := Lookup(c.Query)
 	switch {
 	case !ok:
 		return c, fmt.Errorf("nexmark: unknown query %q (known: %v)", c.Query, QueryNames())
-	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0 || c.CheckpointEvery < 0 || c.ReadWorkers < 0:
-		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d, checkpoint every %v, read workers %d: events, parallelism and batch must be positive, the others not negative",
-			c.Events, c.Parallelism, c.Batch, c.Checkpoint, c.CheckpointEvery, c.ReadWorkers)
+	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0 || c.CheckpointEvery < 0 || c.ReadWorkers < 0 || c.SourceLead < 0:
+		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d, checkpoint every %v, read workers %d, source lead %d: events, parallelism and batch must be positive, the others not negative",
+			c.Events, c.Parallelism, c.Batch, c.Checkpoint, c.CheckpointEvery, c.ReadWorkers, c.SourceLead)
 	case c.ReadAheadBatches < 0 || c.ReadAheadBatches > lookAheadLimit:
 		return c, fmt.Errorf("nexmark: read-ahead of %d mini-batches: at least 0 and at most %d", c.ReadAheadBatches, lookAheadLimit)
 	case c.KeyGroups > 0xFFFF || c.Parallelism > c.KeyGroups:
@@ -170,6 +181,10 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	}
 	return c, nil
 }
+
+// sourceMessages is the depth of the source's channel to each worker:
+// SourceLead events in messages of Batch, at least 4.
+func (c RunConfig) sourceMessages() int { return max(4, c.SourceLead/c.Batch) }
 
 // keyGroupOf is the key group of partition key k: that of its 8 bytes,
 // the first 8 of every state and timer key of k.
@@ -514,7 +529,7 @@ func Run(cfg RunConfig) (Result, error) {
 	errs := make([]error, cfg.Parallelism)
 	var wg sync.WaitGroup
 	for i, w := range workers {
-		chans[i] = make(chan batchMsg, 4)
+		chans[i] = make(chan batchMsg, cfg.sourceMessages())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
