@@ -474,9 +474,9 @@ func TestFinalStageOrder(t *testing.T) {
 // messages of Batch, and never fewer than 4 messages.
 func TestSourceMessages(t *testing.T) {
 	for _, c := range []struct{ lead, batch, want int }{
-		{DefaultSourceLead, 100, 81},
-		{DefaultSourceLead, DefaultBatch, 8},
-		{DefaultSourceLead, 5000, 4},
+		{DefaultSourceLead, 100, 20},
+		{DefaultSourceLead, DefaultBatch, 4},
+		{8192, 100, 81},
 		{1, 1, 4},
 	} {
 		if got := (RunConfig{SourceLead: c.lead, Batch: c.batch}).sourceMessages(); got != c.want {

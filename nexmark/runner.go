@@ -140,7 +140,7 @@ type Result struct {
 const (
 	DefaultParallelism = 4
 	DefaultBatch       = 1000
-	DefaultSourceLead  = 8192
+	DefaultSourceLead  = 2048
 )
 
 func (c RunConfig) withDefaults() (RunConfig, error) {
