@@ -185,9 +185,6 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 		if len(on.Trials) >= 3 && len(off.Trials) >= 3 {
 			qr.AllOnSlower = on.Max() < off.Min()
 		}
-		if qr.AllOnSlower {
-			slower = append(slower, q)
-		}
 		om, onm := off.Median(), on.Median()
 		// Here a stateful query is judged by the state it reads (its
 		// working set against its caches, below), not by what it holds.
@@ -249,6 +246,9 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 		lr.Queries = append(lr.Queries, qr)
 		if !qr.Tested {
 			continue
+		}
+		if qr.AllOnSlower {
+			slower = append(slower, q)
 		}
 		best, median = append(best, qr.OnVsOffBest), append(median, qr.OnVsOff)
 		switch {

@@ -160,3 +160,40 @@ func TestFloorReads(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeSlowerCountsTestedQueries: in the large regime, as in the
+// reference's, a query slower in every trial counts against the bar only
+// when its runs are long enough to be tested.
+func TestLargeSlowerCountsTestedQueries(t *testing.T) {
+	trials := func(ops int64, seconds ...float64) []bench.Trial {
+		var ts []bench.Trial
+		for _, s := range seconds {
+			ts = append(ts, bench.Trial{Ops: ops, Seconds: s, Extra: map[string]float64{xRows: 1}})
+		}
+		return ts
+	}
+	for _, c := range []struct {
+		offSeconds float64
+		want       float64
+	}{
+		{0.1, 0}, // not tested: under minSeconds
+		{1.0, 1}, // tested, and ON slower in every trial
+	} {
+		results := []bench.ModeResult{
+			{Mode: bench.Mode{Name: largePrefix + "q1-" + modeOn}, Trials: trials(1000, 1.2*c.offSeconds, 1.3*c.offSeconds, 1.25*c.offSeconds)},
+			{Mode: bench.Mode{Name: largePrefix + "q1-" + modeOff}, Trials: trials(1000, c.offSeconds, 1.01*c.offSeconds, 1.02*c.offSeconds)},
+		}
+		lr, err := summarizeLarge(Options{LargeQueries: []string{"q1"}, Trials: 3, Parallelism: 4}, results)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !lr.Queries[0].AllOnSlower {
+			t.Fatalf("OFF %.1f s: ON not slower in every trial: %+v", c.offSeconds, lr.Queries[0])
+		}
+		for _, b := range lr.Bars {
+			if strings.Contains(b.Name, "every ON trial is slower") && b.Value != c.want {
+				t.Errorf("OFF %.1f s: %s = %v, want %v", c.offSeconds, b.Name, b.Value, c.want)
+			}
+		}
+	}
+}
