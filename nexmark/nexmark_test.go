@@ -75,7 +75,7 @@ func TestQueriesMatchSQL(t *testing.T) {
 					// on syscalls, three goroutines read each Load's misses;
 					// the source runs 4, 8 or 16 messages ahead.
 					res, err := Run(RunConfig{Query: name, Events: rg.events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, Memtable: 64 << 10,
-						IOMode: mode, ReadAhead: true, ReadAheadBatches: 1 + qi%4, ReadWorkers: 3, SourceLead: []int{1, 4000, 0}[qi%3], Gen: rg.gen})
+						IOMode: mode, ReadAhead: true, ReadAheadBatches: 1 + qi%4, ReadWorkers: 3, SourceLead: []int{1, 4000, 8000}[qi%3], Gen: rg.gen})
 					if err != nil {
 						t.Fatalf("%s: %v", mode, err)
 					}
