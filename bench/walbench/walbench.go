@@ -242,6 +242,14 @@ func Run(o Options) error {
 		return mode{Mode: bench.Mode{Name: fmt.Sprintf("ringstore-%s-w%d", io, writers), Label: fmt.Sprintf("ringstore %s, %s", label, plural(writers)),
 			Exec: bench.ChildExec(Workload, cfg("ringstore", writers, io))}, system: "ringstore", writers: writers, backend: io}
 	}
+	// recycled is the log's steady state (below) with its truncated
+	// segments' files reused: group writes overwrite written blocks.
+	recycled := func(io, label string) mode {
+		c := cfg("ringstore", 64, io)
+		c.KeepEntries, c.Recycle = SteadyKeep, true
+		return mode{Mode: bench.Mode{Name: fmt.Sprintf("ringstore-%s-w64-recycled", io), Label: fmt.Sprintf("ringstore %s, 64 writers, truncated, segments recycled", label),
+			Exec: bench.ChildExec(Workload, c)}, system: "ringstore", writers: 64, backend: io}
+	}
 	if uringOK {
 		for _, w := range []int{1, 16, 64, 256} {
 			modes = append(modes, ring("uring", "io_uring", w))
@@ -254,9 +262,7 @@ func Run(o Options) error {
 		steady.KeepEntries = SteadyKeep
 		modes = append(modes, mode{Mode: bench.Mode{Name: mode64Steady, Label: "ringstore io_uring, 64 writers, truncated",
 			Exec: bench.ChildExec(Workload, steady)}, system: "ringstore", writers: 64, backend: "uring"})
-		steady.Recycle = true
-		modes = append(modes, mode{Mode: bench.Mode{Name: mode64Recycled, Label: "ringstore io_uring, 64 writers, truncated, segments recycled",
-			Exec: bench.ChildExec(Workload, steady)}, system: "ringstore", writers: 64, backend: "uring"})
+		modes = append(modes, recycled("uring", "io_uring"))
 	}
 	if uringOK {
 		// One group flush at a time on io_uring, as the log's committer
@@ -282,12 +288,9 @@ func Run(o Options) error {
 			Exec: bench.ChildExec(Workload, lsm)}, system: "ringstore", writers: 64, backend: "uring"})
 	}
 	modes = append(modes, ring("syscall", "syscall backend (pwrite + fdatasync)", 64))
-	// The recycled steady state on the syscall backend: io_uring against
-	// it where the group writes overwrite written blocks.
-	sysRecycled := cfg("ringstore", 64, "syscall")
-	sysRecycled.KeepEntries, sysRecycled.Recycle = SteadyKeep, true
-	modes = append(modes, mode{Mode: bench.Mode{Name: mode64SyscallRecycled, Label: "ringstore syscall backend, 64 writers, truncated, segments recycled",
-		Exec: bench.ChildExec(Workload, sysRecycled)}, system: "ringstore", writers: 64, backend: "syscall"})
+	// io_uring against the syscall backend where group writes overwrite
+	// written blocks.
+	modes = append(modes, recycled("syscall", "syscall backend"))
 
 	var versions map[string]string
 	if o.Peers {

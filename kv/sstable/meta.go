@@ -434,6 +434,9 @@ const (
 	Version = 2
 	// oldestVersion is the oldest format version this package reads.
 	oldestVersion = 1
+	// blockedFilterVersion is the first format version whose bloom filter
+	// is blocked in cache lines.
+	blockedFilterVersion = 2
 	// Magic ends every SST file ("rsSST\x00\x01\xf0" little-endian).
 	Magic uint64 = 0xf001005453537372
 )

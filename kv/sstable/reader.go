@@ -92,7 +92,7 @@ func NewReader(r io.ReaderAt, size int64, name string) (*Reader, error) {
 	if rd.index, err = decodeIndex(part(f.index), site{name, int64(f.index.off)}); err != nil {
 		return nil, err
 	}
-	if rd.filter, err = decodeFilter(part(f.filter), site{name, int64(f.filter.off)}, f.version >= 2); err != nil {
+	if rd.filter, err = decodeFilter(part(f.filter), site{name, int64(f.filter.off)}, f.version >= blockedFilterVersion); err != nil {
 		return nil, err
 	}
 	if rd.props, err = decodeProps(part(f.props), site{name, int64(f.props.off)}); err != nil {
