@@ -266,18 +266,28 @@ func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
 // the extent it wrote, as the log's flushes into a fresh segment do. With
 // c.IOMode "uring" the write is the log's own on io_uring, one RWF_DSYNC
 // write submitted and waited for on an inline engine; otherwise a pwrite
-// and fdatasync.
+// and fdatasync. With c.Writers above 1 (advancing only) that many writes
+// are in flight at once, each at its own offset: on io_uring all through
+// one ring (the engine's ring goroutine), as a log keeping that many
+// groups in flight would submit them.
 func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
+	if c.Writers > 1 && !c.Advance {
+		return bench.Trial{}, fmt.Errorf("device-group: %d writes in flight need advancing writes (each its own offset)", c.Writers)
+	}
 	c.EntrySize = 8 // the payload is the group, not the entry measure makes
 	group := make([]byte, c.WriteSize)
+	step := int64(0)
 	size := max(1<<20, int64(c.WriteSize))
 	if c.Advance {
-		size = max(deviceAdvanceBytes, 16*int64(c.WriteSize))
+		step, size = int64(c.WriteSize), max(deviceAdvanceBytes, 16*int64(c.WriteSize))
 	}
 	path := filepath.Join(dir, "device.dat")
 	var f *os.File
 	var iof *ioengine.File
-	var off int64
+	// next is the offset of the next write; mu is held shared by each
+	// write and alone by create, which replaces the file.
+	var next atomic.Int64
+	var mu sync.RWMutex
 	// create makes the file afresh: written once unless the groups advance
 	// through it.
 	create := func() error {
@@ -289,14 +299,15 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 		if f, err = newDeviceFile(path, size, !c.Advance); err != nil {
 			return err
 		}
-		iof, off = ioengine.NewFile(f), 0
+		iof = ioengine.NewFile(f)
+		next.Store(0)
 		return nil
 	}
 	if err := create(); err != nil {
 		return bench.Trial{}, err
 	}
 	defer func() { f.Close() }()
-	write := func() error {
+	write := func(off int64) error {
 		if _, err := f.WriteAt(group, off); err != nil {
 			return err
 		}
@@ -318,33 +329,40 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 		if mode == ioengine.URing && base.Backend() != ioengine.BackendURing {
 			return bench.Trial{}, fmt.Errorf("wanted io mode %s, the engine is on %s", mode, base.Backend())
 		}
-		eng, err := base.NewInline()
-		if err != nil {
-			return bench.Trial{}, err
+		eng := base
+		if c.Writers == 1 {
+			if eng, err = base.NewInline(); err != nil {
+				return bench.Trial{}, err
+			}
+			defer eng.Close()
 		}
-		defer eng.Close()
-		write = func() error {
+		write = func(off int64) error {
 			return eng.Do([]ioengine.Request{{Op: ioengine.OpWrite, File: iof, Off: off, Buf: group, DSync: true}})
 		}
 	}
-	var mu sync.Mutex
 	var calls atomic.Uint64
 	tr, err := measure(c, func(int, []byte) (time.Duration, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if off+int64(len(group)) > size {
-			if err := create(); err != nil { // untimed
-				return 0, err
+		mu.RLock()
+		off := next.Add(step) - step
+		for off+int64(len(group)) > size {
+			mu.RUnlock()
+			mu.Lock()
+			if next.Load()+int64(len(group)) > size {
+				if err := create(); err != nil { // untimed
+					mu.Unlock()
+					return 0, err
+				}
 			}
+			mu.Unlock()
+			mu.RLock()
+			off = next.Add(step) - step
 		}
+		defer mu.RUnlock()
 		t0 := time.Now()
-		if err := write(); err != nil {
+		if err := write(off); err != nil {
 			return 0, err
 		}
 		lat := time.Since(t0)
-		if c.Advance {
-			off += int64(len(group))
-		}
 		calls.Add(1)
 		return lat, nil
 	}, PerCall(&calls))
@@ -352,8 +370,9 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 }
 
 // deviceAdvanceBytes is the file the advancing device-group mode writes
-// through before it makes the next: a segment's size.
-const deviceAdvanceBytes = 64 << 20
+// through before it makes the next: a segment's size (tests make it
+// smaller).
+var deviceAdvanceBytes int64 = 64 << 20
 
 // newDeviceFile creates the file the device modes write: size bytes,
 // preallocated (fallocate), and with written also written once, so that
