@@ -365,12 +365,17 @@ func memGet(mems []*memTable, key []byte, seq uint64) ([]byte, sstable.Kind, boo
 // L0's that cover it, then at most one per lower level, each past its bloom
 // filter. No I/O but the loads of metadata the metaCache does not hold.
 func (db *DB) appendCandidates(out []*table, v *version, key []byte) ([]*table, error) {
+	var h uint64 // the key's filter hash, taken at the first filter asked
+	hashed := false
 	mayContain := func(t *table) (bool, error) {
 		r, err := db.reader(t)
 		if err != nil {
 			return false, err
 		}
-		return r.MayContain(key), nil
+		if !hashed {
+			h, hashed = sstable.FilterHash(key), true
+		}
+		return r.MayContainHash(h), nil
 	}
 	for _, t := range v.levels[0] {
 		if !t.containsUser(key) {

@@ -112,7 +112,12 @@ func TestBlockedFilter(t *testing.T) {
 	}
 	fp := 0
 	for i := range n {
-		if f.mayContain(fmt.Appendf(nil, "absent-%d", i)) {
+		k := fmt.Appendf(nil, "absent-%d", i)
+		got := f.mayContain(k)
+		if got != f.mayContainHash(FilterHash(k)) {
+			t.Fatalf("key %q: mayContain %v, mayContainHash of its FilterHash not", k, got)
+		}
+		if got {
 			fp++
 		}
 	}

@@ -270,8 +270,14 @@ func (f *bloomFilter) addHash(h uint64) {
 	}
 }
 
-func (f *bloomFilter) mayContain(userKey []byte) bool {
-	h := bloomHash(userKey)
+// FilterHash is the hash every version of the filter takes of a user key
+// (MayContainHash).
+func FilterHash(userKey []byte) uint64 { return bloomHash(userKey) }
+
+func (f *bloomFilter) mayContain(userKey []byte) bool { return f.mayContainHash(bloomHash(userKey)) }
+
+// mayContainHash is mayContain for a key whose bloomHash is h.
+func (f *bloomFilter) mayContainHash(h uint64) bool {
 	if f.blocked {
 		ln, p := f.line(h), uint32(h)
 		for range f.k {

@@ -154,7 +154,11 @@ func (r *Reader) Block(i int) BlockHandle { return r.index.handle(i) }
 
 // MayContain reports whether the file may hold some version of userKey:
 // false is certain, true may be a bloom false positive.
-func (r *Reader) MayContain(userKey []byte) bool { return r.filter.mayContain(userKey) }
+func (r *Reader) MayContain(userKey []byte) bool { return r.filter.mayContainHash(FilterHash(userKey)) }
+
+// MayContainHash is MayContain for a key whose FilterHash is h: a lookup
+// that asks several files hashes its key once.
+func (r *Reader) MayContainHash(h uint64) bool { return r.filter.mayContainHash(h) }
 
 // BlockFor returns the one data block that holds the newest version of
 // userKey if the file holds any: the first block whose last user key is
