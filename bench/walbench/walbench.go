@@ -588,9 +588,11 @@ func deviceP99(results []bench.ModeResult, space string, names ...string) (float
 // segments) at a depth the log can keep: one group at a time (an RWF_DSYNC
 // write against pwrite + fdatasync, groups/s), or two in flight on one
 // ring, each of half the entries (the 64 writers split between them). The
-// ceiling is the better of the two. It also says how close each log came to
-// its own flush's pace (its entries per flush at the device's p50). ""
-// when a mode it needs did not run.
+// ceiling is the better of the two, each the median of the rounds' ratios
+// (roundRatio): the device drifts from round to round by more than the
+// two flushes differ. It also says how close each log came to its own
+// flush's pace (its entries per flush at the device's p50). "" when a mode
+// it needs did not run.
 func uringCeiling(results []bench.ModeResult) string {
 	ran := func(name string) *bench.ModeResult {
 		if r := bench.Find(results, name); r != nil && len(r.Trials) > 0 && r.Median().Rate() > 0 {
@@ -602,16 +604,16 @@ func uringCeiling(results []bench.ModeResult) string {
 	if ring == nil || sysDev == nil || log == nil || sys == nil {
 		return ""
 	}
-	sysGroups := sysDev.Median().Rate()
-	one := ring.Median().Rate() / sysGroups
+	one := roundRatio(ring, sysDev)
 	ceiling := one
-	why := fmt.Sprintf("one group at a time, io_uring's flush made %.2f× the groups/s of pwrite + fdatasync (p50 %.0f against %.0f µs)", one, ring.Median().P50us, sysDev.Median().P50us)
+	why := fmt.Sprintf("one group at a time, io_uring's flush made %.2f× the groups/s of pwrite + fdatasync (medians of trials: %.2f×, p50 %.0f against %.0f µs)",
+		one, ring.Median().Rate()/sysDev.Median().Rate(), ring.Median().P50us, sysDev.Median().P50us)
 	if two := ran(modeDeviceAdvanceURing2); two != nil {
-		r := two.Median().Rate() / 2 / sysGroups
+		r := roundRatio(two, sysDev) / 2
 		ceiling = max(ceiling, r)
 		why += fmt.Sprintf(", two half groups in flight on one ring %.2f× the entries/s", r)
 	}
-	why = fmt.Sprintf("ceiling %.2f×: on the device, advancing through fallocated space as the log's new segments, %s", ceiling, why)
+	why = fmt.Sprintf("ceiling %.2f×: on the device, advancing through fallocated space as the log's new segments, each the median of the rounds' ratios, %s", ceiling, why)
 	if ceiling < BarURingVsSyscall {
 		why += "; the bar is above it in this run"
 	}
@@ -623,6 +625,23 @@ func uringCeiling(results []bench.ModeResult) string {
 		return fmt.Sprintf("%.0f%%", 100*log.Median().Rate()/(perFlush/(p50/1e6)))
 	}
 	return why + fmt.Sprintf("; each log made of its entries per flush at its own flush's p50: io_uring %s, syscall %s", pace(log, ring), pace(sys, sysDev))
+}
+
+// roundRatio is the median over the run's rounds of a's rate ÷ b's in the
+// same round (a mode's trial i ran in round i, the modes interleaved), so
+// that what the device does from one round to the next, which both see,
+// cancels. 0 when no round has both.
+func roundRatio(a, b *bench.ModeResult) float64 {
+	var rs []float64
+	for i := range min(len(a.Trials), len(b.Trials)) {
+		if x, y := a.Trials[i].Rate(), b.Trials[i].Rate(); x > 0 && y > 0 {
+			rs = append(rs, x/y)
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	return bench.Median(rs)
 }
 
 // kvCeiling says what bounds kv Put at 64 writers against the log: a Put
