@@ -154,7 +154,7 @@ func (r *Reader) Block(i int) BlockHandle { return r.index.handle(i) }
 
 // MayContain reports whether the file may hold some version of userKey:
 // false is certain, true may be a bloom false positive.
-func (r *Reader) MayContain(userKey []byte) bool { return r.filter.mayContainHash(FilterHash(userKey)) }
+func (r *Reader) MayContain(userKey []byte) bool { return r.filter.mayContain(userKey) }
 
 // MayContainHash is MayContain for a key whose FilterHash is h: a lookup
 // that asks several files hashes its key once.
