@@ -317,6 +317,21 @@ func Compare(results []ModeResult, a, b string) (Ratio, bool) {
 	}, true
 }
 
+// RoundRatios returns, for each round both modes ran, f of a's trial ÷ f
+// of b's trial of that round (a mode's trial i runs in round i, the modes
+// interleaved, so the two are close in time and what the machine does from
+// one round to the next cancels). Rounds where f of b is not positive are
+// left out.
+func RoundRatios(a, b *ModeResult, f func(Trial) float64) []float64 {
+	var rs []float64
+	for i := range min(len(a.Trials), len(b.Trials)) {
+		if d := f(b.Trials[i]); d > 0 {
+			rs = append(rs, f(a.Trials[i])/d)
+		}
+	}
+	return rs
+}
+
 // Median returns the median of vs (the mean of the middle two for an even
 // count), 0 for none; vs is not changed.
 func Median(vs []float64) float64 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -122,16 +123,10 @@ func buildReport(o Options, results []bench.ModeResult, data *dataSet, ml Memory
 		if mb <= 0 {
 			return LatencyRatio{}, false
 		}
-		lr := LatencyRatio{A: a, B: b, Metric: metric, Median: median(figures(*ra, f)) / mb, Min: math.Inf(1), Max: math.Inf(-1)}
-		// Trials of the same index ran in the same round, close in time.
-		for i := 0; i < min(len(ra.Trials), len(rb.Trials)); i++ {
-			if d := f(rb.Trials[i]); d > 0 {
-				v := f(ra.Trials[i]) / d
-				lr.Min, lr.Max = math.Min(lr.Min, v), math.Max(lr.Max, v)
-			}
-		}
-		if math.IsInf(lr.Min, 0) {
-			lr.Min, lr.Max = lr.Median, lr.Median
+		lr := LatencyRatio{A: a, B: b, Metric: metric, Median: median(figures(*ra, f)) / mb}
+		lr.Min, lr.Max = lr.Median, lr.Median
+		if rs := bench.RoundRatios(ra, rb, f); len(rs) > 0 {
+			lr.Min, lr.Max = slices.Min(rs), slices.Max(rs)
 		}
 		return lr, true
 	}

@@ -628,20 +628,10 @@ func uringDevicePart(results []bench.ModeResult) string {
 }
 
 // roundRatio is the median over the run's rounds of a's rate ÷ b's in the
-// same round (a mode's trial i ran in round i, the modes interleaved), so
-// that what the device does from one round to the next, which both see,
-// cancels. 0 when no round has both.
+// same round (bench.RoundRatios), so that what the device does from one
+// round to the next, which both see, cancels. 0 when no round has both.
 func roundRatio(a, b *bench.ModeResult) float64 {
-	var rs []float64
-	for i := range min(len(a.Trials), len(b.Trials)) {
-		if x, y := a.Trials[i].Rate(), b.Trials[i].Rate(); x > 0 && y > 0 {
-			rs = append(rs, x/y)
-		}
-	}
-	if len(rs) == 0 {
-		return 0
-	}
-	return bench.Median(rs)
+	return bench.Median(bench.RoundRatios(a, b, bench.Trial.Rate))
 }
 
 // kvCeiling says what bounds kv Put at 64 writers against the log: a Put
