@@ -174,6 +174,10 @@ type lookup struct {
 	first blockRead
 	ahead bool
 	dread int // aheadLookup.dread
+	// filter: cands are the tables whose range holds key, their filters
+	// not yet asked for hash, key's FilterHash.
+	filter bool
+	hash   uint64
 }
 
 // getScratch is a multiGet's working memory, reused from call to call
@@ -242,18 +246,31 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			db.stats.readAheadLookups.Add(1)
 			if len(al.cands) > 0 {
 				lookups = append(lookups, lookup{i: i, key: k, cands: al.cands, first: al.first, ahead: true, dread: al.dread})
-				pending = append(pending, &lookups[len(lookups)-1])
 			}
 			continue
 		}
 		start := len(cands)
-		if cands, err = db.appendCandidates(cands, rs.v, k); err != nil {
+		var h uint64
+		if cands, h, err = db.appendInRange(cands, rs.v, k); err != nil {
 			return nil, nil, err
 		}
 		if len(cands) > start {
-			lookups = append(lookups, lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)]})
-			pending = append(pending, &lookups[len(lookups)-1])
+			lookups = append(lookups, lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)], filter: true, hash: h})
 		}
+	}
+	// The filters are asked once the lines of every key's are on their
+	// way (appendInRange), so that their cache misses overlap.
+	for j := range lookups {
+		lk := &lookups[j]
+		if lk.filter {
+			if lk.cands, err = db.filterCandidates(lk.cands, lk.hash); err != nil {
+				return nil, nil, err
+			}
+			if len(lk.cands) == 0 {
+				continue
+			}
+		}
+		pending = append(pending, lk)
 	}
 	for len(pending) > 0 {
 		reads := sc.reads[:0]
@@ -365,40 +382,67 @@ func memGet(mems []*memTable, key []byte, seq uint64) ([]byte, sstable.Kind, boo
 // L0's that cover it, then at most one per lower level, each past its bloom
 // filter. No I/O but the loads of metadata the metaCache does not hold.
 func (db *DB) appendCandidates(out []*table, v *version, key []byte) ([]*table, error) {
-	var h uint64 // the key's filter hash, taken at the first filter asked
+	start := len(out)
+	out, h, err := db.appendInRange(out, v, key)
+	if err != nil || len(out) == start {
+		return out, err
+	}
+	kept, err := db.filterCandidates(out[start:], h)
+	return out[:start+len(kept)], err
+}
+
+// appendInRange appends the tables of v whose key range holds key, newest
+// first (L0's that cover it, then at most one per lower level), and returns
+// key's FilterHash, h, for filterCandidates. It starts loading the line of
+// each one's filter that h picks, so that the filters of a batch of keys
+// are asked once their lines are on the way. No I/O but the loads of
+// metadata the metaCache does not hold.
+func (db *DB) appendInRange(out []*table, v *version, key []byte) (_ []*table, h uint64, _ error) {
 	hashed := false
-	mayContain := func(t *table) (bool, error) {
+	add := func(t *table) error {
 		r, err := db.reader(t)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if !hashed {
 			h, hashed = sstable.FilterHash(key), true
 		}
-		return r.MayContainHash(h), nil
+		r.PrefetchFilter(h)
+		out = append(out, t)
+		return nil
 	}
 	for _, t := range v.levels[0] {
-		if !t.containsUser(key) {
-			continue
-		}
-		if ok, err := mayContain(t); err != nil {
-			return out, err
-		} else if ok {
-			out = append(out, t)
+		if t.containsUser(key) {
+			if err := add(t); err != nil {
+				return out, 0, err
+			}
 		}
 	}
 	for l := 1; l < numLevels; l++ {
-		t := findTable(v.levels[l], key)
-		if t == nil {
-			continue
-		}
-		if ok, err := mayContain(t); err != nil {
-			return out, err
-		} else if ok {
-			out = append(out, t)
+		if t := findTable(v.levels[l], key); t != nil {
+			if err := add(t); err != nil {
+				return out, 0, err
+			}
 		}
 	}
-	return out, nil
+	return out, h, nil
+}
+
+// filterCandidates keeps, in place and in order, the tables of cands whose
+// bloom filter may hold the key of FilterHash h.
+func (db *DB) filterCandidates(cands []*table, h uint64) ([]*table, error) {
+	n := 0
+	for _, t := range cands {
+		r, err := db.reader(t)
+		if err != nil {
+			return cands[:n], err
+		}
+		if r.MayContainHash(h) {
+			cands[n] = t
+			n++
+		}
+	}
+	return cands[:n], nil
 }
 
 // tableGetAt returns the newest version of key in t with seq <= snap, walking

@@ -62,8 +62,10 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 	if i < 0 || i >= r.index.len() {
 		return Lookup{}, fmt.Errorf("%w: %s has no data block %d (it has %d)", ErrBadHandle, r.path, i, r.index.len())
 	}
-	ie := r.index.entry(i)
-	h := ie.handle
+	// The index's arrays are read as the checks need them: a lookup in a
+	// verified block reads the handle and used length only.
+	x := &r.index
+	h := x.handle(i)
 	if uint64(len(buf)) != h.Len {
 		return Lookup{}, fmt.Errorf("%w: buffer of %d bytes for the %d-byte block at offset %d of %s", ErrBadHandle, len(buf), h.Len, h.Offset, r.path)
 	}
@@ -72,7 +74,7 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 	if verified {
 		// The lookup that verified the block found the index's used length
 		// in its trailer (below).
-		verifiedUsed = int(ie.used)
+		verifiedUsed = int(x.used[i])
 	}
 	res, shape, err := lookupInBlock(buf, s, userKey, snap, verifiedUsed)
 	if err != nil {
@@ -82,17 +84,17 @@ func (r *Reader) getInBlock(i int, buf, userKey []byte, snap uint64, verified bo
 	case shape.verified:
 		// The lookup that verified the block checked its frame, restart
 		// table and first key; only what this one read is left to check.
-	case shape.used != int(ie.used):
-		return Lookup{}, s.corrupt(len(buf)-blockTrailerLen, "data block used length %d, the index says %d", shape.used, ie.used)
+	case shape.used != int(x.used[i]):
+		return Lookup{}, s.corrupt(len(buf)-blockTrailerLen, "data block used length %d, the index says %d", shape.used, x.used[i])
 	case i == 0 && Compare(shape.first, r.props.Smallest) != 0:
 		return Lookup{}, s.corrupt(0, "data block starts with key %s, the properties' smallest key is %s", shape.first, r.props.Smallest)
-	case i > 0 && Compare(r.index.lastKey(i-1), shape.first) >= 0:
-		return Lookup{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", shape.first, r.index.lastKey(i-1))
-	case Compare(shape.first, ie.lastKey) > 0:
-		return Lookup{}, s.corrupt(0, "data block starts with key %s, after the index's last key %s", shape.first, ie.lastKey)
+	case i > 0 && Compare(x.lastKey(i-1), shape.first) >= 0:
+		return Lookup{}, s.corrupt(0, "data block starts with key %s, not after the previous block's last key %s", shape.first, x.lastKey(i-1))
+	case Compare(shape.first, x.lastKey(i)) > 0:
+		return Lookup{}, s.corrupt(0, "data block starts with key %s, after the index's last key %s", shape.first, x.lastKey(i))
 	}
-	if shape.readToEnd && Compare(shape.last, ie.lastKey) != 0 {
-		return Lookup{}, s.corrupt(0, "data block ends with key %s, the index says %s", shape.last, ie.lastKey)
+	if shape.readToEnd && Compare(shape.last, x.lastKey(i)) != 0 {
+		return Lookup{}, s.corrupt(0, "data block ends with key %s, the index says %s", shape.last, x.lastKey(i))
 	}
 	return res, nil
 }

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -96,6 +97,14 @@ type blockIndex struct {
 	trailer []uint64 // block i's last key's seq<<8 | kind
 	page    []uint32 // block i starts at page[i]*Alignment
 	used    []uint32 // block i's used length, as also stored in its trailer
+	// shared is the length of the prefix every block's user key shares
+	// (that of the first and the last, the keys being sorted), and
+	// word[i] the 8 bytes of block i's user key after it, big-endian,
+	// zero-padded: word order is key order where the words differ, so a
+	// search compares words, 8 to a cache line, and reads keys only among
+	// equal words.
+	shared int
+	word   []uint64
 }
 
 // len returns the number of blocks.
@@ -128,7 +137,76 @@ func (x *blockIndex) entry(i int) indexEntry {
 
 // bytes returns the memory the index takes.
 func (x *blockIndex) bytes() int64 {
-	return int64(cap(x.keys)) + 4*int64(cap(x.keyEnd)) + 8*int64(cap(x.trailer)) + 4*int64(cap(x.page)) + 4*int64(cap(x.used))
+	return int64(cap(x.keys)) + 4*int64(cap(x.keyEnd)) + 8*int64(cap(x.trailer)) + 4*int64(cap(x.page)) + 4*int64(cap(x.used)) + 8*int64(cap(x.word))
+}
+
+// keyWord is the search word of userKey after its first shared bytes
+// (blockIndex.word).
+func keyWord(userKey []byte, shared int) uint64 {
+	var w [8]byte
+	copy(w[:], userKey[shared:])
+	return binary.BigEndian.Uint64(w[:])
+}
+
+// setWords fills shared and word from the keys.
+func (x *blockIndex) setWords() {
+	n := x.len()
+	if n == 0 {
+		return
+	}
+	first, last := x.userKey(0), x.userKey(n-1)
+	shared := 0
+	for shared < len(first) && shared < len(last) && first[shared] == last[shared] {
+		shared++
+	}
+	x.shared = shared
+	x.word = make([]uint64, n)
+	for i := range n {
+		x.word[i] = keyWord(x.userKey(i), shared)
+	}
+}
+
+// search returns the first block whose last user key is not less than
+// userKey (len() if none).
+func (x *blockIndex) search(userKey []byte) int {
+	n := x.len()
+	if n == 0 {
+		return 0
+	}
+	// Every key starts with the shared prefix: a key that does not sorts
+	// before or after all of them.
+	if len(userKey) < x.shared || !bytes.Equal(userKey[:x.shared], x.keys[:x.shared]) {
+		if bytes.Compare(userKey, x.keys[:x.shared]) < 0 {
+			return 0
+		}
+		return n
+	}
+	w := keyWord(userKey, x.shared)
+	// lo: the first word not less than w; keys before it are less than
+	// userKey. hi: the first word greater than w; keys from it on are
+	// greater. The answer is in [lo, hi].
+	lo, hi := 0, n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if x.word[mid] < w {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	hi = lo
+	for hi < n && x.word[hi] == w {
+		hi++
+	}
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if bytes.Compare(x.userKey(mid), userKey) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // decodeIndex checks an index section and returns it decoded, owning its
@@ -191,6 +269,7 @@ func decodeIndex(buf []byte, s site) (blockIndex, error) {
 		return x, s.corrupt(c.off, "index has %d bytes after its last entry", len(body)-c.off)
 	}
 	x.keys = append([]byte(nil), keys...) // exact size: the section's other bytes are not kept
+	x.setWords()
 	return x, nil
 }
 

@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -160,6 +159,16 @@ func (r *Reader) MayContain(userKey []byte) bool { return r.filter.mayContain(us
 // that asks several files hashes its key once.
 func (r *Reader) MayContainHash(h uint64) bool { return r.filter.mayContainHash(h) }
 
+// PrefetchFilter starts loading into the CPU's cache the part of the
+// filter that MayContainHash(h) reads (a blocked filter's line; nothing
+// for a whole one, whose probes are spread over all of it), and returns
+// at once.
+func (r *Reader) PrefetchFilter(h uint64) {
+	if f := r.filter; f.blocked && len(f.bits) > 0 {
+		prefetch((*byte)(unsafe.Pointer(&f.line(h)[0])))
+	}
+}
+
 // BlockFor returns the one data block that holds the newest version of
 // userKey if the file holds any: the first block whose last user key is
 // not less than userKey. ok is false when userKey sorts after every key
@@ -172,19 +181,7 @@ func (r *Reader) BlockFor(userKey []byte) (h BlockHandle, ok bool) {
 	return r.index.handle(i), true
 }
 
-func (r *Reader) blockIndex(userKey []byte) int {
-	x := &r.index
-	lo, hi := 0, len(x.keyEnd) // the answer is in [lo, hi]
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if bytes.Compare(x.userKey(mid), userKey) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
+func (r *Reader) blockIndex(userKey []byte) int { return r.index.search(userKey) }
 
 // DecodeBlock checks a data block read into buf (exactly h.Len bytes, as
 // read from h.Offset) and returns it. h must be one of the file's blocks
