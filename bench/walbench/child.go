@@ -45,6 +45,10 @@ type ChildConfig struct {
 	// in a file fallocated ahead (as the log writes a fresh segment)
 	// instead of in place.
 	Advance bool `json:"advance,omitempty"`
+	// Written, with Advance, writes the file full once before the trial
+	// (untimed), as a recycled segment's file was, and wraps around at its
+	// end: every group overwrites written blocks, at advancing offsets.
+	Written bool `json:"written,omitempty"`
 	// Batch, for a peer, is the most entries one call of its batch API
 	// takes, fed by a batching leader; 0: one entry per call.
 	Batch int `json:"batch,omitempty"`
@@ -263,7 +267,10 @@ func deviceFdatasync(c ChildConfig, dir string) (bench.Trial, error) {
 // write overwrites the same written blocks of a preallocated file, leaving
 // the file system no metadata to commit; with c.Advance each goes to the
 // next bytes of a file fallocated ahead, so that each flush also converts
-// the extent it wrote, as the log's flushes into a fresh segment do. With
+// the extent it wrote, as the log's flushes into a fresh segment do; with
+// c.Advance and c.Written each goes to the next bytes of a file written
+// full beforehand, wrapping around at its end, as the log's flushes into
+// a recycled segment do. With
 // c.IOMode "uring" the write is the log's own on io_uring, one RWF_DSYNC
 // write submitted and waited for on an inline engine; otherwise a pwrite
 // and fdatasync. With c.Writers above 1 (advancing only) that many writes
@@ -296,7 +303,7 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 			os.Remove(path)
 		}
 		var err error
-		if f, err = newDeviceFile(path, size, !c.Advance); err != nil {
+		if f, err = newDeviceFile(path, size, !c.Advance || c.Written); err != nil {
 			return err
 		}
 		iof = ioengine.NewFile(f)
@@ -348,7 +355,9 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 			mu.RUnlock()
 			mu.Lock()
 			if next.Load()+int64(len(group)) > size {
-				if err := create(); err != nil { // untimed
+				if c.Written {
+					next.Store(0) // written space all through
+				} else if err := create(); err != nil { // untimed
 					mu.Unlock()
 					return 0, err
 				}

@@ -10,8 +10,8 @@ import (
 // doing any work; the modes Run builds are among them (checked as it
 // builds them).
 func ModeNames(Options) []bench.ModeInfo {
-	ms := []bench.ModeInfo{{Name: modeFsync}, {Name: modeDevice}, {Name: modeDeviceGroup}, {Name: modeDeviceAdvance},
-		{Name: modeDeviceGroupURing, Needs: "io_uring"}, {Name: modeDeviceAdvanceURing, Needs: "io_uring"},
+	ms := []bench.ModeInfo{{Name: modeFsync}, {Name: modeDevice}, {Name: modeDeviceGroup}, {Name: modeDeviceAdvance}, {Name: modeDeviceWritten},
+		{Name: modeDeviceGroupURing, Needs: "io_uring"}, {Name: modeDeviceAdvanceURing, Needs: "io_uring"}, {Name: modeDeviceWrittenURing, Needs: "io_uring"},
 		{Name: modeDeviceAdvanceURing2, Needs: "io_uring"}}
 	for _, w := range []int{1, 16, 64, 256} {
 		ms = append(ms, bench.ModeInfo{Name: fmt.Sprintf("ringstore-uring-w%d", w), Needs: "io_uring"})

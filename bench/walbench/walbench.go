@@ -159,6 +159,10 @@ const (
 	modeDeviceAdvance      = "device-advance-w64"
 	modeDeviceGroupURing   = "device-group-uring-w64"
 	modeDeviceAdvanceURing = "device-advance-uring-w64"
+	// The same group write advancing through a file written full before
+	// (a recycled segment), with pwrite + fdatasync and on io_uring.
+	modeDeviceWritten      = "device-written-w64"
+	modeDeviceWrittenURing = "device-written-uring-w64"
 	// Two half groups in flight on one ring, advancing: what a log that
 	// kept two groups in flight on io_uring could make of the device.
 	modeDeviceAdvanceURing2 = "device-advance-uring-2x32"
@@ -227,6 +231,9 @@ func Run(o Options) error {
 	advanceCfg := groupCfg
 	advanceCfg.Advance = true
 	modes = append(modes, mode{Mode: bench.Mode{Name: modeDeviceAdvance, Label: fmt.Sprintf("device: %d KiB write + fdatasync (advancing, fallocated)", groupCfg.WriteSize>>10), Exec: bench.ChildExec(Workload, advanceCfg)}, system: "device", writers: 1})
+	writtenCfg := advanceCfg
+	writtenCfg.Written = true
+	modes = append(modes, mode{Mode: bench.Mode{Name: modeDeviceWritten, Label: fmt.Sprintf("device: %d KiB write + fdatasync (advancing, written space)", groupCfg.WriteSize>>10), Exec: bench.ChildExec(Workload, writtenCfg)}, system: "device", writers: 1})
 
 	var notes []string
 	kp := ioengine.ProbeKernel()
@@ -270,11 +277,12 @@ func Run(o Options) error {
 	if uringOK {
 		// One group flush at a time on io_uring, as the log's committer
 		// makes it: what bounds the log on io_uring.
-		g, a := groupCfg, advanceCfg
-		g.IOMode, a.IOMode = "uring", "uring"
+		g, a, wr := groupCfg, advanceCfg, writtenCfg
+		g.IOMode, a.IOMode, wr.IOMode = "uring", "uring", "uring"
 		modes = append(modes,
 			mode{Mode: bench.Mode{Name: modeDeviceGroupURing, Label: fmt.Sprintf("device: %d KiB RWF_DSYNC write on io_uring (in place)", groupCfg.WriteSize>>10), Exec: bench.ChildExec(Workload, g)}, system: "device", writers: 1},
-			mode{Mode: bench.Mode{Name: modeDeviceAdvanceURing, Label: fmt.Sprintf("device: %d KiB RWF_DSYNC write on io_uring (advancing, fallocated)", groupCfg.WriteSize>>10), Exec: bench.ChildExec(Workload, a)}, system: "device", writers: 1})
+			mode{Mode: bench.Mode{Name: modeDeviceAdvanceURing, Label: fmt.Sprintf("device: %d KiB RWF_DSYNC write on io_uring (advancing, fallocated)", groupCfg.WriteSize>>10), Exec: bench.ChildExec(Workload, a)}, system: "device", writers: 1},
+			mode{Mode: bench.Mode{Name: modeDeviceWrittenURing, Label: fmt.Sprintf("device: %d KiB RWF_DSYNC write on io_uring (advancing, written space)", groupCfg.WriteSize>>10), Exec: bench.ChildExec(Workload, wr)}, system: "device", writers: 1})
 		// Two groups in flight on the ring: with 64 writers, each of half
 		// the entries.
 		a2 := a
@@ -522,22 +530,26 @@ func walBars(results []bench.ModeResult, modes []mode) []bench.Bar {
 	best := bestPeer(results, modes, 0)
 	bars = append(bars, ratio("io_uring 64 writers vs the best peer mode, one entry per call or batched (appends/s)", rate(mode64), rate(best), BarVsPeer, false, "against "+best))
 	// Each log mode's p99 is read against the device writing one group into
-	// the same kind of space: the log's new segments are fallocated, so its
-	// group writes convert unwritten extents as the advancing device modes'
-	// do; recycled segments are overwritten in place. Of the device's two
-	// ways (pwrite + fdatasync, an RWF_DSYNC write on io_uring) the floor is
-	// the lower p99.
-	inPlace, inPlaceWhy := deviceP99(results, "in place", modeDeviceGroup, modeDeviceGroupURing)
+	// the same kind of space, at advancing offsets as the log writes: the
+	// log's new segments are fallocated, so its group writes convert
+	// unwritten extents as the advancing device modes' do; a recycled
+	// segment's file was written full in its earlier use, so its group
+	// writes overwrite written blocks as the written-space modes' do. Of the
+	// device's two ways (pwrite + fdatasync, an RWF_DSYNC write on io_uring)
+	// the floor is the lower p99. The in-place write (the same blocks over
+	// and over, which no log does) is given beside each.
+	inPlace, _ := deviceP99(results, "in place", modeDeviceGroup, modeDeviceGroupURing)
 	advancing, advancingWhy := deviceP99(results, "advancing through fallocated space", modeDeviceAdvance, modeDeviceAdvanceURing)
+	written, writtenWhy := deviceP99(results, "advancing through written space", modeDeviceWritten, modeDeviceWrittenURing)
 	for _, m := range []struct {
 		mode, name string
 		fresh      bool // the log writes fresh segments: read against the advancing modes
 	}{
 		{mode64, "io_uring 64 writers' append p99 vs the device's p99 for one group write + fdatasync into fresh space, as the log's new segments", true},
 		{mode64Steady, "the same, the log truncated as it goes (steady state)", true},
-		{mode64Recycled, "the same, the log truncated as it goes, segments recycled (steady state), vs one group write + fdatasync in place", false},
+		{mode64Recycled, "the same, the log truncated as it goes, segments recycled (steady state), vs one group write + fdatasync into written space", false},
 	} {
-		floor, floorWhy := inPlace, inPlaceWhy
+		floor, floorWhy := written, writtenWhy
 		if m.fresh {
 			floor, floorWhy = advancing, advancingWhy
 		}
@@ -546,7 +558,7 @@ func walBars(results []bench.ModeResult, modes []mode) []bench.Bar {
 			p99 = r.Median().P99us
 		}
 		why := fmt.Sprintf("%.0f against %.0f µs, %s", p99, floor, floorWhy)
-		if m.fresh && inPlace > 0 && p99 > 0 {
+		if inPlace > 0 && p99 > 0 {
 			why += fmt.Sprintf("; against the in-place write's %.0f µs %.2f×", inPlace, p99/inPlace)
 		}
 		bars = append(bars, ratio(m.name, p99, floor, BarP99VsGroup, true, why))
