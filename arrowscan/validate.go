@@ -227,7 +227,7 @@ func indicesInRange(idx arrow.Array, dictLen int) error {
 // only when the branch-free pass finds one out of range does it look for
 // the first, skipping nulls.
 func inRange[T intscan.Integer](a arrow.Array, vals []T, dictLen int) error {
-	if intscan.MaxUnsigned(vals) < uint64(dictLen) {
+	if intscan.AllBelow(vals, uint64(dictLen)) {
 		return nil
 	}
 	nulls := a.NullN() > 0

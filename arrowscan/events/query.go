@@ -260,7 +260,7 @@ func checkDictionary(d *array.Dictionary) error {
 // indexesBelow checks 0 <= v < n for every index; only when the
 // branch-free pass finds one outside does it look for the first bad row.
 func indexesBelow[T int8 | int16](idx []T, n int) error {
-	if intscan.MaxUnsigned(idx) < uint64(n) {
+	if intscan.AllBelow(idx, uint64(n)) {
 		return nil
 	}
 	for i, v := range idx {
