@@ -378,19 +378,6 @@ func memGet(mems []*memTable, key []byte, seq uint64) ([]byte, sstable.Kind, boo
 	return nil, 0, false
 }
 
-// appendCandidates appends the tables of v that may hold key, newest first:
-// L0's that cover it, then at most one per lower level, each past its bloom
-// filter. No I/O but the loads of metadata the metaCache does not hold.
-func (db *DB) appendCandidates(out []*table, v *version, key []byte) ([]*table, error) {
-	start := len(out)
-	out, h, err := db.appendInRange(out, v, key)
-	if err != nil || len(out) == start {
-		return out, err
-	}
-	kept, err := db.filterCandidates(out[start:], h)
-	return out[:start+len(kept)], err
-}
-
 // appendInRange appends the tables of v whose key range holds key, newest
 // first (L0's that cover it, then at most one per lower level), and returns
 // key's FilterHash, h, for filterCandidates. It starts loading the line of

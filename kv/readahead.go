@@ -69,6 +69,16 @@ type aheadScratch struct {
 	bounds  [][2]int
 	looks   []aheadLookup
 	keys    [][]byte
+	ranges  []aheadRange
+}
+
+// aheadRange is where a ReadAhead's first pass put one key's tables in
+// backing: [lo, hi), their filters not yet asked for hash, the key's
+// FilterHash. looked: the key was not in a memtable.
+type aheadRange struct {
+	lo, hi int
+	hash   uint64
+	looked bool
 }
 
 // maxScratchArena bounds the key bytes of a scratch kept for reuse.
@@ -85,7 +95,7 @@ func (sc *aheadScratch) release() {
 	clear(sc.backing[:cap(sc.backing)])
 	clear(sc.looks[:cap(sc.looks)])
 	clear(sc.keys[:cap(sc.keys)])
-	sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys = sc.arena[:0], sc.backing[:0], sc.bounds[:0], sc.looks[:0], sc.keys[:0]
+	sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys, sc.ranges = sc.arena[:0], sc.backing[:0], sc.bounds[:0], sc.looks[:0], sc.keys[:0], sc.ranges[:0]
 	aheadScratches.Put(sc)
 }
 
@@ -149,24 +159,42 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	bounds := sc.bounds[:0]
 	ra.looks, ra.keys = sc.looks[:0], sc.keys[:0]
 	defer func() { sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys = arena, backing, bounds, ra.looks, ra.keys }()
-keys:
+	// First the tables whose range holds each key, with the lines of their
+	// filters on the way (appendInRange); then, key by key, the filters
+	// and the first block: the batch's filter misses overlap. A key whose
+	// tables' metadata fails to load, and the keys after it, are left to
+	// the MultiGet, which reports it.
+	ranges := sc.ranges[:0]
+	defer func() { sc.ranges = ranges }()
 	for _, k := range keys {
-		var al aheadLookup
-		lo := len(backing)
+		r := aheadRange{lo: len(backing), hi: len(backing)}
 		if len(k) <= sstable.MaxKeyLen {
 			if _, _, ok := memGet(rs.mems, k, rs.seq); !ok {
 				var err error
-				if backing, err = db.appendCandidates(backing, rs.v, k); err != nil {
-					backing = backing[:lo]
-					break keys // this key and the rest are left to the MultiGet, which reports it
+				if backing, r.hash, err = db.appendInRange(backing, rs.v, k); err != nil {
+					backing = backing[:r.lo]
+					break
 				}
-				al.looked = true
+				r.looked, r.hi = true, len(backing)
 			}
 		}
-		if len(backing) > lo {
+		ranges = append(ranges, r)
+	}
+keys:
+	for i, k := range keys[:len(ranges)] {
+		r := ranges[i]
+		al := aheadLookup{looked: r.looked}
+		lo, hi := r.lo, r.hi
+		if hi > lo {
+			kept, err := db.filterCandidates(backing[lo:hi], r.hash)
+			if err != nil {
+				break keys
+			}
+			hi = lo + len(kept)
+		}
+		if hi > lo {
 			first, err := db.blockFor(backing[lo], k)
 			if err != nil {
-				backing = backing[:lo]
 				break keys
 			}
 			al.first = first
@@ -188,7 +216,6 @@ keys:
 					seen[bk] = where
 				default:
 					// This key and the rest are left to the MultiGet.
-					backing = backing[:lo]
 					break keys
 				}
 				al.dread = where
@@ -198,7 +225,7 @@ keys:
 		arena = append(arena, k...)
 		ra.keys = append(ra.keys, arena[at:len(arena):len(arena)])
 		ra.looks = append(ra.looks, al)
-		bounds = append(bounds, [2]int{lo, len(backing)})
+		bounds = append(bounds, [2]int{lo, hi})
 	}
 	// Cut the candidate lists only now: appending may have moved backing.
 	for i, b := range bounds {
