@@ -173,7 +173,7 @@ func (x *blockIndex) search(userKey []byte) int {
 	if n == 0 {
 		return 0
 	}
-	// Every key starts with the shared prefix: a key that does not sorts
+	// Every key starts with the shared prefix; a key without it sorts
 	// before or after all of them.
 	if len(userKey) < x.shared || !bytes.Equal(userKey[:x.shared], x.keys[:x.shared]) {
 		if bytes.Compare(userKey, x.keys[:x.shared]) < 0 {
