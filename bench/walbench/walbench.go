@@ -5,8 +5,9 @@
 //   - device-fdatasync: the device's own flush (a 1 KiB overwrite in place,
 //     only the fdatasync timed), the limit every durable write pays;
 //   - device-group: one group's write (64 entries) made durable, one after
-//     another, in place and advancing through a fallocated file (as the
-//     log writes a fresh segment), each with pwrite + fdatasync and with
+//     another, in place, advancing through a fallocated file (as the log
+//     writes a fresh segment) and advancing through a file written full
+//     before (as it writes a recycled one), each with pwrite + fdatasync and with
 //     the log's own io_uring flush (one RWF_DSYNC write on an inline
 //     engine): the floors of the log's p99 and of what io_uring can make
 //     against the syscall backend;
@@ -180,9 +181,9 @@ const (
 // The bars: 64 writers on io_uring at least BarVsFsync× fsync per write
 // and BarVsPeer× the best peer mode (any writers, one entry per call or
 // batched), their append p99 at most BarP99VsGroup× the device's p99 for
-// one group's write + fdatasync into the same kind of space (fresh,
-// fallocated space for the log's new segments, untruncated and in the
-// steady state; in place for recycled segments); io_uring at least
+// one group's write + fdatasync into the same kind of space at advancing
+// offsets (fresh, fallocated space for the log's new segments, untruncated
+// and in the steady state; written space for recycled segments); io_uring at least
 // BarURingVsSyscall× the syscall backend's appends/s at 64 writers; kv's
 // 64 writers at least BarKVScale× its one and BarKVVsLog64× the log's 64
 // writers, and a lone kv write at most BarKVVsLog× a lone log append's
