@@ -181,26 +181,17 @@ func (x *blockIndex) search(userKey []byte) int {
 		}
 		return n
 	}
+	// Word order is key order where words differ; where they are equal
+	// the keys decide.
 	w := keyWord(userKey, x.shared)
-	// lo: the first word not less than w; keys before it are less than
-	// userKey. hi: the first word greater than w; keys from it on are
-	// greater. The answer is in [lo, hi].
 	lo, hi := 0, n
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if x.word[mid] < w {
-			lo = mid + 1
-		} else {
-			hi = mid
+		less := x.word[mid] < w
+		if x.word[mid] == w {
+			less = bytes.Compare(x.userKey(mid), userKey) < 0
 		}
-	}
-	hi = lo
-	for hi < n && x.word[hi] == w {
-		hi++
-	}
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if bytes.Compare(x.userKey(mid), userKey) < 0 {
+		if less {
 			lo = mid + 1
 		} else {
 			hi = mid
