@@ -174,10 +174,10 @@ type lookup struct {
 	first blockRead
 	ahead bool
 	dread int // aheadLookup.dread
-	// filter: cands are the tables whose range holds key, their filters
-	// not yet asked for hash, key's FilterHash.
-	filter bool
-	hash   uint64
+	// hash is key's FilterHash: until the call's filter pass, the cands of
+	// a lookup not read ahead are the tables whose range holds key, their
+	// filters not yet asked.
+	hash uint64
 }
 
 // getScratch is a multiGet's working memory, reused from call to call
@@ -255,14 +255,14 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			return nil, nil, err
 		}
 		if len(cands) > start {
-			lookups = append(lookups, lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)], filter: true, hash: h})
+			lookups = append(lookups, lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)], hash: h})
 		}
 	}
 	// The filters are asked once the lines of every key's are on their
 	// way (appendInRange), so that their cache misses overlap.
 	for j := range lookups {
 		lk := &lookups[j]
-		if lk.filter {
+		if !lk.ahead { // a read ahead asked its filters
 			if lk.cands, err = db.filterCandidates(lk.cands, lk.hash); err != nil {
 				return nil, nil, err
 			}
