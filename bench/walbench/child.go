@@ -296,7 +296,7 @@ func deviceGroup(c ChildConfig, dir string) (bench.Trial, error) {
 	var next atomic.Int64
 	var mu sync.RWMutex
 	// create makes the file afresh: written once unless the groups advance
-	// through it.
+	// through fallocated space.
 	create := func() error {
 		if f != nil {
 			f.Close()
