@@ -133,13 +133,27 @@ type Options struct {
 	// engine with one hot caller that waits for every call, such as a
 	// log's committer. Ignored by the sqpoll and syscall backends.
 	Inline bool
+	// ParkWaits, with Inline on the uring backend, has a call that must
+	// wait for a completion park its goroutine on Go's poller (the ring's
+	// fd, readable when a completion is posted) instead of blocking its
+	// thread in io_uring_enter. A thread blocked in the kernel keeps its P
+	// until Go's system monitor takes it back, tens of microseconds or
+	// more later; a parked goroutine frees it at once, so other goroutines
+	// run on it while the reads are in flight. The ring is then set up
+	// without COOP_TASKRUN (uring.Config.PromptTaskrun), so completions
+	// are posted while the submitting thread runs other goroutines. A
+	// parked call resumes when a P next looks for work, on a busy machine
+	// after other goroutines' turns: it suits callers that want throughput
+	// from more goroutines than Ps, not one whose latency is the product (a
+	// log's commits).
+	ParkWaits bool
 	// Faults, for tests only, injects failures into requests (short
 	// transfers, -EAGAIN, EIO, ENOSPC, torn writes) on every backend.
 	Faults *FaultPlan
 }
 
 func (o *Options) String() string {
-	return fmt.Sprintf("ioengine.Options{Mode: %s, Entries: %d, SQThreadIdle: %s, Inline: %v, Faults: %v}", o.Mode, o.Entries, o.SQThreadIdle, o.Inline, o.Faults != nil)
+	return fmt.Sprintf("ioengine.Options{Mode: %s, Entries: %d, SQThreadIdle: %s, Inline: %v, ParkWaits: %v, Faults: %v}", o.Mode, o.Entries, o.SQThreadIdle, o.Inline, o.ParkWaits, o.Faults != nil)
 }
 
 func (o Options) withDefaults() Options {
@@ -168,6 +182,7 @@ type Stats struct {
 	Syscalls        uint64 // pread/pwrite/fsync calls (syscall backend)
 	CQOverflow      uint64 // completions the kernel could not post
 	LostCompletions uint64 // EBADR seen
+	Parks           uint64 // waits parked on Go's poller (Options.ParkWaits)
 	FixedTransfers  uint64 // reads and writes issued as READ_FIXED/WRITE_FIXED (buffers in registered memory, RegisterMemory)
 	Fallbacks       uint64 // 1 if this engine fell back to syscalls
 }

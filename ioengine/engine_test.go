@@ -29,18 +29,20 @@ type backendCase struct {
 	mode   IOMode
 	want   Backend
 	inline bool // Options.Inline
+	park   bool // Options.ParkWaits
 }
 
 var backendCases = []backendCase{
-	{"uring", URing, BackendURing, false},
-	{"sqpoll", SQPoll, BackendSQPoll, false},
-	{"syscall", Syscall, BackendSyscall, false},
-	{"uring-inline", URing, BackendURing, true},
+	{"uring", URing, BackendURing, false, false},
+	{"sqpoll", SQPoll, BackendSQPoll, false, false},
+	{"syscall", Syscall, BackendSyscall, false, false},
+	{"uring-inline", URing, BackendURing, true, false},
+	{"uring-inline-park", URing, BackendURing, true, true},
 }
 
 // with returns opts for this case's engine.
 func (bc backendCase) with(opts Options) Options {
-	opts.Inline = bc.inline
+	opts.Inline, opts.ParkWaits = bc.inline, bc.park
 	return opts
 }
 

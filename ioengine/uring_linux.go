@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,10 @@ type uringBackend struct {
 	faults *FaultPlan // immutable
 	efd    int        // eventfd the callers write to wake the ring; immutable; -1 inline
 	inline bool       // immutable
+	// Inline with Options.ParkWaits: a duplicate of the ring's fd, on Go's
+	// poller, that a wait parks on; immutable, nil otherwise.
+	pollFile *os.File
+	pollConn syscall.RawConn
 
 	issueMu sync.Mutex // inline: held by the call that drives the ring
 	broken  error      // inline, guarded by issueMu: the ring failed; every later call fails
@@ -75,7 +80,7 @@ type uringBackend struct {
 	pendingCtl    *regionCtl
 
 	// Counters, written by the ring goroutine, read by stats.
-	enters, sqes, completions, resubmits, overflow, lost, fixedTransfers atomic.Uint64
+	enters, sqes, completions, resubmits, overflow, lost, fixedTransfers, parks atomic.Uint64
 }
 
 // regionCtl asks the ring goroutine to register chunks as the ring's
@@ -179,10 +184,84 @@ func (u *uringBackend) run(cfg uring.Config, started chan<- error) {
 // that waits (and runs the completions' task work).
 func newInlineURing(opts Options) (backend, Backend, error) {
 	u := &uringBackend{kind: BackendURing, faults: opts.Faults, efd: -1, inline: true}
-	if err := u.setup(uring.Config{Entries: opts.Entries}); err != nil {
+	if err := u.setup(uring.Config{Entries: opts.Entries, PromptTaskrun: opts.ParkWaits}); err != nil {
 		return nil, BackendSyscall, err
 	}
+	if opts.ParkWaits {
+		if err := u.openPoll(); err != nil {
+			u.ring.Close()
+			return nil, BackendSyscall, fmt.Errorf("io_uring ring on Go's poller: %w", err)
+		}
+	}
 	return u, u.kind, nil
+}
+
+// openPoll puts a duplicate of the ring's fd on Go's poller, which reports
+// it readable when the CQ holds a completion. The duplicate shares the
+// ring's open file, so O_NONBLOCK is set on both; io_uring_enter does not
+// read it.
+func (u *uringBackend) openPoll() error {
+	fd, err := unix.Dup(u.ring.Fd())
+	if err != nil {
+		return os.NewSyscallError("dup", err)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return os.NewSyscallError("fcntl(O_NONBLOCK)", err)
+	}
+	f := os.NewFile(uintptr(fd), "io_uring")
+	c, err := f.SyscallConn()
+	if err == nil {
+		// A file os.NewFile could not add to the poller reports
+		// ErrNoDeadline here rather than block a thread at each wait.
+		err = f.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	u.pollFile, u.pollConn = f, c
+	return nil
+}
+
+// parkTimeout bounds one park: a completion posted after park's check
+// wakes the poller (the kernel wakes the ring's poll waiters at each
+// post), so the timeout is a backstop, after which park returns and its
+// caller looks at the CQ again. A variable for tests.
+var parkTimeout = 20 * time.Millisecond
+
+// park submits what is placed and, while the CQ is empty, parks the
+// goroutine on Go's poller until the ring's fd is readable (a completion
+// was posted) or parkTimeout has passed, its thread and P free meanwhile.
+// It returns only an error of the ring itself.
+func (u *uringBackend) park() error {
+	if err := u.poll(); err != nil {
+		return err
+	}
+	if u.ring.CQReady() > 0 {
+		return nil
+	}
+	u.parks.Add(1)
+	runtime.UnlockOSThread()
+	defer runtime.LockOSThread()
+	if err := u.pollFile.SetReadDeadline(time.Now().Add(parkTimeout)); err != nil {
+		return err
+	}
+	err := u.pollConn.Read(func(uintptr) bool { return u.ring.CQReady() > 0 })
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// wait submits what is placed and waits for a completion: parked on Go's
+// poller with Options.ParkWaits, else blocked in io_uring_enter.
+func (u *uringBackend) wait() error {
+	if u.pollConn != nil {
+		return u.park()
+	}
+	return u.enter()
 }
 
 // setup creates the ring, runs the self-test and sizes the in-flight
@@ -860,7 +939,7 @@ func (u *uringBackend) waitInline(b *batch) error {
 			// added before the ring broke), so this is not reached.
 			return u.broken
 		}
-		if err := u.enter(); err != nil {
+		if err := u.wait(); err != nil {
 			u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
 			u.failAll(err)
 			<-b.done
@@ -891,7 +970,7 @@ func (u *uringBackend) doInline(b *batch) error {
 			<-b.done // chainDone's token; the batch is reused
 			return nil
 		}
-		if err := u.enter(); err != nil {
+		if err := u.wait(); err != nil {
 			// The ring failed: fail what is in flight (this batch only,
 			// calls are serialized) and every later call.
 			u.broken = fmt.Errorf("ioengine: io_uring failed: %w", err)
@@ -922,6 +1001,7 @@ func (u *uringBackend) stats(s *Stats) {
 	s.CQOverflow = u.overflow.Load()
 	s.LostCompletions = u.lost.Load()
 	s.FixedTransfers = u.fixedTransfers.Load()
+	s.Parks = u.parks.Load()
 }
 
 func (u *uringBackend) close() error {
@@ -930,6 +1010,10 @@ func (u *uringBackend) close() error {
 		u.issueMu.Lock()
 		defer u.issueMu.Unlock()
 		u.closing = true
+		if u.pollFile != nil {
+			// Nobody is parked on it: a park holds issueMu.
+			defer u.pollFile.Close()
+		}
 		if u.broken != nil {
 			return nil // failAll closed the ring
 		}

@@ -47,6 +47,13 @@ type Config struct {
 	// enables SINGLE_ISSUER only, and Register*/Probe calls must then come
 	// from the creating thread.
 	SingleIssuer bool
+	// PromptTaskrun sets the ring up without COOP_TASKRUN or DEFER_TASKRUN
+	// (SingleIssuer is then ignored, unless with SQPoll), so the kernel
+	// interrupts the submitting thread to post a completion at once,
+	// wherever that thread is. A caller that waits on the ring's fd from another thread (Go's
+	// poller) needs it: with COOP_TASKRUN a completion waits until the
+	// submitting thread next enters the kernel.
+	PromptTaskrun bool
 	// Flags, when non-zero, are passed to io_uring_setup exactly, with no
 	// stepping down (and Config.SQPoll/SingleIssuer ignored). For tests and
 	// experts.
@@ -134,6 +141,8 @@ func (c *Config) candidates() []uint32 {
 		// io_uring_register (buffers, files, probe) with EEXIST from every
 		// thread but the creating one.
 		return []uint32{base | SetupSQPoll}
+	case c.PromptTaskrun:
+		return []uint32{base, 0}
 	case c.SingleIssuer:
 		return []uint32{base | SetupSingleIssuer | SetupDeferTaskrun, base | SetupCoopTaskrun, base, 0}
 	default:

@@ -42,6 +42,22 @@ var ringConfigs = []ringConfig{
 	{"single-issuer", uring.Config{SingleIssuer: true}},
 	{"sqpoll", uring.Config{SQPoll: true}},
 	{"sqpoll-single-issuer", uring.Config{SQPoll: true, SingleIssuer: true}},
+	{"prompt-taskrun", uring.Config{PromptTaskrun: true}},
+}
+
+// TestPromptTaskrun: a ring set up with PromptTaskrun has neither
+// COOP_TASKRUN nor DEFER_TASKRUN, even with SingleIssuer; the default ring
+// has COOP_TASKRUN where the kernel takes it (5.19 on).
+func TestPromptTaskrun(t *testing.T) {
+	for _, cfg := range []uring.Config{{PromptTaskrun: true}, {PromptTaskrun: true, SingleIssuer: true}} {
+		r := newRing(t, cfg)
+		if f := r.SetupFlags(); f&(uring.SetupCoopTaskrun|uring.SetupDeferTaskrun) != 0 {
+			t.Errorf("Config %+v: flags %s, want no COOP_TASKRUN or DEFER_TASKRUN", cfg, uring.SetupFlagString(f))
+		}
+	}
+	if f := newRing(t, uring.Config{}).SetupFlags(); f&uring.SetupCoopTaskrun == 0 {
+		t.Logf("the default ring has no COOP_TASKRUN (flags %s): an older kernel", uring.SetupFlagString(f))
+	}
 }
 
 // with returns c's configuration with the queue sizes set.
