@@ -99,7 +99,7 @@ func (db *DB) flushLocked() error {
 	if err != nil {
 		return fmt.Errorf("kv: flush: %w", err)
 	}
-	if err := db.installLocked(func(cur *version) ([numLevels][]*table, uint64) {
+	if err := db.installLocked(db.flushEng, func(cur *version) ([numLevels][]*table, uint64) {
 		levels := cur.levels
 		levels[0] = append(append([]*table(nil), ts...), cur.levels[0]...)
 		return levels, max(cur.flushedSeq, mt.lastSeq)
@@ -130,8 +130,9 @@ func (db *DB) flushLocked() error {
 // flushed seq from the version current now; the manifest is written (and
 // flushed) first, with mu released, then the version swapped. Installs run
 // one at a time (installing), so no edit is lost to another made from the
-// same version. Called with mu held, by the background goroutines.
-func (db *DB) installLocked(edit func(cur *version) ([numLevels][]*table, uint64)) error {
+// same version. Called with mu held, by the background goroutines, each
+// with its own engine for the fsyncs (eng).
+func (db *DB) installLocked(eng *ioengine.Engine, edit func(cur *version) ([numLevels][]*table, uint64)) error {
 	for db.installing {
 		db.cond.Wait()
 	}
@@ -145,9 +146,9 @@ func (db *DB) installLocked(edit func(cur *version) ([numLevels][]*table, uint64
 	dirDirty := db.dirDirty
 	db.dirDirty = false
 	db.mu.Unlock()
-	err := manifest.Write(db.dir, mv)
+	err := manifest.WriteVia(db.dir, mv, eng)
 	if err == nil && dirDirty {
-		err = syncDir(db.dir)
+		err = syncDirVia(db.dir, eng)
 	}
 	db.mu.Lock()
 	if err != nil {
@@ -407,7 +408,7 @@ func (db *DB) compactLocked(c *compaction) error {
 		}
 	}
 	if c.trivial {
-		if err := db.installLocked(replace(c.inputs[0])); err != nil {
+		if err := db.installLocked(db.compactEng, replace(c.inputs[0])); err != nil {
 			return fmt.Errorf("kv: compaction (move L%d to L%d): %w", c.level, out, err)
 		}
 		db.stats.trivialMoves.Add(1)
@@ -493,7 +494,7 @@ func (db *DB) compactLocked(c *compaction) error {
 		}
 		return fmt.Errorf("kv: compaction L%d→L%d: %w", c.level, out, err)
 	}
-	if err := db.installLocked(replace(ts)); err != nil {
+	if err := db.installLocked(db.compactEng, replace(ts)); err != nil {
 		return fmt.Errorf("kv: compaction L%d→L%d: %w", c.level, out, err)
 	}
 	db.stats.compactions.Add(1)
@@ -633,7 +634,7 @@ func (db *DB) writeTables(eng *ioengine.Engine, it internalIter, nums []uint64, 
 		return fail(err)
 	}
 	if len(metas) > 0 {
-		if err := syncDir(db.dir); err != nil {
+		if err := syncDirVia(db.dir, eng); err != nil {
 			return fail(err)
 		}
 	}

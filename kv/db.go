@@ -635,8 +635,11 @@ func lockFile(path string) (*os.File, error) {
 }
 
 // syncDir flushes a directory's entries.
-func syncDir(dir string) error {
-	if err := durable.SyncDir(dir); err != nil {
+func syncDir(dir string) error { return syncDirVia(dir, nil) }
+
+// syncDirVia flushes dir's entries through eng (durable.Fsync).
+func syncDirVia(dir string, eng *ioengine.Engine) error {
+	if err := durable.SyncDirVia(dir, eng); err != nil {
 		return fmt.Errorf("kv: %w", err)
 	}
 	return nil

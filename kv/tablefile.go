@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/crashfs"
+	"github.com/ringstore/ringstore/internal/durable"
 	"github.com/ringstore/ringstore/ioengine"
 )
 
@@ -174,7 +175,7 @@ func (t *tableFile) sync() error {
 			}
 		}
 	}
-	if err := t.f.Sync(); err != nil {
+	if err := durable.Fsync(t.f, t.eng); err != nil {
 		t.err = err
 		return err
 	}

@@ -9,18 +9,37 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/ringstore/ringstore/internal/crashfs"
+	"github.com/ringstore/ringstore/ioengine"
 )
 
+// Fsync flushes f (a file or a directory) to the device: as an fsync on
+// eng's ring where eng runs on io_uring, so that a caller whose engine
+// parks its waits (ioengine.Options.ParkWaits) frees its P while the device
+// works; with fsync(2) where eng is nil or on the syscall backend.
+func Fsync(f *os.File, eng *ioengine.Engine) error {
+	if eng == nil || eng.Backend() == ioengine.BackendSyscall {
+		return f.Sync()
+	}
+	r := []ioengine.Request{{Op: ioengine.OpFsync, Fd: int(f.Fd())}}
+	err := eng.Do(r)
+	runtime.KeepAlive(f)
+	return err
+}
+
 // SyncDir flushes dir's entries.
-func SyncDir(dir string) error {
+func SyncDir(dir string) error { return SyncDirVia(dir, nil) }
+
+// SyncDirVia flushes dir's entries, through eng as Fsync does.
+func SyncDirVia(dir string, eng *ioengine.Engine) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := Fsync(d, eng); err != nil {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	crashfs.SyncedDir(dir)

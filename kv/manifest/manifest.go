@@ -64,6 +64,8 @@ import (
 	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/internal/crashfs"
 	"github.com/ringstore/ringstore/internal/crc32c"
+	"github.com/ringstore/ringstore/internal/durable"
+	"github.com/ringstore/ringstore/ioengine"
 	"github.com/ringstore/ringstore/kv/internal/base"
 )
 
@@ -364,13 +366,16 @@ func Decode(b []byte, name string) (*Version, error) {
 // MANIFEST.tmp (replacing any left by a crash), fsyncs it, renames it over
 // MANIFEST and fsyncs dir. When Write fails, MANIFEST is the old version
 // or, if only the directory sync failed, possibly the new one.
-func Write(dir string, v *Version) error {
+func Write(dir string, v *Version) error { return WriteVia(dir, v, nil) }
+
+// WriteVia is Write with its fsyncs made through eng (durable.Fsync).
+func WriteVia(dir string, v *Version, eng *ioengine.Engine) error {
 	if err := v.Validate(); err != nil {
 		return err
 	}
 	b := Encode(v)
 	tmp := filepath.Join(dir, TempName)
-	if err := writeSync(tmp, b); err != nil {
+	if err := writeSync(tmp, b, eng); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -379,10 +384,10 @@ func Write(dir string, v *Version) error {
 		return err
 	}
 	crashfs.Renamed(tmp, filepath.Join(dir, FileName))
-	return syncDir(dir)
+	return durable.SyncDirVia(dir, eng)
 }
 
-func writeSync(path string, b []byte) error {
+func writeSync(path string, b []byte, eng *ioengine.Engine) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -393,25 +398,12 @@ func writeSync(path string, b []byte) error {
 		return err
 	}
 	crashfs.Wrote(path, 0, b)
-	if err := f.Sync(); err != nil {
+	if err := durable.Fsync(f, eng); err != nil {
 		f.Close()
 		return err
 	}
 	crashfs.Synced(path, 0)
 	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	crashfs.SyncedDir(dir)
-	return d.Close()
 }
 
 // Load reads and decodes dir's MANIFEST. When there is none the error
