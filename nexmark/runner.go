@@ -363,11 +363,13 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 		return w, err
 	}
 	// Each worker has its own engine, inline on io_uring: a worker whose
-	// Load misses the cache submits its reads and waits for them on its
-	// own thread, with no hand-off to a ring goroutine and back; the reads
-	// it starts ahead are submitted on that thread too.
+	// Load misses the cache submits its reads from its own thread, with no
+	// hand-off to a ring goroutine and back; the reads it starts ahead are
+	// submitted on that thread too. A worker that must wait parks on Go's
+	// poller (ParkWaits), so its P runs the source, the other workers and
+	// the final stage meanwhile: the workers outnumber the Ps.
 	var err error
-	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, Logf: func(string, ...any) {}}); err != nil {
+	if w.eng, err = ioengine.New(ioengine.Options{Mode: cfg.IOMode, Inline: true, ParkWaits: true, Logf: func(string, ...any) {}}); err != nil {
 		return nil, fmt.Errorf("nexmark: %w", err)
 	}
 	// StrictReads: every read of an operator is declared (Wants, TimerWants)
