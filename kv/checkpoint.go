@@ -89,14 +89,16 @@ func (db *DB) Checkpoint(ctx context.Context, dir string) error {
 			made = append(made, dst)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	// The fsyncs go through the store's engine (durable.Fsync): on an
+	// engine that parks its waits, the caller's P runs others meanwhile.
+	if err := syncDirVia(dir, db.eng); err != nil {
 		return fail(err)
 	}
 	made = append(made, filepath.Join(dir, manifest.TempName), filepath.Join(dir, manifest.FileName))
-	if err := manifest.Write(dir, mv); err != nil {
+	if err := manifest.WriteVia(dir, mv, db.eng); err != nil {
 		return fail(err)
 	}
-	return syncDir(filepath.Dir(dir))
+	return syncDirVia(filepath.Dir(dir), db.eng)
 }
 
 // copyFile copies src to a new file dst and flushes it.
