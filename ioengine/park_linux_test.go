@@ -1,3 +1,5 @@
+//go:build linux && !ringstore_nouring
+
 package ioengine
 
 import (
