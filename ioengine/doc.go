@@ -16,6 +16,18 @@
 // every call, such as a log's committer; concurrent callers only queue on
 // each other.
 //
+// A thread blocked in io_uring_enter keeps its goroutine's P until Go's
+// system monitor takes it back. With Options.ParkWaits as well, an inline
+// call that must wait parks its goroutine on Go's poller instead: a
+// duplicate of the ring's fd, readable once a completion is posted, so the
+// P runs other goroutines while the requests are in flight. Such a ring is
+// made without COOP_TASKRUN (uring.Config.PromptTaskrun): with it, a
+// completion would wait until the submitting thread next entered the
+// kernel, and that thread is then running other goroutines. A park lasts
+// at most 20 ms before the call looks at the CQ again (a backstop: the
+// kernel wakes the fd's pollers at each completion). Stats.Parks counts
+// the parks.
+//
 // # The switch and the fallback
 //
 // RINGSTORE_IO_URING, read once per process and cached (EnvSwitch): unset or
