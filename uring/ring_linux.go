@@ -50,9 +50,9 @@ type Config struct {
 	// PromptTaskrun sets the ring up without COOP_TASKRUN or DEFER_TASKRUN
 	// (SingleIssuer is then ignored, unless with SQPoll), so the kernel
 	// interrupts the submitting thread to post a completion at once,
-	// wherever that thread is. A caller that waits on the ring's fd from another thread (Go's
-	// poller) needs it: with COOP_TASKRUN a completion waits until the
-	// submitting thread next enters the kernel.
+	// wherever that thread is. A caller that waits on the ring's fd from
+	// another thread (Go's poller) needs it: with COOP_TASKRUN a completion
+	// waits until the submitting thread next enters the kernel.
 	PromptTaskrun bool
 	// Flags, when non-zero, are passed to io_uring_setup exactly, with no
 	// stepping down (and Config.SQPoll/SingleIssuer ignored). For tests and
