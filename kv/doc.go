@@ -170,7 +170,11 @@
 // log only). A table being written (by a flush or a compaction) is written
 // with O_DIRECT, on the writing goroutine's own inline engine, in 256 KiB
 // chunks, the next filled while the last is written; its last page is
-// zero-padded and the file cut back to its size before the fsync. A
+// zero-padded and the file cut back to its size before the fsync. The
+// fsyncs of a flush, a compaction or a checkpoint (the table, the MANIFEST,
+// the directory) go to that goroutine's engine as IORING_OP_FSYNC where it
+// runs on io_uring (fsync(2) otherwise), so an engine that parks its waits
+// (ioengine.Options.ParkWaits) frees the goroutine's P meanwhile. A
 // table's pages are dropped from the page cache after each read of its
 // metadata: without BufferedIO, no table stays in the page cache (the log,
 // written through it, does). With BufferedIO tables are written through
