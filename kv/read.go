@@ -686,6 +686,7 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			if over == nil {
 				return err
 			}
+			defer over.release()
 			werr := over.wait(db)
 			if err != nil {
 				return err
@@ -763,6 +764,7 @@ func (db *DB) readBlocksDirect(reads []blockRead, fn blockFunc) error {
 		return nil
 	}
 	dc := db.planDirect(reads, order)
+	defer dc.release()
 	err := db.eng.Do(dc.reqs)
 	db.stats.blockReads.Add(dc.bytes / directio.BlockSize)
 	db.stats.directCalls.Add(1)
@@ -781,6 +783,10 @@ type directCall struct {
 	reqs  []ioengine.Request
 	bytes uint64
 	pend  *ioengine.Pending
+	mem   *directMem // backs bufs; recycled by release
+	// failed: a request or the call failed; its memory is not recycled (a
+	// ring that failed may not have finished with it).
+	failed bool
 }
 
 // planDirect plans the reads of reads[order...] (order is sorted in place):
@@ -809,7 +815,8 @@ func (db *DB) planDirect(reads []blockRead, order []int) *directCall {
 	for _, r := range dc.runs {
 		dc.bytes += r.end - r.off
 	}
-	mem := alignedBuf(int(dc.bytes))
+	dc.mem = getDirectMem(int(dc.bytes))
+	mem := dc.mem.b[:dc.bytes]
 	dc.reqs = make([]ioengine.Request, len(dc.runs))
 	dc.bufs = make([][]byte, len(dc.runs))
 	var pos uint64
@@ -842,9 +849,13 @@ func (dc *directCall) wait(db *DB) error {
 // deliver checks each run's read (err: the call's) and hands each block to
 // fn, unverified.
 func (dc *directCall) deliver(reads []blockRead, err error, fn blockFunc) error {
+	if err != nil {
+		dc.failed = true
+	}
 	for k, r := range dc.runs {
 		req := &dc.reqs[k]
 		if req.Err != nil || req.N != len(dc.bufs[k]) {
+			dc.failed = true
 			cause := req.Err
 			if cause == nil {
 				cause = err
@@ -863,6 +874,52 @@ func (dc *directCall) deliver(reads []blockRead, err error, fn blockFunc) error 
 		}
 	}
 	return nil
+}
+
+// release gives the call's memory back for another call's reads, once
+// its reads are waited for and its blocks handed over (a blockFunc keeps
+// no reference to a block: it copies what it keeps). Memory of a call that
+// failed is left to the collector. Safe more than once.
+func (dc *directCall) release() {
+	if dc.mem != nil && !dc.failed {
+		putDirectMem(dc.mem)
+	}
+	dc.mem, dc.bufs = nil, nil
+}
+
+// directMem is aligned memory for reads past the cache, in size classes of
+// directio.BlockSize << k up to maxOverflowBytes, recycled through
+// directMems: the reads of a cached store's rounds and read-aheads past
+// its cache would otherwise allocate (and the collector reclaim) about a
+// block of Go memory per block read.
+type directMem struct {
+	b     []byte // aligned; len is the class's size
+	class int    // index in directMems; -1: larger than any class
+}
+
+var directMems [directMemClasses]sync.Pool
+
+const directMemClasses = 9 // 4 KiB … 1 MiB (maxOverflowBytes)
+
+// getDirectMem returns aligned memory of at least n bytes.
+func getDirectMem(n int) *directMem {
+	class, size := 0, directio.BlockSize
+	for size < n && class < directMemClasses {
+		class, size = class+1, size*2
+	}
+	if class == directMemClasses {
+		return &directMem{b: alignedBuf(n), class: -1}
+	}
+	if m, ok := directMems[class].Get().(*directMem); ok {
+		return m
+	}
+	return &directMem{b: alignedBuf(size), class: class}
+}
+
+func putDirectMem(m *directMem) {
+	if m.class >= 0 {
+		directMems[m.class].Put(m)
+	}
 }
 
 // alignedBuf returns n bytes of Go memory aligned to directio.BlockSize (the

@@ -331,8 +331,10 @@ func (ra *ReadAhead) Wait() {
 // Done finishes the reads — by then the MultiGet has usually finished them,
 // so this waits only for blocks no read needed —, retracts what the read
 // ahead announced and no read pinned since, so the cache may evict it
-// again, and releases the tables it held. Safe on a nil ReadAhead, after
-// Close, and more than once.
+// again, and releases the tables it held. The blocks read past the cache
+// go back for other reads to reuse: Done must not run while a MultiGet
+// given the ReadAhead runs. Safe on a nil ReadAhead, after Close, and more
+// than once.
 func (ra *ReadAhead) Done() {
 	if ra == nil {
 		return
@@ -343,6 +345,10 @@ func (ra *ReadAhead) Done() {
 		ra.db.aheadFrames.Add(-int64(ra.frames))
 	}
 	ra.waitDirect() // the reads past the cache, unused, may be in flight
+	if ra.direct != nil {
+		// The MultiGet that used dbufs is done: their memory is free.
+		ra.direct.release()
+	}
 	// direct and once stay: a Close that listed ra may still call
 	// waitDirect, which once makes a no-op.
 	ra.pool, ra.spans, ra.call, ra.v, ra.keys, ra.looks, ra.dreads, ra.dbufs = nil, nil, nil, nil, nil, nil, nil, nil
