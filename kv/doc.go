@@ -132,6 +132,14 @@
 // its memtables' memory, as well as its tables, for the life of the
 // process. Stats.HeldMemtables counts the memtables whose memory is held.
 //
+// Blocks read past the cache (a round's overflow, a ReadAhead's, every
+// block of a store without a cache) land in aligned Go memory in size
+// classes of 4 KiB to 1 MiB, recycled through a sync.Pool once the blocks
+// are handed over — the values taken from them are copies — so reading
+// past a small cache does not allocate about a block per block read. The
+// memory of a read that failed is not recycled: a ring that failed may
+// not be done with it. A ReadAhead's goes back at its Done.
+//
 // # Files
 //
 //	dir/
