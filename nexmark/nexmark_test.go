@@ -484,3 +484,24 @@ func TestSourceMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCPUTime: with RunConfig.CPUTime set, Run reads it once as the
+// first event is sent and once after the last output, and reports the
+// difference; without it, CPUSeconds is 0.
+func TestRunCPUTime(t *testing.T) {
+	var calls int
+	clock := func() float64 {
+		calls++
+		return []float64{10, 12.5, 99}[min(calls-1, 2)]
+	}
+	res, err := Run(RunConfig{Query: "q1", Events: 2000, Dir: t.TempDir(), CPUTime: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || res.CPUSeconds != 2.5 {
+		t.Errorf("CPUTime read %d times, CPUSeconds %v; want 2 and 2.5", calls, res.CPUSeconds)
+	}
+	if res, err = Run(RunConfig{Query: "q1", Events: 2000, Dir: t.TempDir()}); err != nil || res.CPUSeconds != 0 {
+		t.Errorf("without CPUTime: CPUSeconds %v, err %v; want 0", res.CPUSeconds, err)
+	}
+}

@@ -106,15 +106,23 @@ type RunConfig struct {
 	// has passed since the last (as a stream processor's periodic
 	// checkpoints do), besides Checkpoint's; 0: none.
 	CheckpointEvery time.Duration
+	// CPUTime, if set, reads the process's CPU time in seconds (user and
+	// system, every thread); Result.CPUSeconds is then its advance over
+	// the span Result.Seconds measures, without the opening of the stores
+	// before it and their closing after.
+	CPUTime func() float64
 
 	source func(id int64) Event // tests: the events instead of Gen's
 }
 
 // Result is what a run did.
 type Result struct {
-	Sink        Sink
-	Events      int64
-	Seconds     float64
+	Sink    Sink
+	Events  int64
+	Seconds float64 // from the first event sent to the last one's output
+	// CPUSeconds is the process's CPU time over the same span, if
+	// RunConfig.CPUTime was set.
+	CPUSeconds  float64
 	LoadSeconds float64 // time the workers spent in mini-batch Loads (state reads), summed
 	StateBytes  int64   // the workers' stores on disk at the end
 	CacheBytes  int64   // the workers' block caches, summed
@@ -526,6 +534,10 @@ func Run(cfg RunConfig) (Result, error) {
 	} else {
 		close(finDone)
 	}
+	var cpu0 float64
+	if cfg.CPUTime != nil {
+		cpu0 = cfg.CPUTime()
+	}
 	start := time.Now()
 	chans := make([]chan batchMsg, cfg.Parallelism)
 	errs := make([]error, cfg.Parallelism)
@@ -651,6 +663,9 @@ func Run(cfg RunConfig) (Result, error) {
 	close(acks)
 	finErr = errors.Join(finErr, <-coordDone)
 	res := Result{Events: end, Seconds: time.Since(start).Seconds(), CacheBytes: cfg.Cache * int64(cfg.Parallelism)}
+	if cfg.CPUTime != nil {
+		res.CPUSeconds = cfg.CPUTime() - cpu0
+	}
 	if fin != nil {
 		res.Sink.Add(fin.out.Sink)
 	}

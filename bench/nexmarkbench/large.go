@@ -96,8 +96,11 @@ type LargeQuery struct {
 	EPS      map[string]float64   `json:"eps_median"`    // by mode
 	EPSBest  map[string]float64   `json:"eps_best"`
 	Trials   map[string][]float64 `json:"trial_eps"`
-	// CPU per event, µs, by mode (medians of trials).
-	CPUus map[string]float64 `json:"cpu_us_per_event"`
+	// CPU per event, µs, by mode (medians of trials), and the CPUs busy
+	// on average (CPU time ÷ wall time), both over the span the events/s
+	// are measured in.
+	CPUus  map[string]float64 `json:"cpu_us_per_event"`
+	CPUUse map[string]float64 `json:"cpus_busy"`
 	// OFF's time in state reads ÷ its workers' time, and the most any
 	// change of the reads could gain: 1 ÷ (1 − share).
 	OffLoadShare float64 `json:"off_state_read_share"`
@@ -156,7 +159,7 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 	var slower []string
 	allEqual := true
 	for _, q := range o.LargeQueries {
-		qr := LargeQuery{Query: q, Stateful: isStateful(q), EPS: map[string]float64{}, EPSBest: map[string]float64{}, Trials: map[string][]float64{}, CPUus: map[string]float64{}, ChecksumEqual: true}
+		qr := LargeQuery{Query: q, Stateful: isStateful(q), EPS: map[string]float64{}, EPSBest: map[string]float64{}, Trials: map[string][]float64{}, CPUus: map[string]float64{}, CPUUse: map[string]float64{}, ChecksumEqual: true}
 		var sum string
 		for _, m := range largeModes {
 			r := bench.Find(results, largePrefix+q+"-"+m.name)
@@ -167,6 +170,9 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			qr.EPS[m.name], qr.EPSBest[m.name], qr.Trials[m.name] = med.Rate(), r.Best(), r.Rates()
 			if med.Ops > 0 {
 				qr.CPUus[m.name] = 1e6 * med.CPUSeconds / float64(med.Ops)
+			}
+			if med.Seconds > 0 {
+				qr.CPUUse[m.name] = med.CPUSeconds / med.Seconds
 			}
 			for _, t := range r.Trials {
 				if sum == "" {
