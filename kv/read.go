@@ -841,6 +841,9 @@ func (dc *directCall) start(eng *ioengine.Engine) error {
 // wait waits for the reads start began and counts them.
 func (dc *directCall) wait(db *DB) error {
 	err := dc.pend.Wait()
+	if err != nil {
+		dc.failed = true // whether or not its blocks are delivered
+	}
 	db.stats.blockReads.Add(dc.bytes / directio.BlockSize)
 	db.stats.directCalls.Add(1)
 	return err
