@@ -894,34 +894,43 @@ func (dc *directCall) release() {
 // directio.BlockSize << k up to maxOverflowBytes, recycled through
 // directMems: the reads of a cached store's rounds and read-aheads past
 // its cache would otherwise allocate (and the collector reclaim) about a
-// block of Go memory per block read.
-type directMem struct {
-	b     []byte // aligned; len is the class's size
-	class int    // index in directMems; -1: larger than any class
-}
+// block of Go memory per block read. Its class follows from cap(b).
+type directMem struct{ b []byte } // aligned; cap(b) is its class's size
 
 var directMems [directMemClasses]sync.Pool
 
 const directMemClasses = 9 // 4 KiB … 1 MiB (maxOverflowBytes)
 
-// getDirectMem returns aligned memory of at least n bytes.
-func getDirectMem(n int) *directMem {
-	class, size := 0, directio.BlockSize
-	for size < n && class < directMemClasses {
-		class, size = class+1, size*2
+// directMemClass is the class of the smallest size at least n, or -1 when
+// n is over the largest.
+func directMemClass(n int) int {
+	k := 0
+	for directio.BlockSize<<k < n {
+		k++
 	}
-	if class == directMemClasses {
-		return &directMem{b: alignedBuf(n), class: -1}
+	if k >= directMemClasses {
+		return -1
 	}
-	if m, ok := directMems[class].Get().(*directMem); ok {
-		return m
-	}
-	return &directMem{b: alignedBuf(size), class: class}
+	return k
 }
 
+// getDirectMem returns aligned memory of at least n bytes.
+func getDirectMem(n int) *directMem {
+	k := directMemClass(n)
+	if k < 0 {
+		return &directMem{b: alignedBuf(n)}
+	}
+	if m, ok := directMems[k].Get().(*directMem); ok {
+		return m
+	}
+	return &directMem{b: alignedBuf(directio.BlockSize << k)}
+}
+
+// putDirectMem gives m back to its class; memory of no class (over the
+// largest) is left to the collector.
 func putDirectMem(m *directMem) {
-	if m.class >= 0 {
-		directMems[m.class].Put(m)
+	if k := directMemClass(cap(m.b)); k >= 0 && cap(m.b) == directio.BlockSize<<k {
+		directMems[k].Put(m)
 	}
 }
 
