@@ -316,6 +316,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		if err != nil {
 			return nil, nil, err
 		}
+		ro.ReadAhead.notePinned(reads)
 		next := pending[:0]
 		for _, lk := range pending {
 			if lk.spill {
@@ -475,6 +476,9 @@ type blockRead struct {
 	// buf, if not nil, is the block's bytes, read past the cache by a
 	// ReadAhead (unverified).
 	buf []byte
+	// pinned: readBlocks pinned the block in the cache (a Pin that met its
+	// announcements).
+	pinned bool
 }
 
 // blockFunc is what readBlocks calls with each block: fn(i, buf, verified)
@@ -705,6 +709,9 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			frames, err = db.pool.Pin(spans[start:end], frames[:0])
 			if err != nil {
 				return finishOver(fmt.Errorf("kv: reading blocks: %w", err))
+			}
+			for _, i := range which[start:end] {
+				reads[i].pinned = true
 			}
 			err = deliver(which[start:end], frames)
 			for _, f := range frames {

@@ -308,6 +308,29 @@ func (db *DB) finishReadAheads() {
 	}
 }
 
+// pinnedBlock marks, in a ReadAhead's seen, a block it loaded through the
+// cache that a Pin of the MultiGet given it has since met.
+const pinnedBlock = -1
+
+// notePinned records the blocks of reads that the MultiGet given ra pinned
+// (blockRead.pinned): their Pin met their announcements.
+func (ra *ReadAhead) notePinned(reads []blockRead) {
+	if ra == nil || ra.pool == nil {
+		return
+	}
+	seen := ra.scratch.seen
+	for _, r := range reads {
+		if !r.pinned {
+			continue
+		}
+		if k := (blockKey{r.t.fid, r.h.Offset}); seen[k] == 0 {
+			if _, ok := seen[k]; ok {
+				seen[k] = pinnedBlock
+			}
+		}
+	}
+}
+
 // lookFor returns what ra found for key i of a MultiGet at version v, or
 // nil where it has nothing to offer: another version, a key it did not
 // look at, or another key at that place.
@@ -341,7 +364,15 @@ func (ra *ReadAhead) Done() {
 	}
 	if ra.pool != nil {
 		ra.call.Wait()
-		ra.pool.Retract(ra.spans)
+		// The MultiGet's Pins met the announcements of the blocks it read;
+		// retracting those again would take another read ahead's.
+		open := ra.spans[:0]
+		for _, s := range ra.spans {
+			if ra.scratch.seen[blockKey{s.File, uint64(s.Off)}] != pinnedBlock {
+				open = append(open, s)
+			}
+		}
+		ra.pool.Retract(open)
 		ra.db.aheadFrames.Add(-int64(ra.frames))
 	}
 	ra.waitDirect() // the reads past the cache, unused, may be in flight

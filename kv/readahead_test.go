@@ -369,3 +369,73 @@ func TestReadAheadsShareTheCache(t *testing.T) {
 		t.Errorf("%d frames still counted as read aheads' after Done", n)
 	}
 }
+
+// TestReadAheadDoneKeepsOthersAnnouncements: two read aheads of the same
+// keys announce the same blocks. The first one's MultiGet pins them, which
+// meets its announcements; its Done must then retract nothing of those, or
+// it would take the second's, whose blocks the cache could then evict
+// before its MultiGet. With the cache filled by other reads in between, the
+// second's MultiGet finds every block it read ahead.
+func TestReadAheadDoneKeepsOthersAnnouncements(t *testing.T) {
+	eng := testengine.New(t, ioengine.URing, ioengine.Options{})
+	if eng.Backend() != ioengine.BackendURing {
+		t.Skip("io_uring refused: read aheads do nothing")
+	}
+	db, err := Open(testdir.Direct(t), Options{Engine: eng, Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 256 << 10, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const keys = 20000
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key%08d", i)) }
+	var b Batch
+	for i := 0; i < keys; i++ {
+		b.Put(key(i), []byte(fmt.Sprintf("value-%d-%0200d", i, i)))
+	}
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	// 20 keys on distinct blocks, read ahead twice; then 200 other keys on
+	// distinct blocks, more than the cache's 64 frames, read in between.
+	var hot, other [][]byte
+	for j := 0; j < 20; j++ {
+		hot = append(hot, key(j*(keys/220)))
+	}
+	for j := 20; j < 220; j++ {
+		other = append(other, key(j*(keys/220)))
+	}
+	first, second := db.ReadAhead(hot), db.ReadAhead(hot)
+	open := db.Stats().Cache.OpenAnnouncements
+	if _, _, err := db.MultiGetWith(ReadOptions{ReadAhead: first}, hot); err != nil {
+		t.Fatal(err)
+	}
+	first.Done()
+	if got := db.Stats().Cache.OpenAnnouncements; got != open/2 {
+		t.Errorf("after the first read ahead's MultiGet and Done, %d announcements open; want the second's %d", got, open/2)
+	}
+	for i := 0; i < len(other); i += 20 {
+		if _, _, err := db.MultiGet(other[i : i+20]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := db.Stats().Cache.Misses
+	_, found, err := db.MultiGetWith(ReadOptions{ReadAhead: second}, hot)
+	second.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, ok := range found {
+		if !ok {
+			t.Fatalf("%s not found", hot[j])
+		}
+	}
+	if d := db.Stats().Cache.Misses - before; d != 0 {
+		t.Errorf("the second read ahead's MultiGet missed the cache %d times: blocks it announced were evicted", d)
+	}
+	if got := db.Stats().Cache.OpenAnnouncements; got != 0 {
+		t.Errorf("%d announcements open after both Dones", got)
+	}
+}
