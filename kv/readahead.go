@@ -353,8 +353,10 @@ func (ra *ReadAhead) Wait() {
 
 // Done finishes the reads — by then the MultiGet has usually finished them,
 // so this waits only for blocks no read needed —, retracts what the read
-// ahead announced and no read pinned since, so the cache may evict it
-// again, and releases the tables it held. The blocks read past the cache
+// ahead announced and the MultiGet given it did not pin (the pin met
+// those; retracting them again would take another read ahead's
+// announcement of the same block), so the cache may evict it again, and
+// releases the tables it held. The blocks read past the cache
 // go back for other reads to reuse: Done must not run while a MultiGet
 // given the ReadAhead runs. Safe on a nil ReadAhead, after Close, and more
 // than once.
