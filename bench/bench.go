@@ -151,7 +151,13 @@ type Mode struct {
 	Batch int    // requests per call (0 when not meaningful)
 	// Exec runs one trial. ChildExec builds the usual one.
 	Exec func() (Trial, error)
+	// Repeat is how many trials the mode runs in each round (0: one): a
+	// mode whose trials are short, and so noisy, gets more of them.
+	Repeat int
 }
+
+// repeat is the trials m runs in each round.
+func (m Mode) repeat() int { return max(1, m.Repeat) }
 
 // ChildExec returns an Exec that runs workload with config in a fresh child
 // process of this binary, with extra environment entries.
@@ -235,8 +241,9 @@ func (m ModeResult) Best() float64 { return slices.Max(m.Rates()) }
 func (m ModeResult) Min() float64  { return slices.Min(m.Rates()) }
 func (m ModeResult) Max() float64  { return slices.Max(m.Rates()) }
 
-// Run executes trials rounds; each round runs every mode once, in an order
-// rotated by one per round so that no mode always runs first. A mode whose
+// Run executes trials rounds; each round runs every mode once (Repeat
+// times in a row for a mode that sets it), in an order rotated by one per
+// round so that no mode always runs first. A mode whose
 // trial fails is reported in the error and left out of later rounds.
 func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
 	if trials < 1 {
@@ -248,32 +255,37 @@ func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
 	}
 	var errs []error
 	failed := make([]bool, len(modes))
-	bar := newProgressBar(progress, trials*len(modes))
+	total := 0
+	for _, m := range modes {
+		total += trials * m.repeat()
+	}
+	bar := newProgressBar(progress, total)
 	for t := 0; t < trials; t++ {
 		for k := range modes {
 			i := (k + t) % len(modes)
-			if failed[i] {
-				continue
-			}
-			start := time.Now()
-			tr, err := modes[i].Exec()
-			if err != nil {
-				failed[i] = true
-				errs = append(errs, fmt.Errorf("mode %s: %w", modes[i].Name, err))
-				bar.line("  trial %d/%d %-16s FAILED: %v\n", t+1, trials, modes[i].Name, err)
-				bar.total -= trials - t - 1 // its later trials are not run
-				bar.step(modes[i].Name)
-				continue
-			}
-			results[i].Trials = append(results[i].Trials, tr)
-			if !bar.active {
-				p99 := "" // a benchmark that times no single operation has none
-				if tr.P99us > 0 {
-					p99 = fmt.Sprintf("  p99 %8.0f µs", tr.P99us)
+			rep := modes[i].repeat()
+			for r := 0; r < rep && !failed[i]; r++ {
+				n, of := t*rep+r+1, trials*rep // this trial of the mode's
+				start := time.Now()
+				tr, err := modes[i].Exec()
+				if err != nil {
+					failed[i] = true
+					errs = append(errs, fmt.Errorf("mode %s: %w", modes[i].Name, err))
+					bar.line("  trial %d/%d %-16s FAILED: %v\n", n, of, modes[i].Name, err)
+					bar.total -= of - n // its later trials are not run
+					bar.step(modes[i].Name)
+					continue
 				}
-				fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s%s  (%.1fs)\n", t+1, trials, modes[i].Name, tr.Rate(), p99, time.Since(start).Seconds())
+				results[i].Trials = append(results[i].Trials, tr)
+				if !bar.active {
+					p99 := "" // a benchmark that times no single operation has none
+					if tr.P99us > 0 {
+						p99 = fmt.Sprintf("  p99 %8.0f µs", tr.P99us)
+					}
+					fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s%s  (%.1fs)\n", n, of, modes[i].Name, tr.Rate(), p99, time.Since(start).Seconds())
+				}
+				bar.step(modes[i].Name)
 			}
-			bar.step(modes[i].Name)
 		}
 	}
 	return results, errors.Join(errs...)

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"errors"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -17,5 +20,35 @@ func TestRoundRatios(t *testing.T) {
 	}
 	if got := RoundRatios(a, &ModeResult{}, Trial.Rate); len(got) != 0 {
 		t.Errorf("against no trials: %v", got)
+	}
+}
+
+// TestRunRepeat: a mode with Repeat runs that many trials in a row in each
+// round, the others one; a mode that fails runs no more trials.
+func TestRunRepeat(t *testing.T) {
+	var order []string
+	mode := func(name string, repeat int, failAt int) Mode {
+		n := 0
+		return Mode{Name: name, Repeat: repeat, Exec: func() (Trial, error) {
+			n++
+			order = append(order, name)
+			if n == failAt {
+				return Trial{}, errors.New("broken")
+			}
+			return Trial{Ops: int64(n), Seconds: 1}, nil
+		}}
+	}
+	results, err := Run([]Mode{mode("a", 0, 0), mode("b", 2, 0), mode("c", 3, 4)}, 3, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "mode c: broken") {
+		t.Errorf("Run: %v, want mode c's failure", err)
+	}
+	want := []string{"a", "b", "b", "c", "c", "c", "b", "b", "c", "a", "a", "b", "b"}
+	if !slices.Equal(order, want) {
+		t.Errorf("trials ran in the order %v, want %v", order, want)
+	}
+	for i, n := range []int{3, 6, 3} {
+		if got := len(results[i].Trials); got != n {
+			t.Errorf("mode %s: %d trials, want %d", results[i].Mode.Name, got, n)
+		}
 	}
 }
