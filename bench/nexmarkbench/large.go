@@ -130,6 +130,13 @@ type LargeQuery struct {
 	DeviceFloor           float64 `json:"device_floor_eps"`
 	Limit                 float64 `json:"limit_eps"` // min(all-cached, device floor)
 	OnVsLimit             float64 `json:"on_vs_limit"`
+	// CPUCeiling is the most events/s any mode that reads the query's
+	// blocks could reach on the run's CPUs: the all-cached mode's CPUs
+	// busy ÷ (its CPU per event + the device's least CPU per read × the
+	// block reads the query needs beyond the all-cached mode's). Where it
+	// is under BarVsLimit × Limit, the limit bar cannot be met.
+	CPUCeiling        float64 `json:"cpu_ceiling_eps"`
+	CPUCeilingVsLimit float64 `json:"cpu_ceiling_vs_limit"`
 	OnVsOff               float64 `json:"on_vs_off"`
 	OnVsOffBest           float64 `json:"on_vs_off_best"`
 	BestPool              string  `json:"best_pool"`
@@ -147,6 +154,9 @@ type LargeReport struct {
 	Batch         int             `json:"batch"`
 	Parallelism   int             `json:"parallelism"`
 	DeviceIOPS    map[int]float64 `json:"device_iops_by_depth"`
+	// DeviceCPUus is the CPU per read, µs, of the device's modes (the
+	// process's user and system time ÷ reads), by depth.
+	DeviceCPUus map[int]float64 `json:"device_cpu_us_per_read_by_depth"`
 	Queries       []LargeQuery    `json:"queries"`
 	GeomeanBest   float64         `json:"geomean_on_off_best"`
 	GeomeanMedian float64         `json:"geomean_on_off_median"`
@@ -155,10 +165,20 @@ type LargeReport struct {
 
 // summarizeLarge computes the large-state regime's figures and bars.
 func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error) {
-	lr := &LargeReport{Events: o.LargeEvents, Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism, DeviceIOPS: map[int]float64{}}
+	lr := &LargeReport{Events: o.LargeEvents, Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism,
+		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}}
+	readCPU := 0.0 // the device's least CPU per read, µs
 	for _, b := range deviceBatches {
 		if r := bench.Find(results, deviceMode(b)); r != nil && len(r.Trials) > 0 {
-			lr.DeviceIOPS[b*o.Parallelism] = r.Median().Rate()
+			med := r.Median()
+			lr.DeviceIOPS[b*o.Parallelism] = med.Rate()
+			if med.Ops > 0 && med.CPUSeconds > 0 {
+				c := 1e6 * med.CPUSeconds / float64(med.Ops)
+				lr.DeviceCPUus[b*o.Parallelism] = c
+				if readCPU == 0 || c < readCPU {
+					readCPU = c
+				}
+			}
 		}
 	}
 	var runErr error
@@ -243,6 +263,14 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			}
 			if qr.Limit > 0 {
 				qr.OnVsLimit = qr.EPS[modeOn] / qr.Limit
+			}
+			if c := bench.Find(results, largePrefix+q+"-"+modeCached); c != nil && len(c.Trials) > 0 && readCPU > 0 && qr.CPUus[modeCached] > 0 {
+				cm := c.Median()
+				extra := max(0, qr.FloorReadsPerEvent-cm.Extra[xBlockReads]/float64(cm.Ops))
+				qr.CPUCeiling = 1e6 * qr.CPUUse[modeCached] / (qr.CPUus[modeCached] + extra*readCPU)
+				if qr.Limit > 0 {
+					qr.CPUCeilingVsLimit = qr.CPUCeiling / qr.Limit
+				}
 			}
 			for _, p := range []string{modePool3, modePool16} {
 				if qr.EPS[p] > 0 && (qr.BestPool == "" || qr.EPS[p] > qr.EPS[qr.BestPool]) {
@@ -345,11 +373,15 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 	slices.Sort(ds)
 	var dv []string
 	for _, d := range ds {
-		dv = append(dv, fmt.Sprintf("%.0f at depth %d", lr.DeviceIOPS[d], d))
+		cpu := ""
+		if c := lr.DeviceCPUus[d]; c > 0 {
+			cpu = fmt.Sprintf(" (%.1f µs CPU per read)", c)
+		}
+		dv = append(dv, fmt.Sprintf("%.0f at depth %d%s", lr.DeviceIOPS[d], d, cpu))
 	}
 	fmt.Fprintf(w, "device (random 4 KiB O_DIRECT reads, IOPS): %s\n\n", strings.Join(dv, ", "))
 	t := bench.Table{Header: []string{"query", "ON", "ON, no read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "device floor",
-		"ON ÷ limit", "ON/OFF", "ON ÷ best pool", "CPU µs/event ON", "CPU µs/event pool", "OFF in state reads (bound)", "state MiB", "working set MiB", "cache KiB/worker", "× cache", "output"}}
+		"ON ÷ limit", "CPU ceiling ÷ limit", "ON/OFF", "ON ÷ best pool", "CPU µs/event ON", "CPU µs/event pool", "OFF in state reads (bound)", "state MiB", "working set MiB", "cache KiB/worker", "× cache", "output"}}
 	for _, q := range lr.Queries {
 		out := "equal"
 		if !q.ChecksumEqual {
@@ -364,11 +396,26 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 			share = fmt.Sprintf("%.0f%% (%.2f×)", 100*q.OffLoadShare, q.GainBound)
 		}
 		t.Add(q.Query, dash(q.EPS[modeOn], "%.0f"), dash(q.EPS[modeOnSync], "%.0f"), dash(q.EPS[modeOff], "%.0f"), dash(q.EPS[modePool3], "%.0f"), dash(q.EPS[modePool16], "%.0f"),
-			dash(q.EPS[modeCached], "%.0f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
+			dash(q.EPS[modeCached], "%.0f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"), dash(q.CPUCeilingVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
 			dash(q.CPUus[modeOn], "%.1f"), dash(q.CPUus[q.BestPool], "%.1f"), share, dash(q.StateBytes/(1<<20), "%.1f"), dash(q.WorkingSet/(1<<20), "%.1f"), dash(q.CacheBytes/float64(lr.Parallelism)/1024, "%.0f"), dash(q.WSVsCache, "%.1f"), out)
 	}
 	t.Write(w)
 	fmt.Fprintf(w, "\nlarge state, geometric mean ON/OFF over the tested queries: best-of %.3f×, median-of %.3f×\n", lr.GeomeanBest, lr.GeomeanMedian)
+	if under := lr.CeilingUnderBar(); len(under) > 0 {
+		fmt.Fprintf(w, "CPU ceiling under %.1f× the limit, so the limit bar cannot be met there: %s\n", BarVsLimit, strings.Join(under, ", "))
+	}
+}
+
+// CeilingUnderBar lists the tested stateful queries whose CPU ceiling is
+// under BarVsLimit × their limit, each with the ratio.
+func (lr *LargeReport) CeilingUnderBar() []string {
+	var under []string
+	for _, q := range lr.Queries {
+		if q.Tested && q.Stateful && q.CPUCeilingVsLimit > 0 && q.CPUCeilingVsLimit < BarVsLimit {
+			under = append(under, fmt.Sprintf("%s (%.2f)", q.Query, q.CPUCeilingVsLimit))
+		}
+	}
+	return under
 }
 
 func deviceMode(batch int) string { return fmt.Sprintf("%sdevice-b%d", largePrefix, batch) }

@@ -3,6 +3,7 @@ package nexmarkbench
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,5 +196,41 @@ func TestLargeSlowerCountsTestedQueries(t *testing.T) {
 				t.Errorf("OFF %.1f s: %s = %v, want %v", c.offSeconds, b.Name, b.Value, c.want)
 			}
 		}
+	}
+}
+
+// TestLargeCPUCeiling: a stateful query's CPU ceiling is the all-cached
+// mode's CPUs busy ÷ (its CPU per event + the device's least CPU per read ×
+// the block reads the query needs beyond the all-cached mode's), and a
+// ceiling under the bar × the limit is reported as making the bar
+// unreachable.
+func TestLargeCPUCeiling(t *testing.T) {
+	mode := func(name string, ops int64, seconds, cpu float64, extra map[string]float64) bench.ModeResult {
+		extra[xRows] = 1
+		return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, Extra: extra}}}
+	}
+	results := []bench.ModeResult{
+		mode(largePrefix+"q9-"+modeOn, 1e6, 4.5, 6.5, map[string]float64{xBlockReads: 0.33e6, xMultiGets: 1e4, xReading: 4}),
+		mode(largePrefix+"q9-"+modeOff, 1e6, 10, 9, map[string]float64{xBlockReads: 0.34e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
+		mode(largePrefix+"q9-"+modeCached, 1e6, 3, 5.4, map[string]float64{xBlockReads: 0.03e6, xCacheMisses: 1e4}),
+		mode(deviceMode(1), 1e5, 1, 0.5, map[string]float64{}), // 5 µs per read
+		mode(deviceMode(64), 1e6, 1, 3, map[string]float64{}),  // 3 µs per read: the least
+	}
+	lr, err := summarizeLarge(Options{LargeQueries: []string{"q9"}, Trials: 1, Parallelism: 4}, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := lr.Queries[0]
+	if want := 1e6 * 1.8 / (5.4 + (0.33-0.03)*3); math.Abs(q.CPUCeiling-want) > 1 {
+		t.Errorf("CPU ceiling %.0f events/s, want %.0f", q.CPUCeiling, want)
+	}
+	if want := q.CPUCeiling / (1e6 / 3.0); math.Abs(q.CPUCeilingVsLimit-want) > 1e-9 || q.Limit != 1e6/3.0 {
+		t.Errorf("ceiling ÷ limit %.3f (limit %.0f), want %.3f of the all-cached rate", q.CPUCeilingVsLimit, q.Limit, want)
+	}
+	if got := lr.CeilingUnderBar(); len(got) != 1 || !strings.HasPrefix(got[0], "q9 (0.86") {
+		t.Errorf("queries whose ceiling is under the bar: %v, want q9 (0.86)", got)
+	}
+	if c := lr.DeviceCPUus[256]; math.Abs(c-3) > 1e-9 {
+		t.Errorf("device CPU per read at depth 256: %v µs, want 3", c)
 	}
 }
