@@ -24,7 +24,7 @@ type Options struct {
 	// recorded with another number is an error (ErrIncompatible).
 	MaxKeyGroups int
 	// KV configures the store; DisableWAL is always set (package doc), and
-	// BloomBitsPerKey defaults to BloomBitsPerKey rather than kv's.
+	// BloomBitsPerKey defaults to DefaultBloomBitsPerKey rather than kv's.
 	KV kv.Options
 	// Clock tells the time for TTLs. Default time.Now.
 	Clock func() time.Time
@@ -34,13 +34,12 @@ type Options struct {
 	StrictReads bool
 }
 
-// BloomBitsPerKey is the state's default bloom filter size, in bits per
-// key: about 0.05% false positives per table against kv's 1% at 10 bits.
-// A state read is a point lookup, and a false positive of a table newer
-// than the key's costs it another round of reads, on io_uring a wait of
-// its own (in the large Nexmark regime's q9, 4,500 extra rounds in
-// 500,000 events at 10 bits, 400 at 16). The filters take 60% more memory.
-const BloomBitsPerKey = 16
+// DefaultBloomBitsPerKey is the state's bloom filter size, in bits per
+// key, unless KV sets one: about 0.05% false positives per table, against
+// 1% at kv's 10. A state read is a point lookup, and a false positive of a
+// table newer than the key's costs it another round of reads, on io_uring
+// a wait of its own; the filters take 60% more memory.
+const DefaultBloomBitsPerKey = 16
 
 // Stats are a backend's counters.
 type Stats struct {
@@ -147,7 +146,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	o.KV.DisableWAL = true
 	if o.KV.BloomBitsPerKey == 0 {
-		o.KV.BloomBitsPerKey = BloomBitsPerKey
+		o.KV.BloomBitsPerKey = DefaultBloomBitsPerKey
 	}
 	return o, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/ringstore/ringstore/kv"
 )
 
-// TestStateBloomFilters: the state's tables get BloomBitsPerKey bits per key
+// TestStateBloomFilters: the state's tables get DefaultBloomBitsPerKey bits per key
 // unless KV sets its own, so a batch reading keys the state does not hold,
 // between keys it does, reads far fewer blocks (the filters' false
 // positives) than at kv's 10 bits.
@@ -22,7 +22,7 @@ func TestStateBloomFilters(t *testing.T) {
 		defer b.Close()
 		want := bits
 		if bits == 0 {
-			want = BloomBitsPerKey
+			want = DefaultBloomBitsPerKey
 		}
 		if got := b.opts.KV.BloomBitsPerKey; got != want {
 			t.Errorf("BloomBitsPerKey %d asked: the store has %d, want %d", bits, got, want)
@@ -53,7 +53,7 @@ func TestStateBloomFilters(t *testing.T) {
 		return b.Stats().KV.BlockReads - before
 	}
 	at10, byDefault := falseReads(10), falseReads(0)
-	t.Logf("20,000 absent keys: %d blocks read at 10 bits per key, %d at the state's %d", at10, byDefault, BloomBitsPerKey)
+	t.Logf("20,000 absent keys: %d blocks read at 10 bits per key, %d at the state's %d", at10, byDefault, DefaultBloomBitsPerKey)
 	if at10 < 50 || byDefault*4 > at10 {
 		t.Errorf("20,000 absent keys read %d blocks at 10 bits per key and %d by default: want the default's under a quarter", at10, byDefault)
 	}
