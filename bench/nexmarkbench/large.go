@@ -137,26 +137,26 @@ type LargeQuery struct {
 	// is under BarVsLimit × Limit, the limit bar cannot be met.
 	CPUCeiling        float64 `json:"cpu_ceiling_eps"`
 	CPUCeilingVsLimit float64 `json:"cpu_ceiling_vs_limit"`
-	OnVsOff               float64 `json:"on_vs_off"`
-	OnVsOffBest           float64 `json:"on_vs_off_best"`
-	BestPool              string  `json:"best_pool"`
-	OnVsPool              float64 `json:"on_vs_best_pool"`
-	CPUVsPool             float64 `json:"on_cpu_vs_best_pool"`
-	AllOnSlower           bool    `json:"all_on_slower"`
-	ChecksumEqual         bool    `json:"checksum_equal"`
+	OnVsOff           float64 `json:"on_vs_off"`
+	OnVsOffBest       float64 `json:"on_vs_off_best"`
+	BestPool          string  `json:"best_pool"`
+	OnVsPool          float64 `json:"on_vs_best_pool"`
+	CPUVsPool         float64 `json:"on_cpu_vs_best_pool"`
+	AllOnSlower       bool    `json:"all_on_slower"`
+	ChecksumEqual     bool    `json:"checksum_equal"`
 }
 
 // LargeReport is the large-state regime's part of the report.
 type LargeReport struct {
-	Events        int64           `json:"events"`
-	Auctions      int             `json:"in_flight_auctions"`
-	People        int             `json:"active_people"`
-	Batch         int             `json:"batch"`
-	Parallelism   int             `json:"parallelism"`
-	DeviceIOPS    map[int]float64 `json:"device_iops_by_depth"`
+	Events      int64           `json:"events"`
+	Auctions    int             `json:"in_flight_auctions"`
+	People      int             `json:"active_people"`
+	Batch       int             `json:"batch"`
+	Parallelism int             `json:"parallelism"`
+	DeviceIOPS  map[int]float64 `json:"device_iops_by_depth"`
 	// DeviceCPUus is the CPU per read, µs, of the device's modes (the
 	// process's user and system time ÷ reads), by depth.
-	DeviceCPUus map[int]float64 `json:"device_cpu_us_per_read_by_depth"`
+	DeviceCPUus   map[int]float64 `json:"device_cpu_us_per_read_by_depth"`
 	Queries       []LargeQuery    `json:"queries"`
 	GeomeanBest   float64         `json:"geomean_on_off_best"`
 	GeomeanMedian float64         `json:"geomean_on_off_median"`
