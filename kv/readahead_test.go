@@ -307,34 +307,14 @@ func TestReadAheadOpenAtClose(t *testing.T) {
 // so none of their loads is dropped for want of a frame; each MultiGet
 // then reads its keys, and Done gives the frames back.
 func TestReadAheadsShareTheCache(t *testing.T) {
-	eng := testengine.New(t, ioengine.URing, ioengine.Options{})
-	if eng.Backend() != ioengine.BackendURing {
-		t.Skip("io_uring refused: read aheads do nothing")
-	}
-	db, err := Open(testdir.Direct(t), Options{Engine: eng, Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 256 << 10, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openSharedCacheStore(t)
 	defer db.Close()
-	const keys = 20000
-	key := func(i int) []byte { return []byte(fmt.Sprintf("key%08d", i)) }
-	val := func(i int) []byte { return []byte(fmt.Sprintf("value-%d-%0200d", i, i)) }
-	var b Batch
-	for i := 0; i < keys; i++ {
-		b.Put(key(i), val(i))
-	}
-	if err := db.Write(&b); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
 	// Three batches of 40 keys on distinct blocks: more blocks than the
 	// cache's 64 frames in all.
 	batches := make([][][]byte, 3)
 	for i := range batches {
 		for j := 0; j < 40; j++ {
-			batches[i] = append(batches[i], key((i*40+j)*(keys/120)))
+			batches[i] = append(batches[i], sharedCacheKey((i*40+j)*(sharedCacheKeys/120)))
 		}
 	}
 	before := db.Stats()
@@ -353,7 +333,7 @@ func TestReadAheadsShareTheCache(t *testing.T) {
 		}
 		for j, k := range keys {
 			n, _ := strconv.Atoi(strings.TrimPrefix(string(k), "key"))
-			if !found[j] || string(vals[j]) != string(val(n)) {
+			if !found[j] || string(vals[j]) != string(sharedCacheVal(n)) {
 				t.Fatalf("batch %d: %s = %.20q (found %v)", i, k, vals[j], found[j])
 			}
 		}
@@ -377,35 +357,16 @@ func TestReadAheadsShareTheCache(t *testing.T) {
 // before its MultiGet. With the cache filled by other reads in between, the
 // second's MultiGet finds every block it read ahead.
 func TestReadAheadDoneKeepsOthersAnnouncements(t *testing.T) {
-	eng := testengine.New(t, ioengine.URing, ioengine.Options{})
-	if eng.Backend() != ioengine.BackendURing {
-		t.Skip("io_uring refused: read aheads do nothing")
-	}
-	db, err := Open(testdir.Direct(t), Options{Engine: eng, Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 256 << 10, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openSharedCacheStore(t)
 	defer db.Close()
-	const keys = 20000
-	key := func(i int) []byte { return []byte(fmt.Sprintf("key%08d", i)) }
-	var b Batch
-	for i := 0; i < keys; i++ {
-		b.Put(key(i), []byte(fmt.Sprintf("value-%d-%0200d", i, i)))
-	}
-	if err := db.Write(&b); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Compact(); err != nil {
-		t.Fatal(err)
-	}
 	// 20 keys on distinct blocks, read ahead twice; then 200 other keys on
 	// distinct blocks, more than the cache's 64 frames, read in between.
 	var hot, other [][]byte
 	for j := 0; j < 20; j++ {
-		hot = append(hot, key(j*(keys/220)))
+		hot = append(hot, sharedCacheKey(j*(sharedCacheKeys/220)))
 	}
 	for j := 20; j < 220; j++ {
-		other = append(other, key(j*(keys/220)))
+		other = append(other, sharedCacheKey(j*(sharedCacheKeys/220)))
 	}
 	first, second := db.ReadAhead(hot), db.ReadAhead(hot)
 	open := db.Stats().Cache.OpenAnnouncements
@@ -438,4 +399,37 @@ func TestReadAheadDoneKeepsOthersAnnouncements(t *testing.T) {
 	if got := db.Stats().Cache.OpenAnnouncements; got != 0 {
 		t.Errorf("%d announcements open after both Dones", got)
 	}
+}
+
+// The store of the tests of read aheads sharing a cache: on io_uring (the
+// test is skipped where it is refused), a 256 KiB cache (64 frames), and
+// sharedCacheKeys keys of key(i) = val(i), some 210 bytes each, compacted into
+// tables.
+const sharedCacheKeys = 20000
+
+func sharedCacheKey(i int) []byte { return []byte(fmt.Sprintf("key%08d", i)) }
+func sharedCacheVal(i int) []byte { return []byte(fmt.Sprintf("value-%d-%0200d", i, i)) }
+
+func openSharedCacheStore(t *testing.T) *DB {
+	t.Helper()
+	eng := testengine.New(t, ioengine.URing, ioengine.Options{})
+	if eng.Backend() != ioengine.BackendURing {
+		t.Skip("io_uring refused: read aheads do nothing")
+	}
+	db, err := Open(testdir.Direct(t), Options{Engine: eng, Unsafe: UnsafeOptions{NoSync: true}, CacheSize: 256 << 10, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	for i := 0; i < sharedCacheKeys; i++ {
+		b.Put(sharedCacheKey(i), sharedCacheVal(i))
+	}
+	if err := db.Write(&b); err == nil {
+		err = db.Compact()
+	}
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return db
 }
