@@ -403,8 +403,8 @@ func TestReadAheadDoneKeepsOthersAnnouncements(t *testing.T) {
 
 // The store of the tests of read aheads sharing a cache: on io_uring (the
 // test is skipped where it is refused), a 256 KiB cache (64 frames), and
-// sharedCacheKeys keys of key(i) = val(i), some 210 bytes each, compacted into
-// tables.
+// sharedCacheKeys keys, sharedCacheKey(i) holding sharedCacheVal(i) (some
+// 210 bytes), compacted into tables.
 const sharedCacheKeys = 20000
 
 func sharedCacheKey(i int) []byte { return []byte(fmt.Sprintf("key%08d", i)) }
