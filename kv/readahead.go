@@ -323,10 +323,9 @@ func (ra *ReadAhead) notePinned(reads []blockRead) {
 		if !r.pinned {
 			continue
 		}
-		if k := (blockKey{r.t.fid, r.h.Offset}); seen[k] == 0 {
-			if _, ok := seen[k]; ok {
-				seen[k] = pinnedBlock
-			}
+		k := blockKey{r.t.fid, r.h.Offset}
+		if where, ok := seen[k]; ok && where == 0 { // loaded through the cache
+			seen[k] = pinnedBlock
 		}
 	}
 }
