@@ -40,15 +40,19 @@ import (
 
 // Trial is what one child process measured.
 type Trial struct {
-	Ops        int64              `json:"ops"`         // operations completed
-	Seconds    float64            `json:"seconds"`     // wall time of the measured part
-	P50us      float64            `json:"p50_us"`      // median latency of one operation (or call)
-	P90us      float64            `json:"p90_us"`      // 90th percentile latency
-	P99us      float64            `json:"p99_us"`      // 99th percentile latency
-	P999us     float64            `json:"p999_us"`     // 99.9th percentile latency
-	MaxUs      float64            `json:"max_us"`      // the slowest operation
-	CPUSeconds float64            `json:"cpu_seconds"` // user+system CPU of the child during the measured part
-	Extra      map[string]float64 `json:"extra,omitempty"`
+	Ops        int64   `json:"ops"`         // operations completed
+	Seconds    float64 `json:"seconds"`     // wall time of the measured part
+	P50us      float64 `json:"p50_us"`      // median latency of one operation (or call)
+	P90us      float64 `json:"p90_us"`      // 90th percentile latency
+	P99us      float64 `json:"p99_us"`      // 99th percentile latency
+	P999us     float64 `json:"p999_us"`     // 99.9th percentile latency
+	MaxUs      float64 `json:"max_us"`      // the slowest operation
+	CPUSeconds float64 `json:"cpu_seconds"` // user+system CPU of the child during the measured part
+	// MachineCPUSeconds is the CPU time of the whole machine during the
+	// measured part (MachineCPUTime): the child's, and the interrupts and
+	// softirqs its I/O caused, which its own CPU time leaves out.
+	MachineCPUSeconds float64            `json:"machine_cpu_seconds,omitempty"`
+	Extra             map[string]float64 `json:"extra,omitempty"`
 }
 
 // Rate returns operations per second.

@@ -2,7 +2,10 @@
 
 package bench
 
-import "runtime"
+import (
+	"runtime"
+	"time"
+)
 
 func kernelRelease() string { return runtime.GOOS }
 
@@ -10,3 +13,16 @@ func totalMemory() uint64 { return 0 }
 
 // CPUTime is not measured on this system.
 func CPUTime() float64 { return 0 }
+
+// MachineCPUTime is not measured on this system.
+func MachineCPUTime() float64 { return 0 }
+
+// DeviceReads is what the block layer counted of one device's reads; not
+// measured on this system.
+type DeviceReads struct {
+	IOs      uint64
+	InFlight time.Duration
+}
+
+// ReadDeviceReads is not available on this system.
+func ReadDeviceReads(dir string) (DeviceReads, bool) { return DeviceReads{}, false }

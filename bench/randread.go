@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -88,7 +89,26 @@ func (r RandomReads) Run(d time.Duration, warm float64) (Trial, error) {
 		}
 		rngs[g] = rand.New(rand.NewPCG(r.Seed, uint64(g)))
 	}
-	t := Timed{Workers: callers, Start: r.Start, Stop: r.Stop, Step: func(g int) (int64, time.Duration, error) {
+	// The device's own count of the reads in flight, over the span Timed
+	// measures (its last Start and Stop: the warm-up's come first).
+	var dev0, dev1 DeviceReads
+	var devOK bool
+	dir := filepath.Dir(r.Paths[0])
+	start := func() {
+		if r.Start != nil {
+			r.Start()
+		}
+		dev0, devOK = ReadDeviceReads(dir)
+	}
+	stop := func() {
+		var ok bool
+		dev1, ok = ReadDeviceReads(dir)
+		devOK = devOK && ok
+		if r.Stop != nil {
+			r.Stop()
+		}
+	}
+	t := Timed{Workers: callers, Start: start, Stop: stop, Step: func(g int) (int64, time.Duration, error) {
 		for i := range reqs[g] {
 			reqs[g][i].Fd, reqs[g][i].Off = pick(rngs[g].Uint64N(total))
 		}
@@ -96,5 +116,17 @@ func (r RandomReads) Run(d time.Duration, warm float64) (Trial, error) {
 		err := e.ReadBatch(reqs[g])
 		return int64(batch), time.Since(t0), err
 	}}
-	return t.RunWarm(d, warm)
+	tr, err := t.RunWarm(d, warm)
+	if err == nil && devOK && tr.Seconds > 0 && dev1.InFlight >= dev0.InFlight {
+		if tr.Extra == nil {
+			tr.Extra = map[string]float64{}
+		}
+		tr.Extra[ExtraDeviceReadsInFlight] = (dev1.InFlight - dev0.InFlight).Seconds() / tr.Seconds
+	}
+	return tr, err
 }
+
+// ExtraDeviceReadsInFlight is the Trial.Extra key of the mean number of
+// reads the device had in flight during the measured part (DeviceReads),
+// where it was measured.
+const ExtraDeviceReadsInFlight = "device_reads_in_flight"

@@ -36,7 +36,7 @@ func (t Timed) Run(d time.Duration) (Trial, error) {
 	if t.Start != nil {
 		t.Start()
 	}
-	cpu0, t0 := CPUTime(), time.Now()
+	cpu0, mcpu0, t0 := CPUTime(), MachineCPUTime(), time.Now()
 	for g := range t.Workers {
 		lats[g] = NewLatencies()
 		wg.Add(1)
@@ -64,7 +64,7 @@ func (t Timed) Run(d time.Duration) (Trial, error) {
 		timer.Stop()
 	}
 	stop.Store(true)
-	tr := Trial{Seconds: time.Since(t0).Seconds(), CPUSeconds: CPUTime() - cpu0}
+	tr := Trial{Seconds: time.Since(t0).Seconds(), CPUSeconds: CPUTime() - cpu0, MachineCPUSeconds: MachineCPUTime() - mcpu0}
 	if t.Stop != nil {
 		t.Stop()
 	}

@@ -111,6 +111,11 @@ type RunConfig struct {
 	// the span Result.Seconds measures, without the opening of the stores
 	// before it and their closing after.
 	CPUTime func() float64
+	// MeasureSpan, if set, is called where the span Result.Seconds
+	// measures starts, and the function it returns where that span ends:
+	// the caller measures over exactly that span what the run does not
+	// (the machine's CPU time, the device's counters).
+	MeasureSpan func() (end func())
 
 	source func(id int64) Event // tests: the events instead of Gen's
 }
@@ -538,6 +543,10 @@ func Run(cfg RunConfig) (Result, error) {
 	if cfg.CPUTime != nil {
 		cpu0 = cfg.CPUTime()
 	}
+	var endSpan func()
+	if cfg.MeasureSpan != nil {
+		endSpan = cfg.MeasureSpan()
+	}
 	start := time.Now()
 	chans := make([]chan batchMsg, cfg.Parallelism)
 	errs := make([]error, cfg.Parallelism)
@@ -665,6 +674,9 @@ func Run(cfg RunConfig) (Result, error) {
 	res := Result{Events: end, Seconds: time.Since(start).Seconds(), CacheBytes: cfg.Cache * int64(cfg.Parallelism)}
 	if cfg.CPUTime != nil {
 		res.CPUSeconds = cfg.CPUTime() - cpu0
+	}
+	if endSpan != nil {
+		endSpan()
 	}
 	if fin != nil {
 		res.Sink.Add(fin.out.Sink)

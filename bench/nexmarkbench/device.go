@@ -1,6 +1,7 @@
 package nexmarkbench
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -16,8 +17,11 @@ import (
 // file of the run's own, on io_uring, by Parallelism callers (as the
 // workers are) each submitting a batch and waiting for all of it, at
 // several depths. A query's device floor is the IOPS at the depth its ON
-// mode kept in flight (workers × block reads per Load), interpolated
-// between the measured depths, ÷ its block reads per event.
+// mode kept in flight, interpolated between the measured depths, ÷ its
+// block reads per event. Both depths are the device's own count of the
+// reads it had in flight (bench.DeviceReads: the mean over the run), so
+// the floor and ON are compared at the same depth as the device saw it;
+// where the device's counts cannot be read, the depths submitted.
 const (
 	defaultDeviceFileSize = 256 << 20
 	defaultDeviceTime     = 2 * time.Second
@@ -62,27 +66,42 @@ func deviceChild(c childConfig) (bench.Trial, error) {
 	return bench.RandomReads{Paths: []string{c.DeviceFile}, Batch: c.DeviceBatch, Callers: c.Parallelism, Seed: 7, Mode: ioengine.URing}.Run(c.DeviceTime, 0.1)
 }
 
+// devicePoint is one device mode's figure: the depth it submits (callers
+// × batch), the mean reads in flight the device counted (0: not
+// measured), its IOPS.
+type devicePoint struct {
+	depth, measured, iops float64
+}
+
 // deviceIOPS is the device's IOPS at depth (reads in flight), interpolated
-// on log(depth) between the measured depths and clamped to their range;
-// iops maps depth to IOPS. 0 when nothing was measured.
-func deviceIOPS(iops map[int]float64, depth float64) float64 {
-	var ds []int
-	for d := range iops {
-		ds = append(ds, d)
-	}
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	if depth <= float64(ds[0]) {
-		return iops[ds[0]]
-	}
-	for i := 1; i < len(ds); i++ {
-		if depth <= float64(ds[i]) {
-			lo, hi := float64(ds[i-1]), float64(ds[i])
-			f := (math.Log(depth) - math.Log(lo)) / (math.Log(hi) - math.Log(lo))
-			return iops[ds[i-1]] + f*(iops[ds[i]]-iops[ds[i-1]])
+// on log(depth) between the curve's points and clamped to their range; the
+// points' depths are the device's own counts where measured is set, else
+// the depths submitted. 0 when nothing was measured.
+func deviceIOPS(curve []devicePoint, depth float64, measured bool) float64 {
+	type pt struct{ d, iops float64 }
+	var ps []pt
+	for _, p := range curve {
+		d := p.depth
+		if measured {
+			d = p.measured
+		}
+		if d > 0 {
+			ps = append(ps, pt{d, p.iops})
 		}
 	}
-	return iops[ds[len(ds)-1]]
+	if len(ps) == 0 {
+		return 0
+	}
+	slices.SortFunc(ps, func(a, b pt) int { return cmp.Compare(a.d, b.d) })
+	if depth <= ps[0].d {
+		return ps[0].iops
+	}
+	for i := 1; i < len(ps); i++ {
+		if depth <= ps[i].d {
+			lo, hi := ps[i-1], ps[i]
+			f := (math.Log(depth) - math.Log(lo.d)) / (math.Log(hi.d) - math.Log(lo.d))
+			return lo.iops + f*(hi.iops-lo.iops)
+		}
+	}
+	return ps[len(ps)-1].iops
 }

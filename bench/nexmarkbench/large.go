@@ -108,6 +108,11 @@ type LargeQuery struct {
 	// are measured in.
 	CPUus  map[string]float64 `json:"cpu_us_per_event"`
 	CPUUse map[string]float64 `json:"cpus_busy"`
+	// The same of the whole machine's CPU time (bench.MachineCPUTime):
+	// the process's and the interrupts and softirqs that handle its
+	// reads' completions, which no process is charged for.
+	MachineCPUus  map[string]float64 `json:"machine_cpu_us_per_event,omitempty"`
+	MachineCPUUse map[string]float64 `json:"machine_cpus_busy,omitempty"`
 	// OFF's time in state reads ÷ its workers' time, and the most any
 	// change of the reads could gain: 1 ÷ (1 − share).
 	OffLoadShare float64 `json:"off_state_read_share"`
@@ -118,14 +123,18 @@ type LargeQuery struct {
 	WorkingSet float64 `json:"working_set_bytes"`
 	CacheBytes float64 `json:"cache_bytes"` // the other modes' caches, all workers
 	WSVsCache  float64 `json:"working_set_vs_cache"`
-	// ON's and OFF's block reads per event; ON's per Load × the workers
-	// they were spread over × the mini-batches read ahead (the depth its
-	// reads kept); the device's IOPS there; the floor it sets for the
-	// reads the query needs (floorReads).
+	// ON's and OFF's block reads per event; the depth ON's reads kept:
+	// the mean number of reads the device had in flight during ON's run,
+	// as the device counted them (bench.DeviceReads), or where that was
+	// not measured ON's reads per Load × the workers they were spread over
+	// × the mini-batches read ahead (DepthNominal, the most it could
+	// keep); the device's IOPS there; the floor it sets for the reads the
+	// query needs (floorReads).
 	BlockReadsPerEvent    float64 `json:"on_block_reads_per_event"`
 	OffBlockReadsPerEvent float64 `json:"off_block_reads_per_event"`
 	FloorReadsPerEvent    float64 `json:"floor_block_reads_per_event"`
 	Depth                 float64 `json:"on_reads_in_flight"`
+	DepthNominal          float64 `json:"on_reads_in_flight_nominal"`
 	DeviceIOPS            float64 `json:"device_iops_at_depth"`
 	DeviceFloor           float64 `json:"device_floor_eps"`
 	Limit                 float64 `json:"limit_eps"` // min(all-cached, device floor)
@@ -154,39 +163,74 @@ type LargeReport struct {
 	Batch       int             `json:"batch"`
 	Parallelism int             `json:"parallelism"`
 	DeviceIOPS  map[int]float64 `json:"device_iops_by_depth"`
+	// DeviceDepth is, by the depth the device modes submit (callers ×
+	// batch), the mean number of reads the device had in flight as it
+	// counted them: the depth the floor's curve is drawn against.
+	DeviceDepth map[int]float64 `json:"device_reads_in_flight_by_depth,omitempty"`
 	// DeviceCPUus is the CPU per read, µs, of the device's modes (the
 	// process's user and system time ÷ reads), by depth.
-	DeviceCPUus   map[int]float64 `json:"device_cpu_us_per_read_by_depth"`
-	Queries       []LargeQuery    `json:"queries"`
-	GeomeanBest   float64         `json:"geomean_on_off_best"`
-	GeomeanMedian float64         `json:"geomean_on_off_median"`
-	Bars          []bench.Bar     `json:"bars"`
+	DeviceCPUus map[int]float64 `json:"device_cpu_us_per_read_by_depth"`
+	// DeviceMachineCPUus is the machine's CPU per read (interrupts and
+	// softirqs in), by depth.
+	DeviceMachineCPUus map[int]float64 `json:"device_machine_cpu_us_per_read_by_depth,omitempty"`
+	Queries            []LargeQuery    `json:"queries"`
+	GeomeanBest        float64         `json:"geomean_on_off_best"`
+	GeomeanMedian      float64         `json:"geomean_on_off_median"`
+	Bars               []bench.Bar     `json:"bars"`
 }
 
 // summarizeLarge computes the large-state regime's figures and bars.
 func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error) {
 	lr := &LargeReport{Events: o.LargeEvents, Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism,
-		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}}
-	readCPU := 0.0 // the device's least CPU per read, µs
+		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}, DeviceDepth: map[int]float64{}, DeviceMachineCPUus: map[int]float64{}}
+	// The device's least CPU per read, µs: the process's, and the
+	// machine's where every device mode measured it.
+	readCPU, readMachineCPU := 0.0, 0.0
+	machineMeasured := true
+	var curve []devicePoint
 	for _, b := range deviceBatches {
 		if r := bench.Find(results, deviceMode(b)); r != nil && len(r.Trials) > 0 {
 			med := r.Median()
-			lr.DeviceIOPS[b*o.Parallelism] = med.Rate()
+			d := b * o.Parallelism
+			lr.DeviceIOPS[d] = med.Rate()
+			p := devicePoint{depth: float64(d), iops: med.Rate()}
+			if dd := med.Extra[bench.ExtraDeviceReadsInFlight]; dd > 0 {
+				lr.DeviceDepth[d] = dd
+				p.measured = dd
+			}
+			curve = append(curve, p)
 			if med.Ops > 0 && med.CPUSeconds > 0 {
 				c := 1e6 * med.CPUSeconds / float64(med.Ops)
-				lr.DeviceCPUus[b*o.Parallelism] = c
+				lr.DeviceCPUus[d] = c
 				if readCPU == 0 || c < readCPU {
 					readCPU = c
 				}
 			}
+			if med.Ops > 0 && med.MachineCPUSeconds > 0 {
+				c := 1e6 * med.MachineCPUSeconds / float64(med.Ops)
+				lr.DeviceMachineCPUus[d] = c
+				if readMachineCPU == 0 || c < readMachineCPU {
+					readMachineCPU = c
+				}
+			} else {
+				machineMeasured = false
+			}
 		}
+	}
+	if !machineMeasured {
+		readMachineCPU = 0
+	}
+	curveMeasured := len(curve) > 0
+	for _, p := range curve {
+		curveMeasured = curveMeasured && p.measured > 0
 	}
 	var runErr error
 	var best, median, stateless, vsLimit, vsPool, cpuVsPool []float64
 	var slower []string
 	allEqual := true
 	for _, q := range o.LargeQueries {
-		qr := LargeQuery{Query: q, Stateful: isStateful(q), EPS: map[string]float64{}, EPSBest: map[string]float64{}, Trials: map[string][]float64{}, CPUus: map[string]float64{}, CPUUse: map[string]float64{}, ChecksumEqual: true}
+		qr := LargeQuery{Query: q, Stateful: isStateful(q), EPS: map[string]float64{}, EPSBest: map[string]float64{}, Trials: map[string][]float64{}, CPUus: map[string]float64{}, CPUUse: map[string]float64{},
+			MachineCPUus: map[string]float64{}, MachineCPUUse: map[string]float64{}, ChecksumEqual: true}
 		var sum string
 		for _, m := range largeModes {
 			r := bench.Find(results, largePrefix+q+"-"+m.name)
@@ -200,6 +244,10 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			}
 			if med.Seconds > 0 {
 				qr.CPUUse[m.name] = med.CPUSeconds / med.Seconds
+			}
+			if med.Ops > 0 && med.Seconds > 0 && med.MachineCPUSeconds > 0 {
+				qr.MachineCPUus[m.name] = 1e6 * med.MachineCPUSeconds / float64(med.Ops)
+				qr.MachineCPUUse[m.name] = med.MachineCPUSeconds / med.Seconds
 			}
 			for _, t := range r.Trials {
 				if sum == "" {
@@ -250,9 +298,13 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 				if workers == 0 {
 					workers = float64(o.Parallelism)
 				}
-				qr.Depth = min(256, max(1, onm.Extra[xBlockReads]/loads*workers*readAheadBatches))
+				qr.DepthNominal = min(256, max(1, onm.Extra[xBlockReads]/loads*workers*readAheadBatches))
 			}
-			qr.DeviceIOPS = deviceIOPS(lr.DeviceIOPS, qr.Depth)
+			qr.Depth = qr.DepthNominal
+			if dd := onm.Extra[bench.ExtraDeviceReadsInFlight]; curveMeasured && dd > 0 {
+				qr.Depth = dd
+			}
+			qr.DeviceIOPS = deviceIOPS(curve, qr.Depth, curveMeasured)
 			qr.FloorReadsPerEvent = floorReads(qr.BlockReadsPerEvent, qr.OffBlockReadsPerEvent)
 			if qr.FloorReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
 				qr.DeviceFloor = qr.DeviceIOPS / qr.FloorReadsPerEvent
@@ -267,7 +319,13 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			if c := bench.Find(results, largePrefix+q+"-"+modeCached); c != nil && len(c.Trials) > 0 && readCPU > 0 && qr.CPUus[modeCached] > 0 {
 				cm := c.Median()
 				extra := max(0, qr.FloorReadsPerEvent-cm.Extra[xBlockReads]/float64(cm.Ops))
-				qr.CPUCeiling = 1e6 * qr.CPUUse[modeCached] / (qr.CPUus[modeCached] + extra*readCPU)
+				// On the machine's CPU where it was measured: a read's
+				// completion is handled in softirqs no process pays for.
+				if readMachineCPU > 0 && qr.MachineCPUus[modeCached] > 0 {
+					qr.CPUCeiling = 1e6 * qr.MachineCPUUse[modeCached] / (qr.MachineCPUus[modeCached] + extra*readMachineCPU)
+				} else {
+					qr.CPUCeiling = 1e6 * qr.CPUUse[modeCached] / (qr.CPUus[modeCached] + extra*readCPU)
+				}
 				if qr.Limit > 0 {
 					qr.CPUCeilingVsLimit = qr.CPUCeiling / qr.Limit
 				}
@@ -377,10 +435,17 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 		if c := lr.DeviceCPUus[d]; c > 0 {
 			cpu = fmt.Sprintf(" (%.1f µs CPU per read)", c)
 		}
-		dv = append(dv, fmt.Sprintf("%.0f at depth %d%s", lr.DeviceIOPS[d], d, cpu))
+		if c := lr.DeviceMachineCPUus[d]; c > 0 {
+			cpu = fmt.Sprintf(" (%.1f µs CPU per read, %.1f µs of the machine's)", lr.DeviceCPUus[d], c)
+		}
+		depth := ""
+		if dd := lr.DeviceDepth[d]; dd > 0 {
+			depth = fmt.Sprintf(" (%.1f in flight at the device)", dd)
+		}
+		dv = append(dv, fmt.Sprintf("%.0f at depth %d%s%s", lr.DeviceIOPS[d], d, depth, cpu))
 	}
 	fmt.Fprintf(w, "device (random 4 KiB O_DIRECT reads, IOPS): %s\n\n", strings.Join(dv, ", "))
-	t := bench.Table{Header: []string{"query", "ON", "ON, no read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "device floor",
+	t := bench.Table{Header: []string{"query", "ON", "ON, no read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "ON's depth", "device floor",
 		"ON ÷ limit", "CPU ceiling ÷ limit", "ON/OFF", "ON ÷ best pool", "CPU µs/event ON", "CPU µs/event pool", "OFF in state reads (bound)", "state MiB", "working set MiB", "cache KiB/worker", "× cache", "output"}}
 	for _, q := range lr.Queries {
 		out := "equal"
@@ -396,7 +461,7 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 			share = fmt.Sprintf("%.0f%% (%.2f×)", 100*q.OffLoadShare, q.GainBound)
 		}
 		t.Add(q.Query, dash(q.EPS[modeOn], "%.0f"), dash(q.EPS[modeOnSync], "%.0f"), dash(q.EPS[modeOff], "%.0f"), dash(q.EPS[modePool3], "%.0f"), dash(q.EPS[modePool16], "%.0f"),
-			dash(q.EPS[modeCached], "%.0f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"), dash(q.CPUCeilingVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
+			dash(q.EPS[modeCached], "%.0f"), dash(q.Depth, "%.1f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"), dash(q.CPUCeilingVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
 			dash(q.CPUus[modeOn], "%.1f"), dash(q.CPUus[q.BestPool], "%.1f"), share, dash(q.StateBytes/(1<<20), "%.1f"), dash(q.WorkingSet/(1<<20), "%.1f"), dash(q.CacheBytes/float64(lr.Parallelism)/1024, "%.0f"), dash(q.WSVsCache, "%.1f"), out)
 	}
 	t.Write(w)

@@ -129,9 +129,24 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	defer os.RemoveAll(dir)
 	// CPU time is counted over the span the events/s are, not the opening
 	// and closing of the stores (an all-cached mode's gigabyte of frames).
+	// Over the span events/s are measured in: the machine's CPU (the
+	// interrupts and softirqs of the reads are in no process's time) and
+	// the device's reads in flight.
+	var machineCPU, deviceDepth float64
+	span := func() func() {
+		m0 := bench.MachineCPUTime()
+		d0, ok0 := bench.ReadDeviceReads(dir)
+		t0 := time.Now()
+		return func() {
+			machineCPU = bench.MachineCPUTime() - m0
+			if d1, ok1 := bench.ReadDeviceReads(dir); ok0 && ok1 && d1.InFlight >= d0.InFlight {
+				deviceDepth = (d1.InFlight - d0.InFlight).Seconds() / time.Since(t0).Seconds()
+			}
+		}
+	}
 	res, err := nexmark.Run(nexmark.RunConfig{Query: c.Query, Events: c.Events, Parallelism: c.Parallelism, Batch: c.Batch,
 		Dir: dir, Cache: c.Cache, Memtable: c.Memtable, IOMode: ioengine.Auto, ReadAhead: c.ReadAhead, ReadAheadBatches: readAheadBatches, ReadWorkers: c.ReadWorkers,
-		CheckpointEvery: c.CheckpointEvery, Gen: nexmark.GenConfig{InFlightAuctions: c.InFlightAuctions, ActivePeople: c.ActivePeople}, CPUTime: bench.CPUTime})
+		CheckpointEvery: c.CheckpointEvery, Gen: nexmark.GenConfig{InFlightAuctions: c.InFlightAuctions, ActivePeople: c.ActivePeople}, CPUTime: bench.CPUTime, MeasureSpan: span})
 	if err != nil {
 		return bench.Trial{}, err
 	}
@@ -141,10 +156,10 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	split := func(v uint64) (float64, float64) { return float64(v >> 32), float64(v & 0xffffffff) }
 	sh, sl := split(res.Sink.Sum)
 	xh, xl := split(res.Sink.Xor)
-	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds, Extra: map[string]float64{
+	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds, MachineCPUSeconds: machineCPU, Extra: map[string]float64{
 		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
 		xCacheHits: float64(res.CacheHits), xCacheMisses: float64(res.CacheMisses), xBlockReads: float64(res.BlockReads),
-		xMultiGets: float64(res.MultiGets), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers,
+		bench.ExtraDeviceReadsInFlight: deviceDepth, xMultiGets: float64(res.MultiGets), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers,
 		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
 	}}, nil
 }
@@ -433,7 +448,7 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 		fmt.Sprintf("Every run takes a job checkpoint each %v of its time (flush, hard links, manifest), inside the measurement. A query whose OFF run took under %.2f s, or built under %d KiB of state, is not tested: its ratio is not shown and it is left out of the geomeans and the bars.", o.CheckpointEvery, minSeconds, minStateBytes>>10),
 	)
 	if o.Regime != "default" {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("Large state: the generator with %d in-flight auctions and %d active people, %d events, mini-batches of %d, a %d KiB memtable per worker, and caches %s. Modes: ON (io_uring on an engine inline on each worker's thread; while a worker processes a mini-batch the reads of its next %d are in flight: kv.DB.ReadAhead, submitted from the worker's thread), ON without read-ahead (each Load submits its reads and waits), OFF (pread, one read after another), OFF with 3 and 16 read goroutines per worker splitting each Load's reads (ForSt's read pool), and every block cached (io_uring, 1 GiB caches: the CPU's floor). The device's floor: its IOPS (random 4 KiB O_DIRECT reads on io_uring, %d callers, at %d depths) at the depth ON kept in flight (the workers its reads were spread over × block reads per Load × the %d mini-batches read ahead), ÷ the block reads per event the query needs: the fewer of ON's and OFF's (a block ON reads ahead and its cache evicts before the Load that wanted it is read twice; that is ON's waste, and a floor for it would be lower). A query's limit is the lesser of the all-cached rate and the device floor. Its CPU ceiling is the all-cached mode's CPUs busy ÷ (that mode's CPU per event + the device modes' least CPU per read × the block reads per event the query needs beyond the all-cached mode's): the most events/s a mode that reads those blocks could reach on these CPUs, paying only the kernel's and the engine's cost of each read; where it is under %.1f× the limit, the limit bar cannot be met. Working set: the distinct blocks the all-cached mode loaded; a query whose working set is under %.0f× its caches is not tested. CPU per event is the process's CPU time from the first event to the last output, ÷ the events (the opening and closing of the stores are not in it, as they are not in events/s); the JSON's cpus_busy is that CPU time ÷ the wall time. Ratios in the bars are of medians of trials. A stateless query runs %d trials per round in each mode (its trials are short, and ON and OFF run the same code).",
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Large state: the generator with %d in-flight auctions and %d active people, %d events, mini-batches of %d, a %d KiB memtable per worker, and caches %s. Modes: ON (io_uring on an engine inline on each worker's thread; while a worker processes a mini-batch the reads of its next %d are in flight: kv.DB.ReadAhead, submitted from the worker's thread), ON without read-ahead (each Load submits its reads and waits), OFF (pread, one read after another), OFF with 3 and 16 read goroutines per worker splitting each Load's reads (ForSt's read pool), and every block cached (io_uring, 1 GiB caches: the CPU's floor). The device's floor: its IOPS (random 4 KiB O_DIRECT reads on io_uring, %d callers, at %d depths) at the depth ON kept in flight, ÷ the block reads per event the query needs; both depths are the device's own count of the reads it had in flight, the mean over the run (its stat file's read time ÷ the run's time; where it cannot be read, the depth submitted: the workers ON's reads were spread over × block reads per Load × the %d mini-batches read ahead): the fewer of ON's and OFF's (a block ON reads ahead and its cache evicts before the Load that wanted it is read twice; that is ON's waste, and a floor for it would be lower). A query's limit is the lesser of the all-cached rate and the device floor. Its CPU ceiling is the all-cached mode's CPUs busy ÷ (that mode's CPU per event + the device modes' least CPU per read × the block reads per event the query needs beyond the all-cached mode's), all of them the machine's CPU time where it was measured (a read's completion is handled in interrupts and softirqs that no process's CPU time has): the most events/s a mode that reads those blocks could reach on these CPUs, paying only the kernel's and the engine's cost of each read; where it is under %.1f× the limit, the limit bar cannot be met. Working set: the distinct blocks the all-cached mode loaded; a query whose working set is under %.0f× its caches is not tested. CPU per event is the process's CPU time from the first event to the last output, ÷ the events (the opening and closing of the stores are not in it, as they are not in events/s); the JSON's cpus_busy is that CPU time ÷ the wall time. Ratios in the bars are of medians of trials. A stateless query runs %d trials per round in each mode (its trials are short, and ON and OFF run the same code).",
 			o.InFlightAuctions, o.ActivePeople, o.LargeEvents, o.LargeBatch, o.LargeMemtable>>10, cacheNote(o), readAheadBatches, o.Parallelism, len(deviceBatches), readAheadBatches, BarVsLimit, minWSVsCache, statelessRepeat))
 	}
 	return rep, runErr
