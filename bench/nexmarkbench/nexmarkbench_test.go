@@ -110,7 +110,7 @@ func TestRunLargeTiny(t *testing.T) {
 		if len(q.EPS) != modes || !q.ChecksumEqual {
 			t.Errorf("%s: %d modes with rates, want %d; outputs equal %v", q.Query, len(q.EPS), modes, q.ChecksumEqual)
 		}
-		if q.Stateful && (q.WorkingSet <= 0 || q.DeviceFloor <= 0 || q.Limit <= 0 || q.OnVsLimit <= 0 || q.BestPool == "" || q.Depth < 1) {
+		if q.Stateful && (q.WorkingSet <= 0 || q.DeviceFloor <= 0 || q.Limit <= 0 || q.OnVsLimit <= 0 || q.BestPool == "" || q.Depth <= 0 || q.DepthNominal < 1) {
 			t.Errorf("%s: %+v", q.Query, q)
 		}
 		if !q.Tested && q.Why == "" {
