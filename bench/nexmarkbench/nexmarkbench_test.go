@@ -234,3 +234,73 @@ func TestLargeCPUCeiling(t *testing.T) {
 		t.Errorf("device CPU per read at depth 256: %v µs, want 3", c)
 	}
 }
+
+// TestLargeMachineCPUAndDeviceDepth: where the machine's CPU and the
+// device's reads in flight were measured, the CPU ceiling is drawn from the
+// machine's CPU (a read's softirq is in no process's time) and the device
+// floor is the device's IOPS at the depth it counted during ON's run,
+// interpolated between the device modes' counted depths.
+func TestLargeMachineCPUAndDeviceDepth(t *testing.T) {
+	mode := func(name string, ops int64, seconds, cpu, machine float64, extra map[string]float64) bench.ModeResult {
+		extra[xRows] = 1
+		return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, MachineCPUSeconds: machine, Extra: extra}}}
+	}
+	dev := func(batch int, iops, depth, cpu, machine float64) bench.ModeResult {
+		return mode(deviceMode(batch), int64(iops), 1, cpu*iops/1e6, machine*iops/1e6, map[string]float64{bench.ExtraDeviceReadsInFlight: depth})
+	}
+	results := []bench.ModeResult{
+		// ON: 0.2 block reads per event, 20 reads in flight at the device
+		// (it submitted up to 4 workers × 20 per Load × 2 batches).
+		mode(largePrefix+"q15-"+modeOn, 1e6, 4, 6, 6.4, map[string]float64{xBlockReads: 0.2e6, xMultiGets: 1e4, xReading: 4, bench.ExtraDeviceReadsInFlight: 20}),
+		mode(largePrefix+"q15-"+modeOff, 1e6, 10, 9, 9.2, map[string]float64{xBlockReads: 0.22e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
+		mode(largePrefix+"q15-"+modeCached, 1e6, 2, 3.6, 3.8, map[string]float64{xCacheMisses: 1e4}),
+		dev(1, 28000, 3.5, 26, 28),
+		dev(4, 58000, 10, 7, 8),
+		dev(16, 75000, 40, 4, 5),
+		dev(64, 83000, 160, 3, 4), // the least: 3 µs of the process's, 4 of the machine's
+	}
+	lr, err := summarizeLarge(Options{LargeQueries: []string{"q15"}, Trials: 1, Parallelism: 4}, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := lr.Queries[0]
+	if q.Depth != 20 || q.DepthNominal != 160 {
+		t.Errorf("depth %v (nominal %v), want the device's count 20 (nominal 0.2e6/1e4 × 4 × 2 = 160)", q.Depth, q.DepthNominal)
+	}
+	// 20 lies between the counted depths 10 (58,000 IOPS) and 40 (75,000).
+	f := (math.Log(20) - math.Log(10)) / (math.Log(40) - math.Log(10))
+	if want := 58000 + f*(75000-58000); math.Abs(q.DeviceIOPS-want) > 1e-6 || math.Abs(q.DeviceFloor-want/0.2) > 1e-6 {
+		t.Errorf("device IOPS %.0f and floor %.0f, want %.0f and %.0f", q.DeviceIOPS, q.DeviceFloor, want, want/0.2)
+	}
+	if q.Limit != q.DeviceFloor || math.Abs(q.OnVsLimit-250000/q.DeviceFloor) > 1e-9 {
+		t.Errorf("limit %.0f, ON ÷ limit %.3f: want the device floor, and ON's 250,000 events/s against it", q.Limit, q.OnVsLimit)
+	}
+	// The ceiling: the all-cached mode's machine CPUs busy (3.8 ÷ 2) ÷ (its
+	// 3.8 µs of the machine's CPU per event + 0.2 reads × 4 µs).
+	if want := 1e6 * 1.9 / (3.8 + 0.2*4); math.Abs(q.CPUCeiling-want) > 1e-6 {
+		t.Errorf("CPU ceiling %.0f events/s, want %.0f (on the machine's CPU)", q.CPUCeiling, want)
+	}
+	if c, m := q.MachineCPUus[modeOn], q.MachineCPUUse[modeOn]; math.Abs(c-6.4) > 1e-9 || math.Abs(m-1.6) > 1e-9 {
+		t.Errorf("ON's machine CPU %.2f µs per event, %.2f CPUs busy; want 6.4 and 1.6", c, m)
+	}
+	if d := lr.DeviceDepth[64*4]; d != 160 {
+		t.Errorf("device depth counted at 256 submitted: %v, want 160", d)
+	}
+}
+
+// TestDeviceIOPSWithoutCounts: where the device's counts are missing the
+// curve is drawn against the depths submitted, and a depth outside it takes
+// its nearest end.
+func TestDeviceIOPSWithoutCounts(t *testing.T) {
+	curve := []devicePoint{{depth: 64, iops: 80000}, {depth: 4, iops: 30000}, {depth: 16, iops: 60000}}
+	for _, c := range []struct{ depth, want float64 }{
+		{1, 30000}, {4, 30000}, {8, 45000}, {16, 60000}, {32, 70000}, {500, 80000},
+	} {
+		if got := deviceIOPS(curve, c.depth, false); math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("deviceIOPS at %v = %.1f, want %.1f", c.depth, got, c.want)
+		}
+	}
+	if got := deviceIOPS(nil, 10, true); got != 0 {
+		t.Errorf("no curve: %v, want 0", got)
+	}
+}
