@@ -174,6 +174,10 @@ type lookup struct {
 	first blockRead
 	ahead bool
 	dread int // aheadLookup.dread
+	// older is what a read ahead made at another version found for key:
+	// its first block is read ahead if cands[0], once filtered, is the
+	// table it found first.
+	older *aheadLookup
 	// hash is key's FilterHash: until the call's filter pass, the cands of
 	// a lookup not read ahead are the tables whose range holds key, their
 	// filters not yet asked.
@@ -242,7 +246,8 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			continue
 		}
-		if al := ro.ReadAhead.lookFor(rs.v, i, k); al != nil {
+		al, sameVersion := ro.ReadAhead.lookFor(rs.v, i, k)
+		if al != nil && sameVersion {
 			db.stats.readAheadLookups.Add(1)
 			if len(al.cands) > 0 {
 				lookups = append(lookups, lookup{i: i, key: k, cands: al.cands, first: al.first, ahead: true, dread: al.dread})
@@ -255,7 +260,11 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			return nil, nil, err
 		}
 		if len(cands) > start {
-			lookups = append(lookups, lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)], hash: h})
+			lk := lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)], hash: h}
+			if al != nil && len(al.cands) > 0 {
+				lk.older = al
+			}
+			lookups = append(lookups, lk)
 		}
 	}
 	// The filters are asked once the lines of every key's are on their
@@ -268,6 +277,13 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			if len(lk.cands) == 0 {
 				continue
+			}
+			if al := lk.older; al != nil && lk.cands[0] == al.cands[0] {
+				// The newest table that may hold the key is the one the
+				// read ahead found at its version: the block it read is
+				// the one this version's lookup reads first.
+				db.stats.readAheadLookups.Add(1)
+				lk.first, lk.ahead, lk.dread = al.first, true, al.dread
 			}
 		}
 		pending = append(pending, lk)

@@ -330,14 +330,14 @@ func (ra *ReadAhead) notePinned(reads []blockRead) {
 	}
 }
 
-// lookFor returns what ra found for key i of a MultiGet at version v, or
-// nil where it has nothing to offer: another version, a key it did not
-// look at, or another key at that place.
-func (ra *ReadAhead) lookFor(v *version, i int, key []byte) *aheadLookup {
-	if ra == nil || ra.v != v || i >= len(ra.looks) || !ra.looks[i].looked || !bytes.Equal(ra.keys[i], key) {
-		return nil
+// lookFor returns what ra found for key i of a MultiGet, and whether it
+// found it at the MultiGet's version v, or nil where it has nothing to
+// offer: a key it did not look at, or another key at that place.
+func (ra *ReadAhead) lookFor(v *version, i int, key []byte) (_ *aheadLookup, sameVersion bool) {
+	if ra == nil || ra.v == nil || i >= len(ra.looks) || !ra.looks[i].looked || !bytes.Equal(ra.keys[i], key) {
+		return nil, false
 	}
-	return &ra.looks[i]
+	return &ra.looks[i], ra.v == v
 }
 
 // Wait waits for the loads (often done by then). A failed load is not

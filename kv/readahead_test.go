@@ -433,3 +433,56 @@ func openSharedCacheStore(t *testing.T) *DB {
 	}
 	return db
 }
+
+// TestReadAheadAcrossAFlush: a flush between a read ahead and its MultiGet
+// gives the MultiGet another version, but a key whose newest table is still
+// the one the read ahead found reads the block the read ahead read: none
+// of them is read again, even those read past the cache. A key written and
+// flushed in between is read from its new table.
+func TestReadAheadAcrossAFlush(t *testing.T) {
+	db := openSharedCacheStore(t)
+	defer db.Close()
+	// 100 keys on distinct blocks: more than the cache's 64 frames, so the
+	// read ahead reads some past the cache into memory of its own.
+	var keys [][]byte
+	for j := 0; j < 100; j++ {
+		keys = append(keys, sharedCacheKey(j*(sharedCacheKeys/100)))
+	}
+	ra := db.ReadAhead(keys)
+	ra.Wait()
+	ra.waitDirect() // its reads past the cache are counted now, not in the MultiGet's
+	// Another value for one key, and a key past all of them, flushed: a new
+	// table whose range holds the first.
+	rewritten := []byte("rewritten")
+	if err := db.Put(keys[50], rewritten); err == nil {
+		err = db.Put(sharedCacheKey(sharedCacheKeys), []byte("new"))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := db.Stats()
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	ra.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := db.Stats()
+	for j, k := range keys {
+		want := sharedCacheVal(j * (sharedCacheKeys / 100))
+		if j == 50 {
+			want = rewritten
+		}
+		if !found[j] || string(vals[j]) != string(want) {
+			t.Fatalf("%s = %.20q (found %v), want %.20q", k, vals[j], found[j], want)
+		}
+	}
+	// The rewritten key's block of the new table, and a block for each of
+	// the few keys the new table's filter lets through by mistake, are the
+	// only reads.
+	if taken := after.ReadAheadLookups - before.ReadAheadLookups; taken < 95 {
+		t.Errorf("%d of 100 keys' first blocks taken from the read ahead made before the flush, want at least 95", taken)
+	}
+	if n := after.BlockReads - before.BlockReads; n > 5 {
+		t.Errorf("%d blocks read after the flush, want at most 5", n)
+	}
+}
