@@ -140,6 +140,10 @@ type Result struct {
 	// ReadAheadBlocks counts the blocks whose reads ran ahead of their
 	// batch's Load (kv.Stats.ReadAheadBlocks).
 	ReadAheadBlocks uint64
+	// ReadCalls counts the engine calls that read blocks: the caches'
+	// loads (bufpool.Stats.EngineCalls) and the reads past them
+	// (kv.Stats.DirectReads).
+	ReadCalls uint64
 	// ReadingWorkers is how many workers the block reads were spread
 	// over: (Σ rᵢ)² ÷ Σ rᵢ², rᵢ being worker i's block reads — the number
 	// of workers for reads spread evenly, 1 where one worker made them
@@ -692,9 +696,11 @@ func Run(cfg RunConfig) (Result, error) {
 			res.BlockReads += st.KV.BlockReads
 			sumSq += float64(st.KV.BlockReads) * float64(st.KV.BlockReads)
 			res.ReadAheadBlocks += st.KV.ReadAheadBlocks
+			res.ReadCalls += st.KV.DirectReads
 			if c := st.KV.Cache; c != nil {
 				res.CacheHits += c.Hits
 				res.CacheMisses += c.Misses
+				res.ReadCalls += c.EngineCalls
 			}
 			res.Backend = st.KV.Backend
 		}

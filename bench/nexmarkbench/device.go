@@ -105,3 +105,40 @@ func deviceIOPS(curve []devicePoint, depth float64, measured bool) float64 {
 	}
 	return ps[len(ps)-1].iops
 }
+
+// readCostPoint is a device mode's CPU per read, µs, at its batch (reads
+// per call): the process's and the machine's (0: not measured).
+type readCostPoint struct {
+	batch, cpu, machine float64
+}
+
+// readCPUAt is the CPU per read at batch reads per call, interpolated on
+// log(batch) between the device modes' batches and clamped to their range:
+// most of a call's cost (its io_uring_enter, its wait) is shared by its
+// reads. machine picks the machine's CPU.
+func readCPUAt(points []readCostPoint, batch float64, machine bool) float64 {
+	var ps []readCostPoint
+	for _, p := range points {
+		if machine {
+			p.cpu = p.machine
+		}
+		if p.batch > 0 && p.cpu > 0 {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return 0
+	}
+	slices.SortFunc(ps, func(a, b readCostPoint) int { return cmp.Compare(a.batch, b.batch) })
+	if batch <= ps[0].batch {
+		return ps[0].cpu
+	}
+	for i := 1; i < len(ps); i++ {
+		if batch <= ps[i].batch {
+			lo, hi := ps[i-1], ps[i]
+			f := (math.Log(batch) - math.Log(lo.batch)) / (math.Log(hi.batch) - math.Log(lo.batch))
+			return lo.cpu + f*(hi.cpu-lo.cpu)
+		}
+	}
+	return ps[len(ps)-1].cpu
+}

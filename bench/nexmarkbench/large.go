@@ -139,11 +139,17 @@ type LargeQuery struct {
 	DeviceFloor           float64 `json:"device_floor_eps"`
 	Limit                 float64 `json:"limit_eps"` // min(all-cached, device floor)
 	OnVsLimit             float64 `json:"on_vs_limit"`
+	// ReadsPerCall is ON's block reads per engine call that read blocks;
+	// ReadCPUus the device modes' CPU per read at that many reads per call
+	// (the machine's where measured), interpolated between their batches.
+	ReadsPerCall float64 `json:"on_block_reads_per_call"`
+	ReadCPUus    float64 `json:"cpu_us_per_read_at_on_batch"`
 	// CPUCeiling is the most events/s any mode that reads the query's
-	// blocks could reach on the run's CPUs: the all-cached mode's CPUs
-	// busy ÷ (its CPU per event + the device's least CPU per read × the
-	// block reads the query needs beyond the all-cached mode's). Where it
-	// is under BarVsLimit × Limit, the limit bar cannot be met.
+	// blocks, in calls of ON's size, could reach on the run's CPUs: the
+	// all-cached mode's CPUs busy ÷ (its CPU per event + ReadCPUus × the
+	// block reads the query needs beyond the all-cached mode's), or ÷ ON's
+	// own CPU per event where that is less (a model ON beat is no bound).
+	// Where it is under BarVsLimit × Limit, the limit bar cannot be met.
 	CPUCeiling        float64 `json:"cpu_ceiling_eps"`
 	CPUCeilingVsLimit float64 `json:"cpu_ceiling_vs_limit"`
 	OnVsOff           float64 `json:"on_vs_off"`
@@ -188,6 +194,7 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 	readCPU, readMachineCPU := 0.0, 0.0
 	machineMeasured := true
 	var curve []devicePoint
+	var readCost []readCostPoint // by the device modes' batch
 	for _, b := range deviceBatches {
 		if r := bench.Find(results, deviceMode(b)); r != nil && len(r.Trials) > 0 {
 			med := r.Median()
@@ -205,6 +212,9 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 				if readCPU == 0 || c < readCPU {
 					readCPU = c
 				}
+			}
+			if med.Ops > 0 && med.CPUSeconds > 0 {
+				readCost = append(readCost, readCostPoint{batch: float64(b), cpu: 1e6 * med.CPUSeconds / float64(med.Ops), machine: 1e6 * med.MachineCPUSeconds / float64(med.Ops)})
 			}
 			if med.Ops > 0 && med.MachineCPUSeconds > 0 {
 				c := 1e6 * med.MachineCPUSeconds / float64(med.Ops)
@@ -316,16 +326,33 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			if qr.Limit > 0 {
 				qr.OnVsLimit = qr.EPS[modeOn] / qr.Limit
 			}
+			if calls := onm.Extra[xReadCalls]; calls > 0 {
+				qr.ReadsPerCall = onm.Extra[xBlockReads] / calls
+			}
 			if c := bench.Find(results, largePrefix+q+"-"+modeCached); c != nil && len(c.Trials) > 0 && readCPU > 0 && qr.CPUus[modeCached] > 0 {
 				cm := c.Median()
 				extra := max(0, qr.FloorReadsPerEvent-cm.Extra[xBlockReads]/float64(cm.Ops))
 				// On the machine's CPU where it was measured: a read's
 				// completion is handled in softirqs no process pays for.
-				if readMachineCPU > 0 && qr.MachineCPUus[modeCached] > 0 {
-					qr.CPUCeiling = 1e6 * qr.MachineCPUUse[modeCached] / (qr.MachineCPUus[modeCached] + extra*readMachineCPU)
-				} else {
-					qr.CPUCeiling = 1e6 * qr.CPUUse[modeCached] / (qr.CPUus[modeCached] + extra*readCPU)
+				machine := readMachineCPU > 0 && qr.MachineCPUus[modeCached] > 0
+				qr.ReadCPUus = readCPU
+				if machine {
+					qr.ReadCPUus = readMachineCPU
 				}
+				if qr.ReadsPerCall > 0 {
+					qr.ReadCPUus = readCPUAt(readCost, qr.ReadsPerCall, machine)
+				}
+				busy, perEvent, onPerEvent := qr.CPUUse[modeCached], qr.CPUus[modeCached], qr.CPUus[modeOn]
+				if machine {
+					busy, perEvent, onPerEvent = qr.MachineCPUUse[modeCached], qr.MachineCPUus[modeCached], qr.MachineCPUus[modeOn]
+				}
+				perEvent += extra * qr.ReadCPUus
+				if onPerEvent > 0 && onPerEvent < perEvent {
+					// ON itself did with less: the model does not hold
+					// there, and the ceiling is drawn from what ON did.
+					perEvent = onPerEvent
+				}
+				qr.CPUCeiling = 1e6 * busy / perEvent
 				if qr.Limit > 0 {
 					qr.CPUCeilingVsLimit = qr.CPUCeiling / qr.Limit
 				}

@@ -304,3 +304,41 @@ func TestDeviceIOPSWithoutCounts(t *testing.T) {
 		t.Errorf("no curve: %v, want 0", got)
 	}
 }
+
+// TestLargeCeilingAtONsBatch: the CPU ceiling prices each read at the
+// device modes' CPU per read for as many reads per call as ON made,
+// interpolated between their batches; where ON itself spent less CPU per
+// event than that model, ON's figure bounds instead.
+func TestLargeCeilingAtONsBatch(t *testing.T) {
+	for _, c := range []struct {
+		onMachine, want float64
+	}{
+		{6.4, 1e6 * 1.9 / (3.8 + 0.2*6.5)}, // 8 reads per call: half way from batch 4 (8 µs) to 16 (5 µs) on log(batch)
+		{4.0, 1e6 * 1.9 / 4.0},             // ON spent less than the model: its own CPU per event
+	} {
+		mode := func(name string, ops int64, seconds, cpu, machine float64, extra map[string]float64) bench.ModeResult {
+			extra[xRows] = 1
+			return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, MachineCPUSeconds: machine, Extra: extra}}}
+		}
+		dev := func(batch int, iops, machine float64) bench.ModeResult {
+			return mode(deviceMode(batch), int64(iops), 1, machine*iops/1e6, machine*iops/1e6, map[string]float64{bench.ExtraDeviceReadsInFlight: float64(batch * 3)})
+		}
+		results := []bench.ModeResult{
+			mode(largePrefix+"q20-"+modeOn, 1e6, 4, c.onMachine, c.onMachine, map[string]float64{xBlockReads: 0.2e6, xMultiGets: 1e4, xReadCalls: 0.2e6 / 8, xReading: 4, bench.ExtraDeviceReadsInFlight: 20}),
+			mode(largePrefix+"q20-"+modeOff, 1e6, 10, 9, 9, map[string]float64{xBlockReads: 0.2e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
+			mode(largePrefix+"q20-"+modeCached, 1e6, 2, 3.8, 3.8, map[string]float64{xCacheMisses: 1e4}),
+			dev(1, 28000, 20), dev(4, 58000, 8), dev(16, 75000, 5), dev(64, 83000, 3),
+		}
+		lr, err := summarizeLarge(Options{LargeQueries: []string{"q20"}, Trials: 1, Parallelism: 4}, results)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := lr.Queries[0]
+		if q.ReadsPerCall != 8 || math.Abs(q.ReadCPUus-6.5) > 1e-9 {
+			t.Errorf("%.1f reads per call at %.2f µs each, want 8 at 6.5", q.ReadsPerCall, q.ReadCPUus)
+		}
+		if math.Abs(q.CPUCeiling-c.want) > 1e-6 {
+			t.Errorf("ON at %.1f µs per event: ceiling %.0f, want %.0f", c.onMachine, q.CPUCeiling, c.want)
+		}
+	}
+}
