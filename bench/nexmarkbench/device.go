@@ -66,79 +66,28 @@ func deviceChild(c childConfig) (bench.Trial, error) {
 	return bench.RandomReads{Paths: []string{c.DeviceFile}, Batch: c.DeviceBatch, Callers: c.Parallelism, Seed: 7, Mode: ioengine.URing}.Run(c.DeviceTime, 0.1)
 }
 
-// devicePoint is one device mode's figure: the depth it submits (callers
-// × batch), the mean reads in flight the device counted (0: not
-// measured), its IOPS.
-type devicePoint struct {
-	depth, measured, iops float64
-}
+// curvePoint is one measured point of a curve: the device's IOPS by
+// depth, or its CPU per read by reads per call.
+type curvePoint struct{ x, y float64 }
 
-// deviceIOPS is the device's IOPS at depth (reads in flight), interpolated
-// on log(depth) between the curve's points and clamped to their range; the
-// points' depths are the device's own counts where measured is set, else
-// the depths submitted. 0 when nothing was measured.
-func deviceIOPS(curve []devicePoint, depth float64, measured bool) float64 {
-	type pt struct{ d, iops float64 }
-	var ps []pt
-	for _, p := range curve {
-		d := p.depth
-		if measured {
-			d = p.measured
-		}
-		if d > 0 {
-			ps = append(ps, pt{d, p.iops})
-		}
-	}
+// interpolateLog is the curve's y at x, interpolated linearly on log(x)
+// between its points (in any order; those at x ≤ 0 left out) and clamped
+// to their range; 0 without points.
+func interpolateLog(points []curvePoint, x float64) float64 {
+	ps := slices.DeleteFunc(slices.Clone(points), func(p curvePoint) bool { return p.x <= 0 })
 	if len(ps) == 0 {
 		return 0
 	}
-	slices.SortFunc(ps, func(a, b pt) int { return cmp.Compare(a.d, b.d) })
-	if depth <= ps[0].d {
-		return ps[0].iops
+	slices.SortFunc(ps, func(a, b curvePoint) int { return cmp.Compare(a.x, b.x) })
+	if x <= ps[0].x {
+		return ps[0].y
 	}
 	for i := 1; i < len(ps); i++ {
-		if depth <= ps[i].d {
+		if x <= ps[i].x {
 			lo, hi := ps[i-1], ps[i]
-			f := (math.Log(depth) - math.Log(lo.d)) / (math.Log(hi.d) - math.Log(lo.d))
-			return lo.iops + f*(hi.iops-lo.iops)
+			f := (math.Log(x) - math.Log(lo.x)) / (math.Log(hi.x) - math.Log(lo.x))
+			return lo.y + f*(hi.y-lo.y)
 		}
 	}
-	return ps[len(ps)-1].iops
-}
-
-// readCostPoint is a device mode's CPU per read, µs, at its batch (reads
-// per call): the process's and the machine's (0: not measured).
-type readCostPoint struct {
-	batch, cpu, machine float64
-}
-
-// readCPUAt is the CPU per read at batch reads per call, interpolated on
-// log(batch) between the device modes' batches and clamped to their range:
-// most of a call's cost (its io_uring_enter, its wait) is shared by its
-// reads. machine picks the machine's CPU.
-func readCPUAt(points []readCostPoint, batch float64, machine bool) float64 {
-	var ps []readCostPoint
-	for _, p := range points {
-		if machine {
-			p.cpu = p.machine
-		}
-		if p.batch > 0 && p.cpu > 0 {
-			ps = append(ps, p)
-		}
-	}
-	if len(ps) == 0 {
-		return 0
-	}
-	slices.SortFunc(ps, func(a, b readCostPoint) int { return cmp.Compare(a.batch, b.batch) })
-	if batch <= ps[0].batch {
-		return ps[0].cpu
-	}
-	for i := 1; i < len(ps); i++ {
-		if batch <= ps[i].batch {
-			lo, hi := ps[i-1], ps[i]
-			f := (math.Log(batch) - math.Log(lo.batch)) / (math.Log(hi.batch) - math.Log(lo.batch))
-			return lo.cpu + f*(hi.cpu-lo.cpu)
-		}
-	}
-	return ps[len(ps)-1].cpu
+	return ps[len(ps)-1].y
 }

@@ -189,50 +189,46 @@ type LargeReport struct {
 func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error) {
 	lr := &LargeReport{Events: o.LargeEvents, Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism,
 		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}, DeviceDepth: map[int]float64{}, DeviceMachineCPUus: map[int]float64{}}
-	// The device's least CPU per read, µs: the process's, and the
-	// machine's where every device mode measured it.
+	// The device modes' curves: IOPS by the depth submitted and by the
+	// depth the device counted; CPU per read, µs, by batch (reads per
+	// call), the process's and the machine's; and the least of each.
+	var submitted, counted, readCost, readMachineCost []curvePoint
 	readCPU, readMachineCPU := 0.0, 0.0
-	machineMeasured := true
-	var curve []devicePoint
-	var readCost []readCostPoint // by the device modes' batch
 	for _, b := range deviceBatches {
-		if r := bench.Find(results, deviceMode(b)); r != nil && len(r.Trials) > 0 {
-			med := r.Median()
-			d := b * o.Parallelism
-			lr.DeviceIOPS[d] = med.Rate()
-			p := devicePoint{depth: float64(d), iops: med.Rate()}
-			if dd := med.Extra[bench.ExtraDeviceReadsInFlight]; dd > 0 {
-				lr.DeviceDepth[d] = dd
-				p.measured = dd
+		r := bench.Find(results, deviceMode(b))
+		if r == nil || len(r.Trials) == 0 {
+			continue
+		}
+		med := r.Median()
+		d := b * o.Parallelism
+		lr.DeviceIOPS[d] = med.Rate()
+		submitted = append(submitted, curvePoint{float64(d), med.Rate()})
+		if dd := med.Extra[bench.ExtraDeviceReadsInFlight]; dd > 0 {
+			lr.DeviceDepth[d] = dd
+			counted = append(counted, curvePoint{dd, med.Rate()})
+		}
+		perRead := func(seconds float64, byDepth map[int]float64, cost *[]curvePoint, least *float64) {
+			if med.Ops == 0 || seconds <= 0 {
+				return
 			}
-			curve = append(curve, p)
-			if med.Ops > 0 && med.CPUSeconds > 0 {
-				c := 1e6 * med.CPUSeconds / float64(med.Ops)
-				lr.DeviceCPUus[d] = c
-				if readCPU == 0 || c < readCPU {
-					readCPU = c
-				}
-			}
-			if med.Ops > 0 && med.CPUSeconds > 0 {
-				readCost = append(readCost, readCostPoint{batch: float64(b), cpu: 1e6 * med.CPUSeconds / float64(med.Ops), machine: 1e6 * med.MachineCPUSeconds / float64(med.Ops)})
-			}
-			if med.Ops > 0 && med.MachineCPUSeconds > 0 {
-				c := 1e6 * med.MachineCPUSeconds / float64(med.Ops)
-				lr.DeviceMachineCPUus[d] = c
-				if readMachineCPU == 0 || c < readMachineCPU {
-					readMachineCPU = c
-				}
-			} else {
-				machineMeasured = false
+			c := 1e6 * seconds / float64(med.Ops)
+			byDepth[d] = c
+			*cost = append(*cost, curvePoint{float64(b), c})
+			if *least == 0 || c < *least {
+				*least = c
 			}
 		}
+		perRead(med.CPUSeconds, lr.DeviceCPUus, &readCost, &readCPU)
+		perRead(med.MachineCPUSeconds, lr.DeviceMachineCPUus, &readMachineCost, &readMachineCPU)
 	}
-	if !machineMeasured {
-		readMachineCPU = 0
+	// A curve is used only where every device mode has its point.
+	curveMeasured := len(submitted) > 0 && len(counted) == len(submitted)
+	curve := submitted
+	if curveMeasured {
+		curve = counted
 	}
-	curveMeasured := len(curve) > 0
-	for _, p := range curve {
-		curveMeasured = curveMeasured && p.measured > 0
+	if len(readMachineCost) != len(readCost) {
+		readMachineCost, readMachineCPU = nil, 0
 	}
 	var runErr error
 	var best, median, stateless, vsLimit, vsPool, cpuVsPool []float64
@@ -314,7 +310,7 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			if dd := onm.Extra[bench.ExtraDeviceReadsInFlight]; curveMeasured && dd > 0 {
 				qr.Depth = dd
 			}
-			qr.DeviceIOPS = deviceIOPS(curve, qr.Depth, curveMeasured)
+			qr.DeviceIOPS = interpolateLog(curve, qr.Depth)
 			qr.FloorReadsPerEvent = floorReads(qr.BlockReadsPerEvent, qr.OffBlockReadsPerEvent)
 			if qr.FloorReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
 				qr.DeviceFloor = qr.DeviceIOPS / qr.FloorReadsPerEvent
@@ -340,7 +336,11 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 					qr.ReadCPUus = readMachineCPU
 				}
 				if qr.ReadsPerCall > 0 {
-					qr.ReadCPUus = readCPUAt(readCost, qr.ReadsPerCall, machine)
+					cost := readCost
+					if machine {
+						cost = readMachineCost
+					}
+					qr.ReadCPUus = interpolateLog(cost, qr.ReadsPerCall)
 				}
 				busy, perEvent, onPerEvent := qr.CPUUse[modeCached], qr.CPUus[modeCached], qr.CPUus[modeOn]
 				if machine {

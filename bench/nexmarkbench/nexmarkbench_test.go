@@ -288,20 +288,23 @@ func TestLargeMachineCPUAndDeviceDepth(t *testing.T) {
 	}
 }
 
-// TestDeviceIOPSWithoutCounts: where the device's counts are missing the
-// curve is drawn against the depths submitted, and a depth outside it takes
-// its nearest end.
-func TestDeviceIOPSWithoutCounts(t *testing.T) {
-	curve := []devicePoint{{depth: 64, iops: 80000}, {depth: 4, iops: 30000}, {depth: 16, iops: 60000}}
-	for _, c := range []struct{ depth, want float64 }{
+// TestInterpolateLog: a curve's value between its points is interpolated
+// on log(x), in whatever order the points come; outside them it takes the
+// nearest end; points at x ≤ 0 (not measured) are left out.
+func TestInterpolateLog(t *testing.T) {
+	curve := []curvePoint{{64, 80000}, {4, 30000}, {0, 1}, {16, 60000}}
+	for _, c := range []struct{ x, want float64 }{
 		{1, 30000}, {4, 30000}, {8, 45000}, {16, 60000}, {32, 70000}, {500, 80000},
 	} {
-		if got := deviceIOPS(curve, c.depth, false); math.Abs(got-c.want) > 1e-6 {
-			t.Errorf("deviceIOPS at %v = %.1f, want %.1f", c.depth, got, c.want)
+		if got := interpolateLog(curve, c.x); math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("at %v: %.1f, want %.1f", c.x, got, c.want)
 		}
 	}
-	if got := deviceIOPS(nil, 10, true); got != 0 {
+	if got := interpolateLog(nil, 10); got != 0 {
 		t.Errorf("no curve: %v, want 0", got)
+	}
+	if curve[0].x != 64 || curve[2].x != 0 {
+		t.Errorf("the caller's points were reordered: %v", curve)
 	}
 }
 
