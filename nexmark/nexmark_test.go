@@ -506,3 +506,22 @@ func TestRunCPUTime(t *testing.T) {
 		t.Errorf("without CPUTime: CPUSeconds %v, err %v; want 0", res.CPUSeconds, err)
 	}
 }
+
+// TestRunMeasureSpan: RunConfig.MeasureSpan is called once as the span
+// Result.Seconds measures starts, and the function it returns once as that
+// span ends, after the last output; the CPU clock is read inside it.
+func TestRunMeasureSpan(t *testing.T) {
+	var order []string
+	clock := func() float64 { order = append(order, "cpu"); return 0 }
+	span := func() func() {
+		order = append(order, "start")
+		return func() { order = append(order, "end") }
+	}
+	res, err := Run(RunConfig{Query: "q1", Events: 2000, Dir: t.TempDir(), CPUTime: clock, MeasureSpan: span})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, " "); got != "cpu start cpu end" || res.Seconds <= 0 {
+		t.Errorf("calls %q, %v s; want \"cpu start cpu end\" around a measured span", got, res.Seconds)
+	}
+}

@@ -133,16 +133,17 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	// Over the span events/s are measured in: the machine's CPU (the
 	// interrupts and softirqs of the reads are in no process's time) and
 	// the device's reads in flight.
-	var machineCPU, deviceDepth float64
+	var machineCPU float64
+	var dev0, dev1 bench.DeviceReads
+	var devOK bool
 	span := func() func() {
 		m0 := bench.MachineCPUTime()
-		d0, ok0 := bench.ReadDeviceReads(dir)
-		t0 := time.Now()
+		dev0, devOK = bench.ReadDeviceReads(dir)
 		return func() {
 			machineCPU = bench.MachineCPUTime() - m0
-			if d1, ok1 := bench.ReadDeviceReads(dir); ok0 && ok1 && d1.InFlight >= d0.InFlight {
-				deviceDepth = (d1.InFlight - d0.InFlight).Seconds() / time.Since(t0).Seconds()
-			}
+			var ok bool
+			dev1, ok = bench.ReadDeviceReads(dir)
+			devOK = devOK && ok && dev1.InFlight >= dev0.InFlight
 		}
 	}
 	res, err := nexmark.Run(nexmark.RunConfig{Query: c.Query, Events: c.Events, Parallelism: c.Parallelism, Batch: c.Batch,
@@ -153,6 +154,10 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	}
 	if isStateful(c.Query) && (res.Backend == ioengine.BackendURing) != c.WantURing {
 		return bench.Trial{}, fmt.Errorf("the state ran on %s, not what RINGSTORE_IO_URING asked for", res.Backend)
+	}
+	var deviceDepth float64
+	if devOK && res.Seconds > 0 {
+		deviceDepth = (dev1.InFlight - dev0.InFlight).Seconds() / res.Seconds
 	}
 	split := func(v uint64) (float64, float64) { return float64(v >> 32), float64(v & 0xffffffff) }
 	sh, sl := split(res.Sink.Sum)
