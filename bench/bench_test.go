@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRoundRatios: each round's trial of a against the same round's of b,
@@ -50,5 +51,22 @@ func TestRunRepeat(t *testing.T) {
 		if got := len(results[i].Trials); got != n {
 			t.Errorf("mode %s: %d trials, want %d", results[i].Mode.Name, got, n)
 		}
+	}
+}
+
+// TestDeviceSpanDepth: the mean reads in flight are the read time the
+// device counted over the span ÷ the span; a span whose counts could not
+// be read, or went backwards, or of no length, gives 0.
+func TestDeviceSpanDepth(t *testing.T) {
+	s := DeviceSpan{from: DeviceReads{InFlight: 3 * time.Second}, to: DeviceReads{InFlight: 9 * time.Second}, ok: true}
+	if got := s.Depth(2); got != 3 {
+		t.Errorf("6 s of reads in flight over 2 s: depth %v, want 3", got)
+	}
+	if got := s.Depth(0); got != 0 {
+		t.Errorf("a span of no length: depth %v, want 0", got)
+	}
+	s.ok = false
+	if got := s.Depth(2); got != 0 {
+		t.Errorf("counts not read: depth %v, want 0", got)
 	}
 }

@@ -91,19 +91,16 @@ func (r RandomReads) Run(d time.Duration, warm float64) (Trial, error) {
 	}
 	// The device's own count of the reads in flight, over the span Timed
 	// measures (its last Start and Stop: the warm-up's come first).
-	var dev0, dev1 DeviceReads
-	var devOK bool
+	var dev DeviceSpan
 	dir := filepath.Dir(r.Paths[0])
 	start := func() {
 		if r.Start != nil {
 			r.Start()
 		}
-		dev0, devOK = ReadDeviceReads(dir)
+		dev.Start(dir)
 	}
 	stop := func() {
-		var ok bool
-		dev1, ok = ReadDeviceReads(dir)
-		devOK = devOK && ok
+		dev.End()
 		if r.Stop != nil {
 			r.Stop()
 		}
@@ -117,11 +114,11 @@ func (r RandomReads) Run(d time.Duration, warm float64) (Trial, error) {
 		return int64(batch), time.Since(t0), err
 	}}
 	tr, err := t.RunWarm(d, warm)
-	if err == nil && devOK && tr.Seconds > 0 && dev1.InFlight >= dev0.InFlight {
+	if d := dev.Depth(tr.Seconds); err == nil && d > 0 {
 		if tr.Extra == nil {
 			tr.Extra = map[string]float64{}
 		}
-		tr.Extra[ExtraDeviceReadsInFlight] = (dev1.InFlight - dev0.InFlight).Seconds() / tr.Seconds
+		tr.Extra[ExtraDeviceReadsInFlight] = d
 	}
 	return tr, err
 }
@@ -130,3 +127,29 @@ func (r RandomReads) Run(d time.Duration, warm float64) (Trial, error) {
 // reads the device had in flight during the measured part (DeviceReads),
 // where it was measured.
 const ExtraDeviceReadsInFlight = "device_reads_in_flight"
+
+// DeviceSpan is the device's own count of the reads in flight over a
+// span: Start at its beginning, End at its end, then Depth.
+type DeviceSpan struct {
+	dir      string
+	from, to DeviceReads
+	ok       bool
+}
+
+// Start reads the counts of the block device holding dir.
+func (s *DeviceSpan) Start(dir string) { s.dir = dir; s.from, s.ok = ReadDeviceReads(dir) }
+
+// End reads them again.
+func (s *DeviceSpan) End() {
+	to, ok := ReadDeviceReads(s.dir)
+	s.to, s.ok = to, s.ok && ok && to.InFlight >= s.from.InFlight
+}
+
+// Depth is the mean number of reads the device had in flight over the
+// span, seconds long (DeviceReads); 0 where the counts could not be read.
+func (s *DeviceSpan) Depth(seconds float64) float64 {
+	if !s.ok || seconds <= 0 {
+		return 0
+	}
+	return (s.to.InFlight - s.from.InFlight).Seconds() / seconds
+}

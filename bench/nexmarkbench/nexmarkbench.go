@@ -134,16 +134,13 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	// interrupts and softirqs of the reads are in no process's time) and
 	// the device's reads in flight.
 	var machineCPU float64
-	var dev0, dev1 bench.DeviceReads
-	var devOK bool
+	var dev bench.DeviceSpan
 	span := func() func() {
 		m0 := bench.MachineCPUTime()
-		dev0, devOK = bench.ReadDeviceReads(dir)
+		dev.Start(dir)
 		return func() {
 			machineCPU = bench.MachineCPUTime() - m0
-			var ok bool
-			dev1, ok = bench.ReadDeviceReads(dir)
-			devOK = devOK && ok && dev1.InFlight >= dev0.InFlight
+			dev.End()
 		}
 	}
 	res, err := nexmark.Run(nexmark.RunConfig{Query: c.Query, Events: c.Events, Parallelism: c.Parallelism, Batch: c.Batch,
@@ -155,17 +152,13 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	if isStateful(c.Query) && (res.Backend == ioengine.BackendURing) != c.WantURing {
 		return bench.Trial{}, fmt.Errorf("the state ran on %s, not what RINGSTORE_IO_URING asked for", res.Backend)
 	}
-	var deviceDepth float64
-	if devOK && res.Seconds > 0 {
-		deviceDepth = (dev1.InFlight - dev0.InFlight).Seconds() / res.Seconds
-	}
 	split := func(v uint64) (float64, float64) { return float64(v >> 32), float64(v & 0xffffffff) }
 	sh, sl := split(res.Sink.Sum)
 	xh, xl := split(res.Sink.Xor)
 	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds, MachineCPUSeconds: machineCPU, Extra: map[string]float64{
 		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
 		xCacheHits: float64(res.CacheHits), xCacheMisses: float64(res.CacheMisses), xBlockReads: float64(res.BlockReads),
-		bench.ExtraDeviceReadsInFlight: deviceDepth, xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers,
+		bench.ExtraDeviceReadsInFlight: dev.Depth(res.Seconds), xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers,
 		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
 	}}, nil
 }
