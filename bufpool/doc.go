@@ -137,6 +137,11 @@
 // instead (a Pin of the frame, a Pin that finds nothing to evict,
 // Unregister, Close), so nothing waits on a caller that never comes back.
 //
+// A reader that reads some blocks itself, past the pool, asks Present which
+// the pool holds (a reference for the policy, as a hit) and hands what it
+// read to Insert, which makes the bytes resident frames as a load would,
+// taking only frames it can evict at once and never an announced one.
+//
 // # Concurrency
 //
 // All methods are safe for concurrent use. One mutex (Pool.mu) guards the

@@ -476,7 +476,9 @@ type Stats struct {
 	PrefetchIssued   uint64 `json:"prefetch_issued"`   // frame loads Prefetch started
 	PrefetchHits     uint64 `json:"prefetch_hits"`     // Pins of a frame Prefetch loaded (or is loading)
 	PrefetchDropped  uint64 `json:"prefetch_dropped"`  // frames Prefetch skipped because no frame was evictable, or whose queued load Unregister or Close dropped
-	PrefetchRejected uint64 `json:"prefetch_rejected"` // Prefetch spans ignored: unknown file or out of range
+	PrefetchRejected uint64 `json:"prefetch_rejected"` // spans Prefetch, Announce, Present or Insert ignored: unknown file, out of range (Insert: not whole frames)
+
+	Inserted uint64 `json:"inserted"` // frames Insert filled with bytes the caller read itself
 
 	Announced          uint64 `json:"announced"`           // frame announcements made by Announce
 	AnnouncedEvictions uint64 `json:"announced_evictions"` // frames evicted with announcements open, because a Pin found no other frame to evict
@@ -505,10 +507,10 @@ func (s Stats) HitRatio() float64 {
 func (s Stats) String() string {
 	return fmt.Sprintf("frames %d × %d B: %d pinned, %d resident, %d loading; hits %d, misses %d, load waits %d (hit ratio %.3f); "+
 		"loads %d, %d B read in %d engine calls; evictions %d, promotions %d, ghost hits %d; "+
-		"prefetch issued %d, hits %d, dropped %d, rejected %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d; window maps %d (moved %d), failures %d; fixed buffers %v%s",
+		"prefetch issued %d, hits %d, dropped %d, rejected %d; inserted %d; announced %d (open %d, evicted while announced %d); stalls %d; read errors %d; window maps %d (moved %d), failures %d; fixed buffers %v%s",
 		s.Frames, s.FrameSize, s.Pinned, s.Resident, s.Loading, s.Hits, s.Misses, s.LoadWaits, s.HitRatio(),
 		s.Loads, s.BytesRead, s.EngineCalls, s.Evictions, s.Promotions, s.GhostHits,
-		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected,
+		s.PrefetchIssued, s.PrefetchHits, s.PrefetchDropped, s.PrefetchRejected, s.Inserted,
 		s.Announced, s.OpenAnnouncements, s.AnnouncedEvictions, s.Stalls, s.ReadErrors, s.WindowMaps, s.WindowMoves, s.WindowFailures,
 		s.FixedBuffers, fixedOffNote(s.FixedBuffersOff))
 }

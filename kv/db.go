@@ -174,7 +174,7 @@ type DB struct {
 	aheadMu sync.Mutex
 	aheads  map[*ReadAhead]struct{}
 	// aheadFrames counts the cache frames the open ReadAheads announced: a
-	// ReadAhead loads into the cache only what the others left free.
+	// ReadAhead announces only as many as the others left free.
 	aheadFrames atomic.Int64
 
 	stats statCounters

@@ -534,6 +534,10 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			if err := fn(i, r.buf, false); err != nil {
 				return err
 			}
+			// Checked: the cache takes it, as it would have taken its load.
+			if !noFill {
+				db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, r.buf)
+			}
 		}
 	}
 	for pass := 0; pass < 2; pass++ {

@@ -70,6 +70,8 @@ type aheadScratch struct {
 	looks   []aheadLookup
 	keys    [][]byte
 	ranges  []aheadRange
+	probe   []bufpool.Span // the keys' first blocks, asked of the cache
+	present []bool         // the cache's answers
 }
 
 // aheadRange is where a ReadAhead's first pass put one key's tables in
@@ -96,6 +98,8 @@ func (sc *aheadScratch) release() {
 	clear(sc.looks[:cap(sc.looks)])
 	clear(sc.keys[:cap(sc.keys)])
 	sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys, sc.ranges = sc.arena[:0], sc.backing[:0], sc.bounds[:0], sc.looks[:0], sc.keys[:0], sc.ranges[:0]
+	clear(sc.probe[:cap(sc.probe)])
+	sc.probe, sc.present = sc.probe[:0], sc.present[:0]
 	aheadScratches.Put(sc)
 }
 
@@ -109,24 +113,25 @@ type aheadLookup struct {
 
 // ReadAhead starts reading the blocks a MultiGet of keys would read in its
 // first round (for each key not in a memtable, the block of the newest table
-// that may hold it, past its bloom filter) and returns without waiting, the
-// way that MultiGet would read them:
+// that may hold it, past its bloom filter) and returns without waiting:
 //
-//   - the blocks of the first keys, each distinct block once, as many as
-//     the cache has frames (what the MultiGet's first Pin takes), load into
-//     the block cache with bufpool.Pool.LoadStart, announced
-//     (bufpool.Pool.Announce) so that eviction keeps them until the
-//     MultiGet pins them or Done retracts them;
-//   - the next ones, up to 1 MiB, are read past the cache into memory of
-//     the ReadAhead's own, as the MultiGet reads a round's blocks past its
-//     first Pin; only a MultiGet given the ReadAhead uses them.
+//   - a block the block cache holds is announced there
+//     (bufpool.Pool.Announce), so that eviction keeps it until the MultiGet
+//     pins it or Done retracts it, while the cache has frames no other read
+//     ahead announced; past that it is left to the cache's policy;
+//   - a block the cache lacks is read past it, up to 1 MiB, into memory of
+//     the ReadAhead's own: running ahead takes no frame from the cache,
+//     however far ahead it runs. A MultiGet given the ReadAhead uses the
+//     block and, once it has checked it, puts it in the cache
+//     (bufpool.Pool.Insert), as its own load would have; only such a
+//     MultiGet uses it.
 //
-// The keys past that are left to the MultiGet. Both kinds of reads go to
-// the engine with ioengine.Engine.Start: on an inline io_uring engine,
-// submitted from the caller's thread, with no goroutine or thread waiting
-// for them. Until Done the ReadAhead holds the tables it reads (a flush or
-// compaction meanwhile does not remove them); Close waits for its reads.
-// Call Done once the MultiGet is made, or if it will not be.
+// The keys past that are left to the MultiGet. The reads go to the engine
+// with ioengine.Engine.Start: on an inline io_uring engine, submitted from
+// the caller's thread, with no goroutine or thread waiting for them. Until
+// Done the ReadAhead holds the tables it reads (a flush or compaction
+// meanwhile does not remove them); Close waits for its reads. Call Done once
+// the MultiGet is made, or if it will not be.
 func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	ra := &ReadAhead{}
 	if db.pool == nil || db.eng.Backend() == ioengine.BackendSyscall || len(keys) == 0 {
@@ -164,8 +169,8 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	// and the first block: the batch's filter misses overlap. A key whose
 	// tables' metadata fails to load, and the keys after it, are left to
 	// the MultiGet, which reports it.
-	ranges := sc.ranges[:0]
-	defer func() { sc.ranges = ranges }()
+	ranges, probe, present := sc.ranges[:0], sc.probe[:0], sc.present[:0]
+	defer func() { sc.ranges, sc.probe, sc.present = ranges, probe, present }()
 	for _, k := range keys {
 		r := aheadRange{lo: len(backing), hi: len(backing)}
 		if len(k) <= sstable.MaxKeyLen {
@@ -180,7 +185,6 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 		}
 		ranges = append(ranges, r)
 	}
-keys:
 	for i, k := range keys[:len(ranges)] {
 		r := ranges[i]
 		al := aheadLookup{looked: r.looked}
@@ -188,37 +192,18 @@ keys:
 		if hi > lo {
 			kept, err := db.filterCandidates(backing[lo:hi], r.hash)
 			if err != nil {
-				break keys
+				break
 			}
 			hi = lo + len(kept)
 		}
 		if hi > lo {
 			first, err := db.blockFor(backing[lo], k)
 			if err != nil {
-				break keys
+				break
 			}
 			al.first = first
-			if r := al.first; !r.skip {
-				bk := blockKey{r.t.fid, r.h.Offset}
-				where, ok := seen[bk]
-				switch {
-				case ok:
-				case len(ra.dreads) == 0 && blockFrames(r.h) <= budget:
-					budget -= blockFrames(r.h)
-					seen[bk] = 0
-					ra.spans = append(ra.spans, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
-				case directBytes+r.h.Len <= maxOverflowBytes:
-					// Past the MultiGet's first Pin: read into memory of the
-					// read ahead's own, as the MultiGet would read it.
-					directBytes += r.h.Len
-					ra.dreads = append(ra.dreads, r)
-					where = len(ra.dreads)
-					seen[bk] = where
-				default:
-					// This key and the rest are left to the MultiGet.
-					break keys
-				}
-				al.dread = where
+			if !first.skip {
+				probe = append(probe, bufpool.Span{File: first.t.fid, Off: int64(first.h.Offset), Len: int64(first.h.Len)})
 			}
 		}
 		at := len(arena)
@@ -226,6 +211,42 @@ keys:
 		ra.keys = append(ra.keys, arena[at:len(arena):len(arena)])
 		ra.looks = append(ra.looks, al)
 		bounds = append(bounds, [2]int{lo, hi})
+	}
+	// Then, key by key, where each first block is read: one the cache
+	// holds is announced there while frames are free; one it lacks is read
+	// past it.
+	present = db.pool.Present(probe, present)
+	nth := 0 // present[nth] is the next first block's
+looks:
+	for i := range ra.looks {
+		al := &ra.looks[i]
+		if al.first.t == nil || al.first.skip {
+			continue
+		}
+		r := al.first
+		bk := blockKey{r.t.fid, r.h.Offset}
+		inCache := present[nth]
+		nth++
+		where, ok := seen[bk]
+		switch {
+		case ok:
+		case inCache && blockFrames(r.h) <= budget:
+			budget -= blockFrames(r.h)
+			seen[bk] = 0
+			ra.spans = append(ra.spans, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
+		case inCache:
+			seen[bk] = cachedBlock
+		case directBytes+r.h.Len <= maxOverflowBytes:
+			directBytes += r.h.Len
+			ra.dreads = append(ra.dreads, r)
+			where = len(ra.dreads)
+			seen[bk] = where
+		default:
+			// This key and the rest are left to the MultiGet.
+			ra.keys, ra.looks, bounds = ra.keys[:i], ra.looks[:i], bounds[:i]
+			break looks
+		}
+		al.dread = max(where, 0)
 	}
 	// Cut the candidate lists only now: appending may have moved backing.
 	for i, b := range bounds {
@@ -308,9 +329,13 @@ func (db *DB) finishReadAheads() {
 	}
 }
 
-// pinnedBlock marks, in a ReadAhead's seen, a block it loaded through the
-// cache that a Pin of the MultiGet given it has since met.
-const pinnedBlock = -1
+// pinnedBlock marks, in a ReadAhead's seen, a block it announced in the
+// cache that a Pin of the MultiGet given it has since met; cachedBlock, a
+// block the cache held that it left unannounced (no frame was free).
+const (
+	pinnedBlock = -1
+	cachedBlock = -2
+)
 
 // notePinned records the blocks of reads that the MultiGet given ra pinned
 // (blockRead.pinned): their Pin met their announcements.

@@ -486,3 +486,71 @@ func TestReadAheadAcrossAFlush(t *testing.T) {
 		t.Errorf("%d blocks read after the flush, want at most 5", n)
 	}
 }
+
+// TestReadAheadPastTheCache: a read ahead announces the blocks the cache
+// holds and reads the others past it, so that running ahead takes no frame
+// from the cache; the MultiGet given it puts those blocks in the cache once
+// it has checked them, and a second read of the keys reads nothing.
+func TestReadAheadPastTheCache(t *testing.T) {
+	db := openSharedCacheStore(t)
+	defer db.Close()
+	// 40 keys on distinct blocks, none cached; then 10 of them cached.
+	var cold, warm [][]byte
+	for j := 0; j < 40; j++ {
+		k := sharedCacheKey(j * (sharedCacheKeys / 40))
+		if j < 10 {
+			warm = append(warm, k)
+		} else {
+			cold = append(cold, k)
+		}
+	}
+	if _, _, err := db.MultiGet(warm); err != nil {
+		t.Fatal(err)
+	}
+	keys := append(append([][]byte(nil), warm...), cold...)
+	before := db.Stats()
+	ra := db.ReadAhead(keys)
+	if ra.frames != len(warm) || ra.direct == nil || len(ra.dreads) != len(cold) {
+		t.Fatalf("read ahead of %d cached and %d uncached blocks: %d frames announced, %d blocks read past the cache", len(warm), len(cold), ra.frames, len(ra.dreads))
+	}
+	ra.waitDirect()
+	mid := db.Stats()
+	if st := mid.Cache; st.OpenAnnouncements != before.Cache.OpenAnnouncements+len(warm) || st.Misses != before.Cache.Misses || st.Resident != before.Cache.Resident {
+		t.Fatalf("after the read ahead: cache %s (before: %s)", st, before.Cache)
+	}
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	ra.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, k := range keys {
+		if want := sharedCacheVal(int(mustAtoi(t, string(k[3:])))); !found[j] || string(vals[j]) != string(want) {
+			t.Fatalf("%s = %.20q (found %v), want %.20q", k, vals[j], found[j], want)
+		}
+	}
+	after := db.Stats()
+	if n := after.BlockReads - mid.BlockReads; n != 0 {
+		t.Errorf("the MultiGet read %d blocks; the read ahead had them all", n)
+	}
+	if n := after.Cache.Inserted - mid.Cache.Inserted; n != uint64(len(cold)) {
+		t.Errorf("the MultiGet put %d blocks read past the cache in it, want %d", n, len(cold))
+	}
+	if after.Cache.OpenAnnouncements != before.Cache.OpenAnnouncements {
+		t.Errorf("announcements left open after Done: %d, before %d", after.Cache.OpenAnnouncements, before.Cache.OpenAnnouncements)
+	}
+	if _, _, err := db.MultiGet(keys); err != nil {
+		t.Fatal(err)
+	}
+	if again := db.Stats(); again.BlockReads != after.BlockReads || again.Cache.Misses != after.Cache.Misses {
+		t.Errorf("a second MultiGet of the keys read %d blocks (%d cache misses)", again.BlockReads-after.BlockReads, again.Cache.Misses-after.Cache.Misses)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

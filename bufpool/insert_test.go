@@ -1,0 +1,113 @@
+package bufpool
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ringstore/ringstore/internal/testdir"
+	"github.com/ringstore/ringstore/ioengine"
+)
+
+// TestPresent: Present tells the spans the pool holds from those it does
+// not, a span with one missing frame as missing, a bad span as missing
+// (counted rejected), and counts a reference of what it finds, not a pin
+// or a load.
+func TestPresent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
+		dir := testdir.Direct(t)
+		eng := newEngine(t, mode, nil)
+		const fs = 4096
+		p := newPool(t, eng, Options{FrameSize: fs, Budget: 8 * fs})
+		tf := register(t, p, dir, "f", 16*fs, 1)
+		pinOnce(t, p, tf, Span{tf.id, 0, 2 * fs})
+		before := p.Stats()
+		got := p.Present([]Span{
+			{tf.id, 0, fs},       // resident
+			{tf.id, fs, 2 * fs},  // frame 1 resident, frame 2 not
+			{tf.id, 8 * fs, fs},  // not
+			{tf.id, 0, 2 * fs},   // both resident
+			{tf.id, 40 * fs, fs}, // past the end
+			{tf.id + 7, 0, fs},   // no such file
+			{tf.id, 2 * fs, 0},   // empty: nothing to find missing
+		}, nil)
+		want := []bool{true, false, false, true, false, false, true}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("Present: span %d: %v, want %v (all: %v)", i, got[i], want[i], got)
+			}
+		}
+		st := p.Stats()
+		if st.PrefetchRejected != before.PrefetchRejected+2 || st.Misses != before.Misses || st.Hits != before.Hits || st.Pinned != 0 || st.PrefetchIssued != 0 {
+			t.Errorf("Present changed more than its references: before %s, after %s", before, st)
+		}
+		p.mu.Lock()
+		freq := p.table[makeKey(tf.id, 0)].freq
+		p.mu.Unlock()
+		if freq == 0 {
+			t.Errorf("frame 0, found by Present, has no reference for the policy")
+		}
+	})
+}
+
+// TestInsert: bytes a caller read itself become resident frames a Pin
+// finds without a load; frames already there are left alone; a span that
+// does not start on a frame or whose bytes do not match its length
+// inserts nothing; announced frames are never taken for an insert.
+func TestInsert(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
+		dir := testdir.Direct(t)
+		eng := newEngine(t, mode, nil)
+		const fs = 4096
+		p := newPool(t, eng, Options{FrameSize: fs, Budget: 8 * fs})
+		tf := register(t, p, dir, "f", 32*fs, 2)
+		s := Span{tf.id, 2 * fs, 2 * fs}
+		if n := p.Insert(s, tf.data[s.Off:s.Off+s.Len]); n != 2 {
+			t.Fatalf("Insert of 2 frames into an empty pool: %d filled", n)
+		}
+		if !resident(p, s) {
+			t.Fatalf("inserted frames not resident: %s", p.Stats())
+		}
+		before := p.Stats()
+		pinOnce(t, p, tf, s) // checks the bytes against the file
+		if st := p.Stats(); st.Misses != before.Misses || st.Hits != before.Hits+2 || st.Inserted != 2 {
+			t.Fatalf("Pin of inserted frames: before %s, after %s", before, st)
+		}
+		// Already resident: left as it is.
+		junk := bytes.Repeat([]byte{0xEE}, 2*fs)
+		if n := p.Insert(s, junk); n != 0 {
+			t.Fatalf("Insert over resident frames filled %d", n)
+		}
+		pinOnce(t, p, tf, s)
+		// Bad spans: misaligned, bytes of the wrong length, unknown file.
+		rejected := p.Stats().PrefetchRejected
+		for _, c := range []struct {
+			s    Span
+			data []byte
+		}{
+			{Span{tf.id, 8*fs + 512, fs}, tf.data[8*fs+512 : 9*fs+512]},
+			{Span{tf.id, 8 * fs, fs}, tf.data[8*fs : 8*fs+100]},
+			{Span{tf.id + 9, 0, fs}, tf.data[:fs]},
+		} {
+			if n := p.Insert(c.s, c.data); n != 0 {
+				t.Errorf("Insert(%v) of a bad span filled %d", c.s, n)
+			}
+		}
+		if got := p.Stats().PrefetchRejected - rejected; got != 3 {
+			t.Errorf("bad inserts counted as rejected: %d, want 3", got)
+		}
+		// Announced frames stay: with all eight announced, an insert finds
+		// no frame to take.
+		all := Span{tf.id, 0, 8 * fs}
+		p.Announce([]Span{all})
+		pinOnce(t, p, tf, all)
+		p.Announce([]Span{all})
+		if n := p.Insert(Span{tf.id, 20 * fs, fs}, tf.data[20*fs:21*fs]); n != 0 {
+			t.Fatalf("Insert took one of eight announced frames: %s", p.Stats())
+		}
+		p.Retract([]Span{all})
+		if n := p.Insert(Span{tf.id, 20 * fs, fs}, tf.data[20*fs:21*fs]); n != 1 {
+			t.Fatalf("Insert after the announcements were withdrawn: %d filled, %s", n, p.Stats())
+		}
+		pinOnce(t, p, tf, Span{tf.id, 20 * fs, fs})
+	})
+}
