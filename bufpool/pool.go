@@ -258,13 +258,13 @@ func (p *Pool) Unregister(id FileID) error {
 	}
 	for {
 		var waitFor *Frame
-		for i := range p.frames {
-			f := &p.frames[i]
-			if f.file == fl && f.state == stateLoading {
+		p.eachFrameOfLocked(fl, func(f *Frame) bool {
+			if f.state == stateLoading {
 				waitFor = f
-				break
+				return false
 			}
-		}
+			return true
+		})
 		if waitFor == nil {
 			break
 		}
@@ -273,11 +273,14 @@ func (p *Pool) Unregister(id FileID) error {
 		}
 	}
 	pinned := 0
-	for i := range p.frames {
-		f := &p.frames[i]
-		if f.file != fl || f.state != stateResident {
-			continue
+	var resident []*Frame
+	p.eachFrameOfLocked(fl, func(f *Frame) bool {
+		if f.state == stateResident {
+			resident = append(resident, f)
 		}
+		return true
+	})
+	for _, f := range resident {
 		if f.pins.Load() > 0 {
 			pinned++
 		}
@@ -289,6 +292,29 @@ func (p *Pool) Unregister(id FileID) error {
 		return fmt.Errorf("%w: unregister of %s: %d frames still pinned (they return to the pool at their last Unpin)", ErrPinned, fl, pinned)
 	}
 	return nil
+}
+
+// eachFrameOfLocked calls fn with each frame of fl in the table, until fn
+// returns false: by the file's frame keys where the file has fewer frames
+// than the pool, so that forgetting a small file of a big pool does not
+// walk every frame; otherwise by the frames.
+func (p *Pool) eachFrameOfLocked(fl *file, fn func(f *Frame) bool) {
+	if fl.frames == 0 {
+		return
+	}
+	if n := (fl.size + int64(p.frameSize) - 1) / int64(p.frameSize); n < int64(len(p.frames)) {
+		for k := range n {
+			if f := p.table[makeKey(fl.id, k)]; f != nil && f.file == fl && !fn(f) {
+				return
+			}
+		}
+		return
+	}
+	for i := range p.frames {
+		if f := &p.frames[i]; f.file == fl && (f.state == stateLoading || f.state == stateResident) && !fn(f) {
+			return
+		}
+	}
 }
 
 // Close waits for the loads in flight, stops the I/O goroutines, closes the
