@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/internal/testengine"
 	"github.com/ringstore/ringstore/ioengine"
@@ -410,9 +412,13 @@ const sharedCacheKeys = 20000
 func sharedCacheKey(i int) []byte { return []byte(fmt.Sprintf("key%08d", i)) }
 func sharedCacheVal(i int) []byte { return []byte(fmt.Sprintf("value-%d-%0200d", i, i)) }
 
-func openSharedCacheStore(t *testing.T) *DB {
+func openSharedCacheStore(t *testing.T) *DB { return openSharedCacheStoreWith(t, nil) }
+
+// openSharedCacheStoreWith is openSharedCacheStore on an engine that
+// injects faults (the plan may be empty while the store is built).
+func openSharedCacheStoreWith(t *testing.T, faults *ioengine.FaultPlan) *DB {
 	t.Helper()
-	eng := testengine.New(t, ioengine.URing, ioengine.Options{})
+	eng := testengine.New(t, ioengine.URing, ioengine.Options{Faults: faults})
 	if eng.Backend() != ioengine.BackendURing {
 		t.Skip("io_uring refused: read aheads do nothing")
 	}
@@ -553,4 +559,74 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestReadAheadReadFails: a read the read ahead made past the cache that
+// fails is not used and not put in the cache: the MultiGet reads the block
+// itself and, where the failure was passing, returns the right values;
+// where it lasts, the MultiGet fails naming the error, and loses nothing:
+// once the device reads again, every value is there.
+func TestReadAheadReadFails(t *testing.T) {
+	plan := ioengine.NewFaultPlan()
+	db := openSharedCacheStoreWith(t, plan)
+	defer db.Close()
+	batch := func(from int) [][]byte {
+		var keys [][]byte
+		for j := 0; j < 20; j++ {
+			keys = append(keys, sharedCacheKey(from+j*(sharedCacheKeys/20)))
+		}
+		return keys
+	}
+	check := func(what string, keys [][]byte, vals [][]byte, found []bool) {
+		t.Helper()
+		for j, k := range keys {
+			if want := sharedCacheVal(mustAtoi(t, string(k[3:]))); !found[j] || string(vals[j]) != string(want) {
+				t.Fatalf("%s: %s = %.20q (found %v), want %.20q", what, k, vals[j], found[j], want)
+			}
+		}
+	}
+	// Passing: the read ahead's first read fails once.
+	keys := batch(7)
+	plan.Add(ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpRead})
+	ra := db.ReadAhead(keys)
+	if ra.direct == nil {
+		t.Fatalf("cold keys: nothing read past the cache")
+	}
+	before := db.Stats()
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	ra.Done()
+	if err != nil {
+		t.Fatalf("MultiGet after a read ahead whose read failed once: %v", err)
+	}
+	if plan.Injected() != 1 {
+		t.Fatalf("%d faults injected, want 1", plan.Injected())
+	}
+	check("after a passing failure", keys, vals, found)
+	after := db.Stats()
+	if after.Cache.Misses == before.Cache.Misses {
+		t.Errorf("the MultiGet read none of the blocks itself after the read ahead's read failed")
+	}
+	if vals, found, err = db.MultiGet(keys); err != nil {
+		t.Fatal(err)
+	}
+	check("read again", keys, vals, found)
+	// Lasting: every read fails until the plan's faults are used up.
+	keys = batch(11)
+	plan.Add(ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpRead, Times: 1000})
+	ra = db.ReadAhead(keys)
+	_, _, err = db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	ra.Done()
+	if !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), ".sst") {
+		t.Fatalf("MultiGet while every read fails: %v, want EIO naming the table", err)
+	}
+	for i := 0; plan.Injected() < 1001; i++ { // use the faults up
+		if i == 2000 {
+			t.Fatalf("faults left after 2000 failing MultiGets: %d injected", plan.Injected())
+		}
+		db.MultiGet(keys) //nolint:errcheck // failing on purpose
+	}
+	if vals, found, err = db.MultiGet(keys); err != nil {
+		t.Fatalf("MultiGet once reads succeed again: %v", err)
+	}
+	check("after the failures", keys, vals, found)
 }
