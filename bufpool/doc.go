@@ -167,7 +167,9 @@
 // the 2-vCPU VM, BenchmarkPin path=hit); a miss adds the hand-offs to an
 // I/O goroutine and back to the read itself. Each frame costs about 200
 // bytes of Go heap besides its arena bytes, plus its table and ghost
-// entries. Unregister and Close walk every frame under mu.
+// entries. Close walks every frame under mu; Unregister walks the file's
+// frame keys where the file has fewer frames than the pool (a compaction
+// unregisters small files of a big pool), every frame otherwise.
 //
 // # Lifetimes
 //
