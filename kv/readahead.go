@@ -277,8 +277,9 @@ looks:
 	ra.frames = free - budget
 	db.aheadFrames.Add(int64(ra.frames))
 	db.pool.Announce(ra.spans)
+	// Announced, they stay; one evicted since Present looked is loaded
+	// again (LoadStart skips the rest).
 	ra.pool, ra.call = db.pool, db.pool.LoadStart(ra.spans)
-	db.stats.readAheadBlocks.Add(uint64(len(ra.spans)))
 	return ra
 }
 

@@ -55,7 +55,8 @@ type Stats struct {
 	ReadRounds   uint64 // block-read rounds of Get and MultiGet (one submission each)
 	BlockReads   uint64 // 4 KiB blocks read from the device (cache misses and uncached reads)
 	DirectReads  uint64 // engine calls for uncached reads
-	// ReadAheadBlocks counts the blocks ReadAhead started loading.
+	// ReadAheadBlocks counts the blocks ReadAhead read past the cache (the
+	// blocks the cache held it announced there instead).
 	ReadAheadBlocks uint64
 	// ReadAheadLookups counts the keys whose tables and first block a
 	// MultiGet took from its ReadAhead (ReadOptions.ReadAhead).
