@@ -2,8 +2,9 @@ package bufpool
 
 // Present reports, for each span, whether every frame it covers is in the
 // pool (resident, or loading), appended to dst, and counts each such frame
-// as referenced for the eviction policy, as a hit would, without pinning
-// or announcing it. A reader about to read a batch learns which of its
+// as referenced for the eviction policy, as a hit would (once per call, as
+// Pin counts it, however many of the spans cover it), without pinning or
+// announcing it. A reader about to read a batch learns which of its
 // blocks it has to read and keeps those it will find from being the next
 // evicted; the answer may change at once (a frame present now can be
 // evicted before it is pinned, unless announced). A bad span is reported
@@ -12,6 +13,8 @@ package bufpool
 func (p *Pool) Present(spans []Span, dst []bool) []bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.calls++
+	call := p.calls
 	for i, s := range spans {
 		present := !p.closed
 		if present {
@@ -27,8 +30,9 @@ func (p *Pool) Present(spans []Span, dst []bool) []bool {
 			}
 			if present {
 				for k := first; k <= last; k++ {
-					if f := p.table[makeKey(s.File, k)]; f.freq < maxFreq {
-						f.freq++
+					if f := p.table[makeKey(s.File, k)]; f.mark != call {
+						f.mark = call
+						f.freq = min(f.freq+1, maxFreq)
 					}
 				}
 			}

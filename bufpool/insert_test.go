@@ -46,6 +46,15 @@ func TestPresent(t *testing.T) {
 		if freq == 0 {
 			t.Errorf("frame 0, found by Present, has no reference for the policy")
 		}
+		// Three spans over frame 0 in one call count one reference, as a
+		// Pin's would.
+		p.Present([]Span{{tf.id, 0, fs}, {tf.id, 0, fs}, {tf.id, 0, 2 * fs}}, nil)
+		p.mu.Lock()
+		again := p.table[makeKey(tf.id, 0)].freq
+		p.mu.Unlock()
+		if again != min(freq+1, maxFreq) {
+			t.Errorf("frame 0's references after one more Present covering it three times: %d, want %d", again, min(freq+1, maxFreq))
+		}
 	})
 }
 
