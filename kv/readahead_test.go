@@ -529,11 +529,7 @@ func TestReadAheadPastTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for j, k := range keys {
-		if want := sharedCacheVal(int(mustAtoi(t, string(k[3:])))); !found[j] || string(vals[j]) != string(want) {
-			t.Fatalf("%s = %.20q (found %v), want %.20q", k, vals[j], found[j], want)
-		}
-	}
+	checkSharedCacheValues(t, "MultiGet given the read ahead", keys, vals, found)
 	after := db.Stats()
 	if n := after.BlockReads - mid.BlockReads; n != 0 {
 		t.Errorf("the MultiGet read %d blocks; the read ahead had them all", n)
@@ -552,13 +548,19 @@ func TestReadAheadPastTheCache(t *testing.T) {
 	}
 }
 
-func mustAtoi(t *testing.T, s string) int {
+// checkSharedCacheValues checks that a MultiGet of keys of the shared-cache
+// store (sharedCacheKey) returned each key's value.
+func checkSharedCacheValues(t *testing.T, what string, keys, vals [][]byte, found []bool) {
 	t.Helper()
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
+	for j, k := range keys {
+		i, err := strconv.Atoi(string(k[len("key"):]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sharedCacheVal(i); !found[j] || string(vals[j]) != string(want) {
+			t.Fatalf("%s: %s = %.20q (found %v), want %.20q", what, k, vals[j], found[j], want)
+		}
 	}
-	return n
 }
 
 // TestReadAheadReadFails: a read the read ahead made past the cache that
@@ -577,14 +579,6 @@ func TestReadAheadReadFails(t *testing.T) {
 		}
 		return keys
 	}
-	check := func(what string, keys [][]byte, vals [][]byte, found []bool) {
-		t.Helper()
-		for j, k := range keys {
-			if want := sharedCacheVal(mustAtoi(t, string(k[3:]))); !found[j] || string(vals[j]) != string(want) {
-				t.Fatalf("%s: %s = %.20q (found %v), want %.20q", what, k, vals[j], found[j], want)
-			}
-		}
-	}
 	// Passing: the read ahead's first read fails once.
 	keys := batch(7)
 	plan.Add(ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpRead})
@@ -601,7 +595,7 @@ func TestReadAheadReadFails(t *testing.T) {
 	if plan.Injected() != 1 {
 		t.Fatalf("%d faults injected, want 1", plan.Injected())
 	}
-	check("after a passing failure", keys, vals, found)
+	checkSharedCacheValues(t, "after a passing failure", keys, vals, found)
 	after := db.Stats()
 	if after.Cache.Misses == before.Cache.Misses {
 		t.Errorf("the MultiGet read none of the blocks itself after the read ahead's read failed")
@@ -609,7 +603,7 @@ func TestReadAheadReadFails(t *testing.T) {
 	if vals, found, err = db.MultiGet(keys); err != nil {
 		t.Fatal(err)
 	}
-	check("read again", keys, vals, found)
+	checkSharedCacheValues(t, "read again", keys, vals, found)
 	// Lasting: every read fails until the plan's faults are used up.
 	keys = batch(11)
 	plan.Add(ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpRead, Times: 1000})
@@ -628,5 +622,5 @@ func TestReadAheadReadFails(t *testing.T) {
 	if vals, found, err = db.MultiGet(keys); err != nil {
 		t.Fatalf("MultiGet once reads succeed again: %v", err)
 	}
-	check("after the failures", keys, vals, found)
+	checkSharedCacheValues(t, "after the failures", keys, vals, found)
 }
