@@ -3,6 +3,7 @@ package nexmarkbench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -50,20 +51,20 @@ func TestRunTiny(t *testing.T) {
 		t.Fatalf("%d queries in the report, want 3: %+v", len(rep.Queries), rep.Queries)
 	}
 	for _, q := range rep.Queries {
-		if !q.ChecksumEqual || len(q.OnEPS) != 1 || len(q.OffEPS) != 1 || q.RatioBest != q.OnBest/q.OffBest || q.Tested != (q.Why == "") {
+		if !q.ChecksumEqual || len(q.OnEPS) != referenceRepeat || len(q.OffEPS) != referenceRepeat || q.RatioBest != q.OnBest/q.OffBest || q.Tested != (q.Why == "") {
 			t.Errorf("%s: %+v", q.Query, q)
 		}
 		if q.Stateful != (q.Query != "q1") || q.Stateful && q.StateBytes <= 0 {
 			t.Errorf("%s: stateful %v, state %.0f bytes", q.Query, q.Stateful, q.StateBytes)
 		}
 		if q.AllOnFaster || q.AllOnSlower {
-			t.Errorf("%s: every-trial verdicts from one trial", q.Query)
+			t.Errorf("%s: every-trial verdicts from %d trials", q.Query, referenceRepeat)
 		}
 	}
 	if len(rep.Bars) != 4 || rep.Bars[2].Valid {
-		t.Errorf("bars %+v: want 4, the every-trial one not tested with one trial", rep.Bars)
+		t.Errorf("bars %+v: want 4, the every-trial one not tested with one round", rep.Bars)
 	}
-	if !strings.Contains(out.String(), "1 trial, too few to say") || !strings.Contains(out.String(), "bars:") {
+	if !strings.Contains(out.String(), fmt.Sprintf("%d trials, too few to say", referenceRepeat)) || !strings.Contains(out.String(), "bars:") {
 		t.Errorf("text report:\n%s", out)
 	}
 }
