@@ -70,7 +70,7 @@ type memTable struct {
 
 // newMemTable returns an empty memtable holding the DB's reference.
 func (db *DB) newMemTable() *memTable {
-	m := &memTable{Memtable: memtable.New(), held: &db.memHeld}
+	m := &memTable{Memtable: memtable.SizedNew(db.opts.MemtableSize), held: &db.memHeld}
 	m.refs.Store(1)
 	db.memHeld.Add(1)
 	return m

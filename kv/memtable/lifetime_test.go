@@ -151,10 +151,10 @@ func FuzzMemtable(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("\x02ab\x40"), 100))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, mapped := range []bool{offHeap, false} {
-			junk := newMemtable(mapped)
+			junk := newMemtable(mapped, DefaultSize)
 			fill(junk, 1, 200, 50, 0xc0)
 			junk.Release()
-			m := newMemtable(mapped)
+			m := newMemtable(mapped, DefaultSize)
 			var mod model
 			seq := uint64(1)
 			for len(data) >= 2 {

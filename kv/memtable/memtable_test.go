@@ -91,7 +91,7 @@ func arenas(t *testing.T, f func(t *testing.T, newMemtable func() *Memtable)) {
 		if mapped {
 			name = "mapped"
 		}
-		t.Run(name, func(t *testing.T) { f(t, func() *Memtable { return newMemtable(mapped) }) })
+		t.Run(name, func(t *testing.T) { f(t, func() *Memtable { return newMemtable(mapped, DefaultSize) }) })
 	}
 }
 
