@@ -246,9 +246,15 @@ func (m ModeResult) Min() float64  { return slices.Min(m.Rates()) }
 func (m ModeResult) Max() float64  { return slices.Max(m.Rates()) }
 
 // Run executes trials rounds; each round runs every mode once (Repeat
-// times in a row for a mode that sets it), in an order rotated by one per
-// round so that no mode always runs first. A mode whose
-// trial fails is reported in the error and left out of later rounds.
+// times for a mode that sets it), in an order rotated by one per round so
+// that no mode always runs first. Modes next to one another in a round's
+// order with the same Repeat (above one) take turns, one trial each, and
+// the one that starts alternates from round to round (their order is
+// reversed in odd rounds): the trials of two modes compared with each
+// other are spread alike over the round, and neither always runs first
+// after a mode that leaves the machine busy (a large directory removed,
+// writeback). A mode whose trial fails is reported in the error and left
+// out of later rounds.
 func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
 	if trials < 1 {
 		return nil, fmt.Errorf("bench: trials must be at least 1, got %d", trials)
@@ -264,32 +270,50 @@ func Run(modes []Mode, trials int, progress io.Writer) ([]ModeResult, error) {
 		total += trials * m.repeat()
 	}
 	bar := newProgressBar(progress, total)
+	trial := func(i, n, of int) {
+		start := time.Now()
+		tr, err := modes[i].Exec()
+		if err != nil {
+			failed[i] = true
+			errs = append(errs, fmt.Errorf("mode %s: %w", modes[i].Name, err))
+			bar.line("  trial %d/%d %-16s FAILED: %v\n", n, of, modes[i].Name, err)
+			bar.total -= of - n // its later trials are not run
+			bar.step(modes[i].Name)
+			return
+		}
+		results[i].Trials = append(results[i].Trials, tr)
+		if !bar.active {
+			p99 := "" // a benchmark that times no single operation has none
+			if tr.P99us > 0 {
+				p99 = fmt.Sprintf("  p99 %8.0f µs", tr.P99us)
+			}
+			fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s%s  (%.1fs)\n", n, of, modes[i].Name, tr.Rate(), p99, time.Since(start).Seconds())
+		}
+		bar.step(modes[i].Name)
+	}
+	order := make([]int, len(modes))
 	for t := 0; t < trials; t++ {
 		for k := range modes {
-			i := (k + t) % len(modes)
-			rep := modes[i].repeat()
-			for r := 0; r < rep && !failed[i]; r++ {
-				n, of := t*rep+r+1, trials*rep // this trial of the mode's
-				start := time.Now()
-				tr, err := modes[i].Exec()
-				if err != nil {
-					failed[i] = true
-					errs = append(errs, fmt.Errorf("mode %s: %w", modes[i].Name, err))
-					bar.line("  trial %d/%d %-16s FAILED: %v\n", n, of, modes[i].Name, err)
-					bar.total -= of - n // its later trials are not run
-					bar.step(modes[i].Name)
-					continue
-				}
-				results[i].Trials = append(results[i].Trials, tr)
-				if !bar.active {
-					p99 := "" // a benchmark that times no single operation has none
-					if tr.P99us > 0 {
-						p99 = fmt.Sprintf("  p99 %8.0f µs", tr.P99us)
-					}
-					fmt.Fprintf(progress, "  trial %d/%d %-16s %12.0f ops/s%s  (%.1fs)\n", n, of, modes[i].Name, tr.Rate(), p99, time.Since(start).Seconds())
-				}
-				bar.step(modes[i].Name)
+			order[k] = (k + t) % len(modes)
+		}
+		for g := 0; g < len(order); {
+			rep := modes[order[g]].repeat()
+			e := g + 1
+			for rep > 1 && e < len(order) && modes[order[e]].repeat() == rep {
+				e++
 			}
+			group := slices.Clone(order[g:e])
+			if t%2 == 1 {
+				slices.Reverse(group)
+			}
+			for r := 0; r < rep; r++ {
+				for _, i := range group {
+					if !failed[i] {
+						trial(i, t*rep+r+1, trials*rep)
+					}
+				}
+			}
+			g = e
 		}
 	}
 	return results, errors.Join(errs...)

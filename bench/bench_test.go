@@ -24,8 +24,8 @@ func TestRoundRatios(t *testing.T) {
 	}
 }
 
-// TestRunRepeat: a mode with Repeat runs that many trials in a row in each
-// round, the others one; a mode that fails runs no more trials.
+// TestRunRepeat: a mode with Repeat runs that many trials in each round,
+// the others one; a mode that fails runs no more trials.
 func TestRunRepeat(t *testing.T) {
 	var order []string
 	mode := func(name string, repeat int, failAt int) Mode {
@@ -51,6 +51,32 @@ func TestRunRepeat(t *testing.T) {
 		if got := len(results[i].Trials); got != n {
 			t.Errorf("mode %s: %d trials, want %d", results[i].Mode.Name, got, n)
 		}
+	}
+}
+
+// TestRunTakesTurns: modes next to one another with the same Repeat take
+// turns, one trial each, the first of them alternating from round to
+// round; a mode of another Repeat, or one the rotation puts apart, runs
+// its trials together.
+func TestRunTakesTurns(t *testing.T) {
+	var order []string
+	mode := func(name string, repeat int) Mode {
+		return Mode{Name: name, Repeat: repeat, Exec: func() (Trial, error) {
+			order = append(order, name)
+			return Trial{Ops: 1, Seconds: 1}, nil
+		}}
+	}
+	if _, err := Run([]Mode{mode("on", 2), mode("off", 2), mode("z", 1), mode("w", 3)}, 4, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"on", "off", "on", "off", "z", "w", "w", "w", // round 1: on, off, z, w
+		"off", "off", "z", "w", "w", "w", "on", "on", // round 2: off, z, w, on (apart)
+		"z", "w", "w", "w", "on", "off", "on", "off", // round 3: z, w, on, off
+		"w", "w", "w", "off", "on", "off", "on", "z", // round 4: w, on, off, z, reversed
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("trials ran in the order\n%v, want\n%v", order, want)
 	}
 }
 
