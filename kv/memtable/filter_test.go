@@ -3,8 +3,6 @@ package memtable
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ringstore/ringstore/kv/internal/base"
@@ -76,47 +74,16 @@ func TestKeyFilterLetsFewAbsentKeysThrough(t *testing.T) {
 // race detector sees).
 func TestGetSeesAKeyOnceItIsPublished(t *testing.T) {
 	arenas(t, func(t *testing.T, newMemtable func() *Memtable) {
-		const n = 20000
 		m := newMemtable()
 		defer m.Release()
 		keyOf := func(seq uint64) []byte { return fmt.Appendf(nil, "k%016x", seq*0x9e3779b97f4a7c15) }
-		var published atomic.Uint64
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		errs := make(chan error, 4)
-		for r := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rnd := rand.New(rand.NewPCG(uint64(r), 1))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					top := published.Load()
-					if top == 0 {
-						continue
-					}
-					seq := top - rnd.Uint64N(min(top, 4)) // the newest few
-					if _, _, ok := m.Get(keyOf(seq), base.MaxSeq); !ok {
-						errs <- fmt.Errorf("Get(%q) after its Add returned: not found", keyOf(seq))
-						return
-					}
-				}
-			}()
-		}
-		for seq := uint64(1); seq <= n; seq++ {
-			m.Add(seq, base.KindSet, keyOf(seq), nil)
-			published.Store(seq)
-		}
-		close(stop)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+		readWhileAdding(t, 20000, func(rnd *rand.Rand, top uint64) error {
+			seq := top - rnd.Uint64N(min(top, 4)) // the newest few
+			if _, _, ok := m.Get(keyOf(seq), base.MaxSeq); !ok {
+				return fmt.Errorf("Get(%q) after its Add returned: not found", keyOf(seq))
+			}
+			return nil
+		}, func(seq uint64) { m.Add(seq, base.KindSet, keyOf(seq), nil) })
 	})
 }
 

@@ -298,12 +298,48 @@ func testConcurrent(t *testing.T, newMemtable func() *Memtable) {
 	const n, nkeys = 20000, 300
 	m := newMemtable()
 	defer m.Release()
-	var published atomic.Uint64
 	value := func(seq uint64) []byte { return fmt.Appendf(nil, "v%d", seq) }
 	keyOf := func(seq uint64) []byte { return fmt.Appendf(nil, "k%04d", seq*7919%nkeys) }
+	readWhileAdding(t, n, func(rnd *rand.Rand, top uint64) error {
+		seq := 1 + rnd.Uint64N(top)
+		if v, kind, ok := m.Get(keyOf(seq), seq); !ok || kind != base.KindSet || !bytes.Equal(v, value(seq)) {
+			return fmt.Errorf("Get(%q, %d) = %q,%v,%v", keyOf(seq), seq, v, kind, ok)
+		}
+		// An iteration is sorted and holds at least what was published.
+		it := m.NewIterator()
+		cnt := uint64(0)
+		var prev base.InternalKey
+		for ok := it.SeekGE(keyOf(seq)); ok; ok = it.Next() {
+			k := it.Key()
+			if cnt > 0 && base.Compare(prev, k) >= 0 {
+				return fmt.Errorf("iterator out of order: %v then %v", prev, k)
+			}
+			prev = k
+			cnt++
+			if cnt > 50 {
+				break
+			}
+		}
+		if cnt == 0 {
+			return fmt.Errorf("SeekGE(%q) found nothing", keyOf(seq))
+		}
+		_ = m.ApproximateBytes() + int64(m.Len())
+		return nil
+	}, func(seq uint64) { m.Add(seq, base.KindSet, keyOf(seq), value(seq)) })
+	if m.Len() != n {
+		t.Fatalf("Len %d", m.Len())
+	}
+}
+
+// readWhileAdding calls add for seqs 1 to n on this goroutine while four
+// readers call read, each with a rand of its own and the last seq whose add
+// returned (at least 1), until the adds are done or a read fails.
+func readWhileAdding(t *testing.T, n uint64, read func(rnd *rand.Rand, top uint64) error, add func(seq uint64)) {
+	t.Helper()
+	var published atomic.Uint64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	errs := make(chan error, 16)
+	errs := make(chan error, 4)
 	for r := range 4 {
 		wg.Add(1)
 		go func() {
@@ -315,41 +351,17 @@ func testConcurrent(t *testing.T, newMemtable func() *Memtable) {
 					return
 				default:
 				}
-				top := published.Load()
-				if top == 0 {
-					continue
-				}
-				seq := 1 + rnd.Uint64N(top)
-				if v, kind, ok := m.Get(keyOf(seq), seq); !ok || kind != base.KindSet || !bytes.Equal(v, value(seq)) {
-					errs <- fmt.Errorf("Get(%q, %d) = %q,%v,%v", keyOf(seq), seq, v, kind, ok)
-					return
-				}
-				// An iteration is sorted and holds at least what was published.
-				it := m.NewIterator()
-				cnt := uint64(0)
-				var prev base.InternalKey
-				for ok := it.SeekGE(keyOf(seq)); ok; ok = it.Next() {
-					k := it.Key()
-					if cnt > 0 && base.Compare(prev, k) >= 0 {
-						errs <- fmt.Errorf("iterator out of order: %v then %v", prev, k)
+				if top := published.Load(); top > 0 {
+					if err := read(rnd, top); err != nil {
+						errs <- err
 						return
 					}
-					prev = k
-					cnt++
-					if cnt > 50 {
-						break
-					}
 				}
-				if cnt == 0 {
-					errs <- fmt.Errorf("SeekGE(%q) found nothing", keyOf(seq))
-					return
-				}
-				_ = m.ApproximateBytes() + int64(m.Len())
 			}
 		}()
 	}
 	for seq := uint64(1); seq <= n; seq++ {
-		m.Add(seq, base.KindSet, keyOf(seq), value(seq))
+		add(seq)
 		published.Store(seq)
 	}
 	close(stop)
@@ -357,9 +369,6 @@ func testConcurrent(t *testing.T, newMemtable func() *Memtable) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
-	}
-	if m.Len() != n {
-		t.Fatalf("Len %d", m.Len())
 	}
 }
 
