@@ -267,6 +267,7 @@ func (m *Memtable) Release() {
 	}
 	clear(m.prev[:])
 	m.height.Store(1)
+	m.filter = keyFilter{}
 	m.arena.release()
 }
 
