@@ -63,7 +63,9 @@
 // version — the memtables and the current version, whose tables stay open
 // while any read holds it — and the sequence number it reads at (a
 // Snapshot's, or the latest visible). It looks in the memtables
-// newest first, then in the tables that may hold the key: L0's newest first,
+// newest first (each past its key filter, a Bloom filter sized from
+// MemtableSize, so a key a memtable lacks costs a hash and one load, not a
+// search), then in the tables that may hold the key: L0's newest first,
 // then at most one table per lower level, each past its key range and its
 // bloom filter, with no I/O when the table's metadata is held. A table's
 // metadata (its block index and bloom filter) is held in a cache bounded
