@@ -153,8 +153,9 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	ra.db, ra.v, ra.rs = db, rs.v, rs
 	free := db.pool.Frames() - int(db.aheadFrames.Load())
 	budget := free
-	// seen maps each distinct block to where it is read: 0 through the
-	// cache, j+1 past it as ra.dreads[j].
+	// seen maps each distinct block to where it is read: 0 announced in
+	// the cache, j+1 past it as ra.dreads[j]; a cached block no frame was
+	// left to announce is not in it.
 	sc := aheadScratches.Get().(*aheadScratch)
 	ra.scratch = sc
 	seen := sc.seen
@@ -235,7 +236,7 @@ looks:
 			seen[bk] = 0
 			ra.spans = append(ra.spans, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
 		case inCache:
-			seen[bk] = cachedBlock
+			// No frame left to announce it: left to the cache's policy.
 		case directBytes+r.h.Len <= maxOverflowBytes:
 			directBytes += r.h.Len
 			ra.dreads = append(ra.dreads, r)
@@ -246,7 +247,7 @@ looks:
 			ra.keys, ra.looks, bounds = ra.keys[:i], ra.looks[:i], bounds[:i]
 			break looks
 		}
-		al.dread = max(where, 0)
+		al.dread = where
 	}
 	// Cut the candidate lists only now: appending may have moved backing.
 	for i, b := range bounds {
@@ -331,12 +332,8 @@ func (db *DB) finishReadAheads() {
 }
 
 // pinnedBlock marks, in a ReadAhead's seen, a block it announced in the
-// cache that a Pin of the MultiGet given it has since met; cachedBlock, a
-// block the cache held that it left unannounced (no frame was free).
-const (
-	pinnedBlock = -1
-	cachedBlock = -2
-)
+// cache that a Pin of the MultiGet given it has since met.
+const pinnedBlock = -1
 
 // notePinned records the blocks of reads that the MultiGet given ra pinned
 // (blockRead.pinned): their Pin met their announcements.
