@@ -106,8 +106,13 @@ type DB struct {
 	compactEng *ioengine.Engine
 	flushEng   *ioengine.Engine
 	pool       *bufpool.Pool // nil without a block cache
-	log        *wal.Log
-	visible    atomic.Uint64 // reads see writes with seq <= visible
+	// directArena is the memory registered with eng that reads past the
+	// cache go into (READ_FIXED), nil where it is not registered
+	// (directArenaOff says why). Immutable after Open.
+	directArena    *directArena
+	directArenaOff string
+	log            *wal.Log
+	visible        atomic.Uint64 // reads see writes with seq <= visible
 	// reads is the published read set (read.go): replaced under mu at
 	// every change of mem, imm or current; nil once Close has begun.
 	reads atomic.Pointer[readSet]
@@ -256,6 +261,18 @@ func Open(dir string, opts Options) (*DB, error) {
 			Engine: db.eng, IOWorkers: workers, MaxBatch: 256, Logf: opts.Logf,
 			FixedBuffers: db.eng.Backend() == ioengine.BackendURing}); err != nil {
 			return nil, fmt.Errorf("kv: block cache: %w", err)
+		}
+	}
+	// Reads past the cache (a read ahead's, a MultiGet's beyond what the
+	// cache can take, every read of a store without one) go into memory
+	// registered with the ring; a refusal is logged and they read into Go
+	// memory.
+	if arena, err := newDirectArena(db.eng); err == nil {
+		db.directArena = arena
+	} else {
+		db.directArenaOff = err.Error()
+		if db.eng.Backend() == ioengine.BackendURing {
+			opts.Logf("kv: reads past the block cache go into Go memory, without fixed buffers: %v", err)
 		}
 	}
 	mv, err := manifest.Load(dir)
@@ -580,6 +597,9 @@ func (db *DB) closeResources() error {
 	}
 	if db.pool != nil {
 		keep(db.pool.Close())
+	}
+	if db.directArena != nil {
+		keep(db.directArena.close())
 	}
 	if db.compactEng != nil && db.compactEng != db.eng {
 		keep(db.compactEng.Close())

@@ -842,7 +842,7 @@ func (db *DB) planDirect(reads []blockRead, order []int) *directCall {
 	for _, r := range dc.runs {
 		dc.bytes += r.end - r.off
 	}
-	dc.mem = getDirectMem(int(dc.bytes))
+	dc.mem = db.getDirectMem(int(dc.bytes))
 	mem := dc.mem.b[:dc.bytes]
 	dc.reqs = make([]ioengine.Request, len(dc.runs))
 	dc.bufs = make([][]byte, len(dc.runs))
@@ -909,20 +909,36 @@ func (dc *directCall) deliver(reads []blockRead, err error, fn blockFunc) error 
 // release gives the call's memory back for another call's reads, once
 // its reads are waited for and its blocks handed over (a blockFunc keeps
 // no reference to a block: it copies what it keeps). Memory of a call that
-// failed is left to the collector. Safe more than once.
+// failed is never reused: Go memory is left to the collector, the arena's
+// pages are kept from every later call. Safe more than once.
 func (dc *directCall) release() {
-	if dc.mem != nil && !dc.failed {
-		putDirectMem(dc.mem)
+	if m := dc.mem; m != nil {
+		switch {
+		case m.arena != nil && dc.failed:
+			m.arena.lose(m.pages)
+		case m.arena != nil:
+			m.arena.free(m.page, m.pages)
+		case !dc.failed:
+			putDirectMem(m)
+		}
 	}
 	dc.mem, dc.bufs = nil, nil
 }
 
-// directMem is aligned memory for reads past the cache, in size classes of
-// directio.BlockSize << k up to maxOverflowBytes, recycled through
+// directMem is aligned memory for reads past the cache: pages of the
+// store's registered arena (directArena), or else Go memory in size classes
+// of directio.BlockSize << k up to maxOverflowBytes, recycled through
 // directMems: the reads of a cached store's rounds and read-aheads past
 // its cache would otherwise allocate (and the collector reclaim) about a
-// block of Go memory per block read. Its class follows from cap(b).
-type directMem struct{ b []byte } // aligned; cap(b) is its class's size
+// block of Go memory per block read. The class of Go memory follows from
+// cap(b).
+type directMem struct {
+	b []byte // aligned; in Go memory, cap(b) is its class's size
+	// arena is where b lies, nil for Go memory; b is its pages [page,
+	// page+pages).
+	arena       *directArena
+	page, pages int
+}
 
 var directMems [directMemClasses]sync.Pool
 
@@ -941,8 +957,14 @@ func directMemClass(n int) int {
 	return k
 }
 
-// getDirectMem returns aligned memory of at least n bytes.
-func getDirectMem(n int) *directMem {
+// getDirectMem returns aligned memory of at least n bytes: the arena's
+// while it has a run that long free, else Go memory.
+func (db *DB) getDirectMem(n int) *directMem {
+	if a := db.directArena; a != nil {
+		if b, page, pages, ok := a.alloc(n); ok {
+			return &directMem{b: b, arena: a, page: page, pages: pages}
+		}
+	}
 	k := directMemClass(n)
 	if k < 0 {
 		return &directMem{b: alignedBuf(n)}

@@ -521,6 +521,9 @@ func TestReadAheadPastTheCache(t *testing.T) {
 	}
 	ra.waitDirect()
 	mid := db.Stats()
+	if n := mid.Engine.FixedTransfers - before.Engine.FixedTransfers; !mid.DirectFixed || n != uint64(len(ra.direct.reqs)) {
+		t.Errorf("the read ahead's %d reads past the cache: %d as READ_FIXED (arena registered: %v %s)", len(ra.direct.reqs), n, mid.DirectFixed, mid.DirectFixedOff)
+	}
 	if st := mid.Cache; st.OpenAnnouncements != before.Cache.OpenAnnouncements+len(warm) || st.Misses != before.Cache.Misses || st.Resident != before.Cache.Resident {
 		t.Fatalf("after the read ahead: cache %s (before: %s)", st, before.Cache)
 	}
@@ -597,6 +600,9 @@ func TestReadAheadReadFails(t *testing.T) {
 	}
 	checkSharedCacheValues(t, "after a passing failure", keys, vals, found)
 	after := db.Stats()
+	if after.DirectLostPages == 0 {
+		t.Errorf("the registered pages of the failed read ahead went back for reuse")
+	}
 	if after.Cache.Misses == before.Cache.Misses {
 		t.Errorf("the MultiGet read none of the blocks itself after the read ahead's read failed")
 	}

@@ -62,9 +62,16 @@ type Stats struct {
 	// MultiGet took from its ReadAhead (ReadOptions.ReadAhead).
 	ReadAheadLookups uint64
 	Cache            *bufpool.Stats // nil without a block cache
-	Engine           ioengine.Stats
-	Backend          ioengine.Backend
-	FallbackCause    string
+	// DirectFixed: reads past the cache go into memory registered with the
+	// engine's ring (READ_FIXED) while it has room; DirectFixedOff says
+	// why not where they do not. DirectLostPages counts its 4 KiB pages
+	// kept from reuse by failed reads.
+	DirectFixed     bool
+	DirectFixedOff  string
+	DirectLostPages int
+	Engine          ioengine.Stats
+	Backend         ioengine.Backend
+	FallbackCause   string
 
 	Flushes, FlushedBytes     uint64
 	FlushTime                 time.Duration
@@ -96,7 +103,10 @@ func (db *DB) Stats() Stats {
 		CompactedIn: c.compactedIn.Load(), CompactedOut: c.compactedOut.Load(),
 		CompactionTime: time.Duration(c.compactNanos.Load()),
 		Engine:         db.eng.Stats(), Backend: db.eng.Backend(), FallbackCause: db.eng.FallbackReason(),
-		LastSeq: db.visible.Load(),
+		LastSeq: db.visible.Load(), DirectFixed: db.directArena != nil, DirectFixedOff: db.directArenaOff,
+	}
+	if db.directArena != nil {
+		s.DirectLostPages = db.directArena.lost()
 	}
 	for l := range s.Compacted {
 		b := &c.byLevel[l]
@@ -146,8 +156,17 @@ func (s Stats) String() string {
 		fmt.Fprintf(&b, "L%d     %6d %14d %14d\n", l, ls.Tables, ls.Bytes, ls.Target)
 	}
 	fmt.Fprintf(&b, "writes %d in %d commits, %d stalls\n", s.Writes, s.Commits, s.WriteStalls)
-	fmt.Fprintf(&b, "gets %d, multigets %d (%d keys), read rounds %d, blocks read %d, uncached read calls %d\n",
+	fmt.Fprintf(&b, "gets %d, multigets %d (%d keys), read rounds %d, blocks read %d, uncached read calls %d",
 		s.Gets, s.MultiGets, s.MultiGetKeys, s.ReadRounds, s.BlockReads, s.DirectReads)
+	switch {
+	case s.DirectFixed && s.DirectLostPages > 0:
+		fmt.Fprintf(&b, " (fixed buffers; %d pages kept from reuse by failed reads)", s.DirectLostPages)
+	case s.DirectFixed:
+		fmt.Fprintf(&b, " (fixed buffers)")
+	default:
+		fmt.Fprintf(&b, " (no fixed buffers: %s)", s.DirectFixedOff)
+	}
+	b.WriteString("\n")
 	if s.Cache != nil {
 		fmt.Fprintf(&b, "block cache: %s\n", s.Cache)
 	} else {
