@@ -139,12 +139,20 @@
 // process. Stats.HeldMemtables counts the memtables whose memory is held.
 //
 // Blocks read past the cache (a round's overflow, a ReadAhead's, every
-// block of a store without a cache) land in aligned Go memory in size
-// classes of 4 KiB to 1 MiB, recycled through a sync.Pool once the blocks
+// block of a store without a cache) land, on io_uring, in 2 MiB of memory
+// outside the Go heap that Open registers with the ring (directArena): a
+// call takes a run of its 4 KiB pages, first fit, and its reads go as
+// READ_FIXED, so the kernel pins no page per read. Where the arena has no
+// run long enough, where the kernel refuses the registration
+// (RLIMIT_MEMLOCK; logged, and Stats.DirectFixedOff says why) and on the
+// syscall backend, they land in aligned Go memory in size classes of 4 KiB
+// to 1 MiB, recycled through a sync.Pool. Either goes back once the blocks
 // are handed over — the values taken from them are copies — so reading
 // past a small cache does not allocate about a block per block read. The
-// memory of a read that failed is not recycled: a ring that failed may
-// not be done with it. A ReadAhead's goes back at its Done.
+// memory of a read that failed is never reused: a ring that failed may not
+// be done with it (Stats.DirectLostPages counts the arena's pages kept so).
+// A ReadAhead's goes back at its Done. Close unregisters the arena and
+// unmaps it unless a read that raced Close still holds some of it.
 //
 // # Files
 //
