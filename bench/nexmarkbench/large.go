@@ -72,12 +72,12 @@ const statelessRepeat = 3
 const referenceRepeat = 2
 
 // largeConfig is the child configuration of a large-state mode; cache is
-// each worker's block cache.
-func largeConfig(o Options, q, mode string, cache int64) (childConfig, string) {
-	c := childConfig{Query: q, Events: o.LargeEvents, Parallelism: o.Parallelism, Batch: o.LargeBatch, Cache: cache, Memtable: o.LargeMemtable,
+// each worker's block cache, events a stateful query's events (sizeLarge).
+func largeConfig(o Options, q, mode string, cache, events int64) (childConfig, string) {
+	c := childConfig{Query: q, Events: events, Parallelism: o.Parallelism, Batch: o.LargeBatch, Cache: cache, Memtable: o.LargeMemtable,
 		Dir: o.Dir, InFlightAuctions: o.InFlightAuctions, ActivePeople: o.ActivePeople, CheckpointEvery: o.CheckpointEvery}
 	if !isStateful(q) {
-		c.Events *= statelessEventsFactor
+		c.Events = o.LargeEvents * statelessEventsFactor
 	}
 	env := "RINGSTORE_IO_URING=true"
 	switch mode {
@@ -105,6 +105,7 @@ const cachedCache = 1 << 30
 // in text.
 type LargeQuery struct {
 	Query    string               `json:"query"`
+	Events   int64                `json:"events"` // per trial (sizeLarge)
 	Stateful bool                 `json:"stateful"`
 	Tested   bool                 `json:"tested"`
 	Why      string               `json:"why,omitempty"` // why not tested
@@ -171,7 +172,10 @@ type LargeQuery struct {
 
 // LargeReport is the large-state regime's part of the report.
 type LargeReport struct {
-	Events      int64           `json:"events"`
+	Events int64 `json:"events"`
+	// MinSeconds: a stateful query runs more events where its all-cached
+	// run would take less (Options.LargeMinSeconds); 0: none does.
+	MinSeconds  float64         `json:"min_seconds,omitempty"`
 	Auctions    int             `json:"in_flight_auctions"`
 	People      int             `json:"active_people"`
 	Batch       int             `json:"batch"`
@@ -195,7 +199,7 @@ type LargeReport struct {
 
 // summarizeLarge computes the large-state regime's figures and bars.
 func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error) {
-	lr := &LargeReport{Events: o.LargeEvents, Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism,
+	lr := &LargeReport{Events: o.LargeEvents, MinSeconds: max(0, o.LargeMinSeconds), Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism,
 		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}, DeviceDepth: map[int]float64{}, DeviceMachineCPUus: map[int]float64{}}
 	// The device modes' curves: IOPS by the depth submitted and by the
 	// depth the device counted; CPU per read, µs, by batch (reads per
@@ -253,6 +257,7 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			}
 			med := r.Median()
 			qr.EPS[m.name], qr.EPSBest[m.name], qr.Trials[m.name] = med.Rate(), r.Best(), r.Rates()
+			qr.Events = med.Ops
 			if med.Ops > 0 {
 				qr.CPUus[m.name] = 1e6 * med.CPUSeconds / float64(med.Ops)
 			}
@@ -457,8 +462,12 @@ func dash(v float64, format string) string {
 }
 
 func writeLarge(w io.Writer, lr *LargeReport) {
-	fmt.Fprintf(w, "\n### large state: %d in-flight auctions, %d active people, %d events, mini-batches of %d\n\n",
-		lr.Auctions, lr.People, lr.Events, lr.Batch)
+	more := ""
+	if lr.MinSeconds > 0 {
+		more = fmt.Sprintf(" (a stateful query more, so that its fastest mode runs %.1f s: the events column)", lr.MinSeconds)
+	}
+	fmt.Fprintf(w, "\n### large state: %d in-flight auctions, %d active people, %d events%s, mini-batches of %d\n\n",
+		lr.Auctions, lr.People, lr.Events, more, lr.Batch)
 	var ds []int
 	for d := range lr.DeviceIOPS {
 		ds = append(ds, d)
@@ -480,7 +489,7 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 		dv = append(dv, fmt.Sprintf("%.0f at depth %d%s%s", lr.DeviceIOPS[d], d, depth, cpu))
 	}
 	fmt.Fprintf(w, "device (random 4 KiB O_DIRECT reads, IOPS): %s\n\n", strings.Join(dv, ", "))
-	t := bench.Table{Header: []string{"query", "ON", "ON, no read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "ON's depth", "device floor",
+	t := bench.Table{Header: []string{"query", "events", "ON", "ON, no read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "ON's depth", "device floor",
 		"ON ÷ limit", "CPU ceiling ÷ limit", "ON/OFF", "ON ÷ best pool", "CPU µs/event ON", "CPU µs/event pool", "OFF in state reads (bound)", "state MiB", "working set MiB", "cache KiB/worker", "× cache", "output"}}
 	for _, q := range lr.Queries {
 		out := "equal"
@@ -495,7 +504,7 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 		if q.Stateful {
 			share = fmt.Sprintf("%.0f%% (%.2f×)", 100*q.OffLoadShare, q.GainBound)
 		}
-		t.Add(q.Query, dash(q.EPS[modeOn], "%.0f"), dash(q.EPS[modeOnSync], "%.0f"), dash(q.EPS[modeOff], "%.0f"), dash(q.EPS[modePool3], "%.0f"), dash(q.EPS[modePool16], "%.0f"),
+		t.Add(q.Query, dash(float64(q.Events), "%.0f"), dash(q.EPS[modeOn], "%.0f"), dash(q.EPS[modeOnSync], "%.0f"), dash(q.EPS[modeOff], "%.0f"), dash(q.EPS[modePool3], "%.0f"), dash(q.EPS[modePool16], "%.0f"),
 			dash(q.EPS[modeCached], "%.0f"), dash(q.Depth, "%.1f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"), dash(q.CPUCeilingVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
 			dash(q.CPUus[modeOn], "%.1f"), dash(q.CPUus[q.BestPool], "%.1f"), share, dash(q.StateBytes/(1<<20), "%.1f"), dash(q.WorkingSet/(1<<20), "%.1f"), dash(q.CacheBytes/float64(lr.Parallelism)/1024, "%.0f"), dash(q.WSVsCache, "%.1f"), out)
 	}
@@ -522,7 +531,7 @@ func deviceMode(batch int) string { return fmt.Sprintf("%sdevice-b%d", largePref
 
 // largeBenchModes are the large regime's modes: each query's, then the
 // device's, which read the file *deviceFile names when they run.
-func largeBenchModes(o Options, caches map[string]int64, deviceFile *string) []bench.Mode {
+func largeBenchModes(o Options, sizes map[string]largeSize, deviceFile *string) []bench.Mode {
 	var modes []bench.Mode
 	for _, q := range o.LargeQueries {
 		st := isStateful(q)
@@ -530,7 +539,7 @@ func largeBenchModes(o Options, caches map[string]int64, deviceFile *string) []b
 			if m.stateful && !st {
 				continue
 			}
-			c, env := largeConfig(o, q, m.name, caches[q])
+			c, env := largeConfig(o, q, m.name, sizes[q].cache, sizes[q].events)
 			name := largePrefix + q + "-" + m.name
 			mode := bench.Mode{Name: name, Label: "large state, " + q + ", " + m.label, Exec: bench.ChildExec(Workload, c, env)}
 			if !st {
@@ -548,34 +557,84 @@ func largeBenchModes(o Options, caches map[string]int64, deviceFile *string) []b
 	return modes
 }
 
-// sizeCaches gives each stateful query of the large regime its caches:
-// with o.LargeCache set, that; otherwise a run in the all-cached mode
-// measures the working set (the distinct blocks its reads load) and each
+// largeSize is a stateful query's configuration in the large regime:
+// each worker's cache, the events per trial, and the working set the
+// sizing run measured (0 where the caches were given).
+type largeSize struct {
+	cache, events int64
+	workingSet    float64
+}
+
+// sizeLarge sizes each stateful query of the large regime. Its events:
+// o.LargeEvents, or more where a run of the all-cached mode (its fastest)
+// took under o.LargeMinSeconds (largeEvents). Its caches: with
+// o.LargeCache set, that; otherwise the all-cached run at its events
+// measures the working set (the distinct blocks its reads load), and each
 // worker's cache is sized so that the working set is sizingRatio times the
-// caches together (at least 32 KiB each).
-func sizeCaches(o Options) (map[string]int64, map[string]float64, error) {
-	caches, ws := map[string]int64{}, map[string]float64{}
+// caches together (at least 32 KiB each). A query whose events grew is
+// run again at its events for the working set, which grows with them.
+func sizeLarge(o Options) (map[string]largeSize, error) {
+	sizes := map[string]largeSize{}
 	for _, q := range o.LargeQueries {
 		if !isStateful(q) {
 			continue
 		}
-		if o.LargeCache > 0 {
-			caches[q] = o.LargeCache
+		s := largeSize{cache: o.LargeCache, events: o.LargeEvents}
+		if o.LargeCache > 0 && o.LargeMinSeconds <= 0 {
+			sizes[q] = s
 			continue
 		}
-		c, env := largeConfig(o, q, modeCached, 0)
-		t, err := bench.ChildExec(Workload, c, env)()
-		if err != nil {
-			return nil, nil, fmt.Errorf("bench nexmark: sizing the caches of %s: %w", q, err)
+		run := func() (bench.Trial, error) {
+			c, env := largeConfig(o, q, modeCached, 0, s.events)
+			t, err := bench.ChildExec(Workload, c, env)()
+			if err != nil {
+				return t, fmt.Errorf("bench nexmark: sizing the caches of %s: %w", q, err)
+			}
+			return t, nil
 		}
-		ws[q] = t.Extra[xCacheMisses] * 4096
-		per := int64(ws[q]/sizingRatio/float64(o.Parallelism)) &^ 4095
-		caches[q] = max(per, 32<<10)
-		fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, ws[q]/(1<<20), caches[q]>>10)
+		t, err := run()
+		if err != nil {
+			return nil, err
+		}
+		if n := largeEvents(o.LargeEvents, t.Seconds, o.LargeMinSeconds); n != s.events {
+			fmt.Fprintf(o.Progress, "large state, %s: its all-cached run took %.2f s, so %d events\n", q, t.Seconds, n)
+			s.events = n
+			if o.LargeCache == 0 {
+				if t, err = run(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if o.LargeCache == 0 {
+			s.workingSet = t.Extra[xCacheMisses] * 4096
+			per := int64(s.workingSet/sizingRatio/float64(o.Parallelism)) &^ 4095
+			s.cache = max(per, 32<<10)
+			fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, s.workingSet/(1<<20), s.cache>>10)
+		}
+		sizes[q] = s
 	}
-	return caches, ws, nil
+	return sizes, nil
 }
 
-// sizingRatio is the working set ÷ the caches that sizeCaches aims for,
+// largeEvents is the events of a stateful query whose run of base events
+// took seconds in its fastest mode: base, or where that is under
+// minSeconds (and minSeconds is positive) as many more as make up
+// minSeconds at the same rate, rounded up to 100,000 and at most
+// maxLargeEventsFactor × base. A checkpoint is taken each second of a
+// run's time: a run under a second takes none.
+func largeEvents(base int64, seconds, minSeconds float64) int64 {
+	if minSeconds <= 0 || seconds >= minSeconds || seconds <= 0 {
+		return base
+	}
+	const step = 100_000
+	n := int64(math.Ceil(float64(base)*minSeconds/seconds/step)) * step
+	return max(base, min(n, maxLargeEventsFactor*base))
+}
+
+// maxLargeEventsFactor bounds largeEvents: a query's slowest modes (pread,
+// one read at a time) run several times longer than its all-cached one.
+const maxLargeEventsFactor = 8
+
+// sizingRatio is the working set ÷ the caches that sizeLarge aims for,
 // above minWSVsCache so that a run's spread keeps it there.
 const sizingRatio = 10.0

@@ -52,6 +52,13 @@ type Options struct {
 	LargeCache       int64
 	LargeMemtable    int64
 	LargeBatch       int
+	// LargeMinSeconds: a stateful query of the large regime whose
+	// all-cached run (its fastest mode, timed by the sizing run) would take
+	// less than this runs more events, in steps of 100,000 and at most
+	// maxLargeEventsFactor × LargeEvents, so that every mode's runs last
+	// several checkpoint intervals and the checkpoints are inside each of
+	// them (default 2 s; negative: LargeEvents for every query).
+	LargeMinSeconds float64
 	// CheckpointEvery: a job checkpoint each this much of a run's time, in
 	// every mode of both regimes (default 1 s; negative: none).
 	CheckpointEvery time.Duration
@@ -254,6 +261,9 @@ func Run(o Options) error {
 	if o.LargeBatch == 0 {
 		o.LargeBatch = 100
 	}
+	if o.LargeMinSeconds == 0 {
+		o.LargeMinSeconds = 2
+	}
 	switch {
 	case o.CheckpointEvery == 0:
 		o.CheckpointEvery = time.Second
@@ -306,11 +316,11 @@ func Run(o Options) error {
 	}
 	var deviceFile string
 	if largeRegime && uringOK {
-		caches, _, err := sizeCaches(o)
+		sizes, err := sizeLarge(o)
 		if err != nil {
 			return err
 		}
-		modes = append(modes, largeBenchModes(o, caches, &deviceFile)...)
+		modes = append(modes, largeBenchModes(o, sizes, &deviceFile)...)
 	} else if largeRegime {
 		notes = append(notes, "io_uring unavailable: the large-state regime, whose floors are measured on io_uring, did not run")
 		largeRegime = false
@@ -354,7 +364,7 @@ func Run(o Options) error {
 func summarize(o Options, results []bench.ModeResult, machine bench.Machine, notes []string) (*report, error) {
 	var runErr error
 	rep := &report{Report: bench.Report{Benchmark: "nexmark", Machine: machine,
-		Config: map[string]any{"events": o.Events, "parallelism": o.Parallelism, "batch": o.Batch, "trials": o.Trials, "trials_per_mode": o.Trials * referenceRepeat, "cache_bytes_per_worker": o.Cache,
+		Config: map[string]any{"events": o.Events, "parallelism": o.Parallelism, "batch": o.Batch, "trials": o.Trials, "trials_per_mode": o.Trials * referenceRepeat, "cache_bytes_per_worker": o.Cache, "large_min_seconds": o.LargeMinSeconds,
 			"memtable_bytes_per_worker": o.Memtable, "queries": o.Queries}}}
 	cores := float64(min(o.Parallelism, runtime.NumCPU()))
 	var ratiosBest, ratiosMedian, ratiosBestSt []float64
@@ -447,10 +457,17 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 		fmt.Sprintf("Every run takes a job checkpoint each %v of its time (flush, hard links, manifest), inside the measurement. A query whose OFF run took under %.2f s, or built under %d KiB of state, is not tested: its ratio is not shown and it is left out of the geomeans and the bars.", o.CheckpointEvery, minSeconds, minStateBytes>>10),
 	)
 	if o.Regime != "default" {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("Large state: the generator with %d in-flight auctions and %d active people, %d events, mini-batches of %d, a %d KiB memtable per worker, and caches %s. Modes: ON (io_uring on an engine inline on each worker's thread; while a worker processes a mini-batch the reads of its next %d are in flight: kv.DB.ReadAhead, submitted from the worker's thread, the blocks its cache lacks read past the cache and put in it by the Load that uses them), ON without read-ahead (each Load submits its reads and waits), OFF (pread, one read after another), OFF with 3 and 16 read goroutines per worker splitting each Load's reads (ForSt's read pool), and every block cached (io_uring, 1 GiB caches: the CPU's floor). The device's floor: its IOPS (random 4 KiB O_DIRECT reads on io_uring, %d callers, at %d depths) at the depth ON kept in flight, ÷ the block reads per event the query needs; both depths are the device's own count of the reads it had in flight, the mean over the run (its stat file's read time ÷ the run's time; where it cannot be read, the depth submitted: the workers ON's reads were spread over × block reads per Load × the %d mini-batches read ahead): the fewer of ON's and OFF's (a block ON reads ahead and its cache evicts before the Load that wanted it is read twice; that is ON's waste, and a floor for it would be lower). A query's limit is the lesser of the all-cached rate and the device floor. Its CPU ceiling is the all-cached mode's CPUs busy ÷ (that mode's CPU per event + the device modes' CPU per read at as many reads per engine call as ON made, interpolated between their batches, × the block reads per event the query needs beyond the all-cached mode's), or ÷ ON's own CPU per event where that is less; all of them the machine's CPU time where it was measured (a read's completion is handled in interrupts and softirqs that no process's CPU time has): the most events/s a mode that reads those blocks could reach on these CPUs, paying only the kernel's and the engine's cost of each read; where it is under %.1f× the limit, the limit bar cannot be met. Working set: the distinct blocks the all-cached mode loaded; a query whose working set is under %.0f× its caches is not tested. CPU per event is the process's CPU time from the first event to the last output, ÷ the events (the opening and closing of the stores are not in it, as they are not in events/s); the JSON's cpus_busy is that CPU time ÷ the wall time. Ratios in the bars are of medians of trials. A stateless query runs %d trials per round in each mode (its trials are short, and ON and OFF run the same code).",
-			o.InFlightAuctions, o.ActivePeople, o.LargeEvents, o.LargeBatch, o.LargeMemtable>>10, cacheNote(o), readAheadBatches, o.Parallelism, len(deviceBatches), readAheadBatches, BarVsLimit, minWSVsCache, statelessRepeat))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Large state: the generator with %d in-flight auctions and %d active people, %d events (%s), mini-batches of %d, a %d KiB memtable per worker, and caches %s. Modes: ON (io_uring on an engine inline on each worker's thread; while a worker processes a mini-batch the reads of its next %d are in flight: kv.DB.ReadAhead, submitted from the worker's thread, the blocks its cache lacks read past the cache and put in it by the Load that uses them), ON without read-ahead (each Load submits its reads and waits), OFF (pread, one read after another), OFF with 3 and 16 read goroutines per worker splitting each Load's reads (ForSt's read pool), and every block cached (io_uring, 1 GiB caches: the CPU's floor). The device's floor: its IOPS (random 4 KiB O_DIRECT reads on io_uring, %d callers, at %d depths) at the depth ON kept in flight, ÷ the block reads per event the query needs; both depths are the device's own count of the reads it had in flight, the mean over the run (its stat file's read time ÷ the run's time; where it cannot be read, the depth submitted: the workers ON's reads were spread over × block reads per Load × the %d mini-batches read ahead): the fewer of ON's and OFF's (a block ON reads ahead and its cache evicts before the Load that wanted it is read twice; that is ON's waste, and a floor for it would be lower). A query's limit is the lesser of the all-cached rate and the device floor. Its CPU ceiling is the all-cached mode's CPUs busy ÷ (that mode's CPU per event + the device modes' CPU per read at as many reads per engine call as ON made, interpolated between their batches, × the block reads per event the query needs beyond the all-cached mode's), or ÷ ON's own CPU per event where that is less; all of them the machine's CPU time where it was measured (a read's completion is handled in interrupts and softirqs that no process's CPU time has): the most events/s a mode that reads those blocks could reach on these CPUs, paying only the kernel's and the engine's cost of each read; where it is under %.1f× the limit, the limit bar cannot be met. Working set: the distinct blocks the all-cached mode loaded; a query whose working set is under %.0f× its caches is not tested. CPU per event is the process's CPU time from the first event to the last output, ÷ the events (the opening and closing of the stores are not in it, as they are not in events/s); the JSON's cpus_busy is that CPU time ÷ the wall time. Ratios in the bars are of medians of trials. A stateless query runs %d trials per round in each mode (its trials are short, and ON and OFF run the same code).",
+			o.InFlightAuctions, o.ActivePeople, o.LargeEvents, eventsNote(o), o.LargeBatch, o.LargeMemtable>>10, cacheNote(o), readAheadBatches, o.Parallelism, len(deviceBatches), readAheadBatches, BarVsLimit, minWSVsCache, statelessRepeat))
 	}
 	return rep, runErr
+}
+
+func eventsNote(o Options) string {
+	if o.LargeMinSeconds <= 0 {
+		return "every stateful query"
+	}
+	return fmt.Sprintf("a stateful query whose all-cached run, its fastest mode, would take under %.1f s runs more, in steps of 100,000 and at most %d× as many, so that each mode's runs hold several of the checkpoints below: the events column", o.LargeMinSeconds, maxLargeEventsFactor)
 }
 
 func cacheNote(o Options) string {

@@ -83,7 +83,9 @@ func TestRunLargeTiny(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "nexmark.json")
 	// Memtables of 64 KiB (the least kv takes): the tiny run's state then
 	// lies in tables, so ON reads blocks and the device floor is measured.
-	err := Run(Options{Queries: []string{"q1", "q9"}, Regime: "large", LargeEvents: 20_000, InFlightAuctions: 5_000, ActivePeople: 5_000, Trials: 1, LargeMemtable: 64 << 10,
+	// A stateful query runs more events: its all-cached run of 20,000
+	// takes less than the 0.5 s asked for.
+	err := Run(Options{Queries: []string{"q1", "q9"}, Regime: "large", LargeEvents: 20_000, LargeMinSeconds: 0.5, InFlightAuctions: 5_000, ActivePeople: 5_000, Trials: 1, LargeMemtable: 64 << 10,
 		DeviceTime: 200 * time.Millisecond, DeviceFileSize: 16 << 20, Dir: dir, Out: out, Progress: progress, JSON: js})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s\n%s", err, progress, out)
@@ -117,6 +119,9 @@ func TestRunLargeTiny(t *testing.T) {
 		if !q.Tested && q.Why == "" {
 			t.Errorf("%s: not tested, without a reason", q.Query)
 		}
+		if want := int64(20_000); !q.Stateful && q.Events != want*statelessEventsFactor || q.Stateful && (q.Events <= want || q.Events > want*maxLargeEventsFactor) {
+			t.Errorf("%s: %d events a trial", q.Query, q.Events)
+		}
 	}
 	if !strings.Contains(out.String(), "### large state") || !strings.Contains(out.String(), "device (random 4 KiB") {
 		t.Errorf("text report:\n%s", out)
@@ -142,6 +147,32 @@ func TestTested(t *testing.T) {
 		ok, why := tested(c.seconds, c.state)
 		if ok != c.want || !strings.Contains(why, c.why) || ok != (why == "") {
 			t.Errorf("%.2f s, %.0f bytes of state: tested %v (%q), want %v (%q)", c.seconds, c.state, ok, why, c.want, c.why)
+		}
+	}
+}
+
+// TestLargeEvents: a stateful query whose fastest run is too short for
+// its checkpoints runs more events, in steps of 100,000, up to the bound.
+func TestLargeEvents(t *testing.T) {
+	for _, c := range []struct {
+		base       int64
+		seconds    float64
+		minSeconds float64
+		want       int64
+	}{
+		{500_000, 0.5, 2, 2_000_000},
+		{500_000, 0.72, 2, 1_400_000},  // 1,388,889 rounded up
+		{500_000, 1.28, 2, 800_000},    // 781,250 rounded up
+		{500_000, 2.5, 2, 500_000},     // long enough
+		{500_000, 0.1, 2, 4_000_000},   // at most 8×
+		{500_000, 0.5, -1, 500_000},    // not asked
+		{200_000, 0.23, 1, 900_000},    // 869,565 rounded up
+		{20_000, 0.001, 0.01, 160_000}, // at most 8×
+		{500_000, 0, 2, 500_000},       // no time measured
+		{150_000, 1.9, 2, 200_000},     // 157,895 rounded up
+	} {
+		if got := largeEvents(c.base, c.seconds, c.minSeconds); got != c.want {
+			t.Errorf("largeEvents(%d, %.3f s, at least %.2f s) = %d, want %d", c.base, c.seconds, c.minSeconds, got, c.want)
 		}
 	}
 }

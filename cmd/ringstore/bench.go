@@ -175,15 +175,19 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 	// short large-state pass over the queries that read the most state.
 	// The large pass's stateless queries are three, so that their ON/OFF
 	// geomean is not one query's noise.
-	nxOpts := nexmarkbench.Options{Events: 300_000, Cache: 64 << 10, LargeEvents: 200_000, LargeQueries: []string{"q1", "q2", "q9", "q18", "q20", "q22"}}
+	// Its stateful queries run at least a second in their fastest mode, so
+	// that every run holds a checkpoint.
+	nxOpts := nexmarkbench.Options{Events: 300_000, Cache: 64 << 10, LargeEvents: 200_000, LargeMinSeconds: 1, LargeQueries: []string{"q1", "q2", "q9", "q18", "q20", "q22"}}
 	var nxQueries, nxCache, nxMemtable, nxRegime, nxLargeQueries, nxLargeCache *string
 	var nxEvents, nxLargeEvents *int64
 	var nxParallelism, nxBatch, nxAuctions, nxPeople, nxLargeBatch *int
 	var nxCheckpointEvery *time.Duration
+	var nxLargeMinSeconds *float64
 	if workload == "nexmark" {
 		nxRegime = fs.String("regime", "both", "default (the reference's configuration), large (in-flight auctions and active people raised: state reads far larger than the caches) or both")
 		nxLargeQueries = fs.String("large-queries", "", "large state: the queries, comma-separated (default: --queries)")
 		nxLargeEvents = fs.Int64("large-events", 500_000, "large state: events generated per trial")
+		nxLargeMinSeconds = fs.Float64("large-min-seconds", 2, "large state: a stateful query whose all-cached run would take less runs more events (at most 8× --large-events), so that each run holds several checkpoints; 0: --large-events for every query")
 		nxAuctions = fs.Int("in-flight-auctions", 100_000, "large state: the generator's in-flight auctions (the reference's numInFlightAuctions)")
 		nxPeople = fs.Int("active-people", 100_000, "large state: the generator's active people (numActivePeople)")
 		nxLargeCache = fs.String("large-cache", "auto", "large state: each worker's block cache; auto: sized per query, the working set 10× the caches (a sizing run in the all-cached mode measures it)")
@@ -235,8 +239,12 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 				}
 			}
 		}
-		if *nxLargeEvents < 1 || *nxAuctions < 1 || *nxPeople < 1 || *nxLargeBatch < 1 || *nxCheckpointEvery < 0 {
-			return usagef("%s: --large-events, --in-flight-auctions, --active-people and --large-batch must be positive, --checkpoint-every not negative", name)
+		if *nxLargeEvents < 1 || *nxAuctions < 1 || *nxPeople < 1 || *nxLargeBatch < 1 || *nxCheckpointEvery < 0 || !(*nxLargeMinSeconds >= 0 && *nxLargeMinSeconds <= 600) {
+			return usagef("%s: --large-events, --in-flight-auctions, --active-people and --large-batch must be positive, --checkpoint-every not negative, --large-min-seconds from 0 to 600", name)
+		}
+		nxOpts.LargeMinSeconds = *nxLargeMinSeconds
+		if nxOpts.LargeMinSeconds == 0 {
+			nxOpts.LargeMinSeconds = -1 // none
 		}
 		if *nxLargeCache != "auto" {
 			if nxOpts.LargeCache, err = sizeArg(name, "large-cache", *nxLargeCache, 32<<10, 1<<40); err != nil {

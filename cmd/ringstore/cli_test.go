@@ -163,6 +163,8 @@ func TestBenchNexmark(t *testing.T) {
 		{"unknown query", []string{"bench", "nexmark", "--queries", "q6"}, 2, `--queries: unknown query "q6"`},
 		{"zero events", []string{"bench", "nexmark", "--events", "0"}, 2, "must be positive"},
 		{"small cache", []string{"bench", "nexmark", "--cache", "1KiB"}, 2, "--cache must be between 32KiB"},
+		{"negative large run", []string{"bench", "nexmark", "--large-min-seconds", "-1"}, 2, "--large-min-seconds from 0 to 600"},
+		{"NaN large run", []string{"bench", "nexmark", "--large-min-seconds", "NaN"}, 2, "--large-min-seconds from 0 to 600"},
 	})
 }
 
