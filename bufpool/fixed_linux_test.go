@@ -1,17 +1,15 @@
 package bufpool
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringstore/ringstore/internal/testchild"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
 )
@@ -116,68 +114,22 @@ func TestFixedArenaGrows(t *testing.T) {
 const (
 	fixedChildEnv = "RINGSTORE_BUFPOOL_FIXED_CHILD"
 	fixedChildOK  = "fixed-refused-child-ok "
-	capIPCLock    = 14 // CAP_IPC_LOCK
 )
 
 // TestFixedBuffersRefused runs a child process of this test binary without
-// CAP_IPC_LOCK (dropped from the bounding set of the thread that starts it,
-// so an exec as root does not get it back) and with RLIMIT_MEMLOCK at 64
-// KiB: the real kernel refuses to register a 1 MiB arena with ENOMEM, and
-// the pool reads without fixed buffers, the reason in its Stats, every
-// byte still right.
+// CAP_IPC_LOCK and with RLIMIT_MEMLOCK at 64 KiB: the real kernel refuses
+// to register a 1 MiB arena with ENOMEM, and the pool reads without fixed
+// buffers, the reason in its Stats, every byte still right.
 func TestFixedBuffersRefused(t *testing.T) {
 	if os.Getenv(fixedChildEnv) == "1" {
 		fixedRefusedChild(t)
 		return
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFixedBuffersRefused$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fixedChildEnv+"=1")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	started := make(chan error, 1)
-	go func() {
-		// The thread stays locked and ends with this goroutine: its bounding
-		// set is changed for good.
-		runtime.LockOSThread()
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, capIPCLock, 0, 0, 0); err != nil && os.Geteuid() == 0 {
-			started <- fmt.Errorf("drop CAP_IPC_LOCK from the bounding set: %w", err)
-			return
-		}
-		started <- cmd.Start()
-	}()
-	if err := <-started; err != nil {
-		t.Skipf("cannot start a child without CAP_IPC_LOCK: %v", err)
-	}
-	err := cmd.Wait()
-	if strings.Contains(out.String(), "--- SKIP") {
-		t.Skipf("child skipped:\n%s", out.String())
-	}
-	if err != nil || !strings.Contains(out.String(), fixedChildOK) {
-		t.Fatalf("child: %v\n%s", err, out.String())
-	}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.Contains(line, fixedChildOK) {
-			t.Log(strings.TrimSpace(line))
-		}
-	}
+	testchild.RunWithoutIPCLock(t, "^TestFixedBuffersRefused$", []string{fixedChildEnv + "=1"}, fixedChildOK)
 }
 
 func fixedRefusedChild(t *testing.T) {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			var eff uint64
-			fmt.Sscanf(strings.TrimSpace(v), "%x", &eff)
-			if eff&(1<<capIPCLock) != 0 {
-				t.Fatalf("the child has CAP_IPC_LOCK (CapEff %s)", strings.TrimSpace(v))
-			}
-		}
-	}
+	testchild.RequireNoIPCLock(t)
 	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 64 << 10, Max: 64 << 10}); err != nil {
 		t.Fatalf("setrlimit RLIMIT_MEMLOCK: %v", err)
 	}
