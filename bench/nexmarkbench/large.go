@@ -558,12 +558,8 @@ func largeBenchModes(o Options, sizes map[string]largeSize, deviceFile *string) 
 }
 
 // largeSize is a stateful query's configuration in the large regime:
-// each worker's cache, the events per trial, and the working set the
-// sizing run measured (0 where the caches were given).
-type largeSize struct {
-	cache, events int64
-	workingSet    float64
-}
+// each worker's cache and the events per trial.
+type largeSize struct{ cache, events int64 }
 
 // sizeLarge sizes each stateful query of the large regime. Its events:
 // o.LargeEvents, or more where a run of the all-cached mode (its fastest)
@@ -606,10 +602,10 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 			}
 		}
 		if o.LargeCache == 0 {
-			s.workingSet = t.Extra[xCacheMisses] * 4096
-			per := int64(s.workingSet/sizingRatio/float64(o.Parallelism)) &^ 4095
+			ws := t.Extra[xCacheMisses] * 4096
+			per := int64(ws/sizingRatio/float64(o.Parallelism)) &^ 4095
 			s.cache = max(per, 32<<10)
-			fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, s.workingSet/(1<<20), s.cache>>10)
+			fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, ws/(1<<20), s.cache>>10)
 		}
 		sizes[q] = s
 	}
