@@ -120,3 +120,62 @@ func TestInsert(t *testing.T) {
 		pinOnce(t, p, tf, Span{tf.id, 20 * fs, fs})
 	})
 }
+
+// TestPinEachResident: of a batch of spans, those whose frames are all
+// resident are pinned (a frame once per span covering it) and counted as
+// hits once each; a span with a missing frame, a bad span, and every span
+// after Close are passed over, starting no load.
+func TestPinEachResident(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
+		dir := testdir.Direct(t)
+		eng := newEngine(t, mode, nil)
+		const fs = 4096
+		p := newPool(t, eng, Options{FrameSize: fs, Budget: 8 * fs})
+		tf := register(t, p, dir, "f", 16*fs, 1)
+		pinOnce(t, p, tf, Span{tf.id, 0, 2 * fs})
+		before := p.Stats()
+		spans := []Span{
+			{tf.id, 0, fs},       // resident
+			{tf.id, fs, 2 * fs},  // frame 1 resident, frame 2 not
+			{tf.id, 8 * fs, fs},  // not
+			{tf.id, 0, 2 * fs},   // both resident
+			{tf.id, 40 * fs, fs}, // past the end
+			{tf.id + 7, 0, fs},   // no such file
+			{tf.id, 2 * fs, 0},   // empty: nothing to pin
+		}
+		frames, pinned := p.PinEachResident(spans, nil, nil)
+		want := []bool{true, false, false, true, false, false, true}
+		for i := range want {
+			if pinned[i] != want[i] {
+				t.Errorf("span %d: pinned %v, want %v (all: %v)", i, pinned[i], want[i], pinned)
+			}
+		}
+		if len(frames) != 3 {
+			t.Fatalf("%d frames pinned for spans of 1 and 2 resident frames, want 3", len(frames))
+		}
+		for i, f := range frames {
+			at := []int64{0, 0, fs}[i]
+			if !bytes.Equal(f.Bytes(), tf.data[at:at+fs]) {
+				t.Errorf("frame %d: not the bytes at offset %d", i, at)
+			}
+		}
+		st := p.Stats()
+		if st.Hits != before.Hits+2 || st.Misses != before.Misses || st.PrefetchRejected != before.PrefetchRejected+2 || st.Pinned != 2 || st.PrefetchIssued != before.PrefetchIssued {
+			t.Errorf("want 2 hits, 2 rejected, 2 frames pinned, no load: before %s, after %s", before, st)
+		}
+		if resident(p, Span{tf.id, 8 * fs, fs}) {
+			t.Errorf("a span passed over was loaded")
+		}
+		for _, f := range frames {
+			f.Unpin()
+		}
+		if st := p.Stats(); st.Pinned != 0 {
+			t.Errorf("%d frames still pinned after unpinning each", st.Pinned)
+		}
+		p.Close()
+		frames, pinned = p.PinEachResident(spans[:1], nil, nil)
+		if len(frames) != 0 || pinned[0] {
+			t.Errorf("after Close: %d frames pinned, %v", len(frames), pinned)
+		}
+	})
+}

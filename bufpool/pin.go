@@ -531,3 +531,51 @@ func (p *Pool) PinResident(spans []Span, dst []*Frame) ([]*Frame, bool, error) {
 	}
 	return dst, true, nil
 }
+
+// PinEachResident is PinResident span by span, under one lock: it pins the
+// frames of each span whose frames are all resident, appends them to dst as
+// Pin does, and appends to pinned whether it pinned that span's. A span with
+// a frame missing or still loading pins nothing and starts no load, nor
+// does a bad span (counted in Stats.PrefetchRejected, as Present counts
+// it); an empty span covers no frame and is reported pinned. After Close no
+// span is pinned. A reader that finds some of a batch's
+// blocks in the pool this way reads the others itself. Frames it pins
+// count as hits, each once per call; the spans it passes over count
+// nothing.
+func (p *Pool) PinEachResident(spans []Span, dst []*Frame, pinned []bool) ([]*Frame, []bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	call := p.calls
+	for i, s := range spans {
+		ok := !p.closed
+		if ok {
+			if _, err := p.checkSpanLocked(i, s); err != nil {
+				p.stats.PrefetchRejected++
+				ok = false
+			}
+		}
+		if ok && s.Len > 0 {
+			first, last := p.frameRange(s)
+			for k := first; k <= last && ok; k++ {
+				f := p.table[makeKey(s.File, k)]
+				ok = f != nil && f.state == stateResident
+			}
+			for k := first; k <= last && ok; k++ {
+				f := p.table[makeKey(s.File, k)]
+				p.pinLocked(f)
+				dst = append(dst, f)
+				if f.mark != call {
+					f.mark = call
+					p.stats.Hits++
+					p.referenceLocked(f)
+				}
+			}
+		}
+		pinned = append(pinned, ok)
+	}
+	if invariantsOn {
+		p.mustCheckInvariantsLocked()
+	}
+	return dst, pinned
+}

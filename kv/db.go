@@ -178,9 +178,6 @@ type DB struct {
 	// for yet (Close finishes them); guarded by aheadMu.
 	aheadMu sync.Mutex
 	aheads  map[*ReadAhead]struct{}
-	// aheadFrames counts the cache frames the open ReadAheads announced: a
-	// ReadAhead announces only as many as the others left free.
-	aheadFrames atomic.Int64
 
 	stats statCounters
 	meta  metaCache

@@ -100,19 +100,20 @@
 // (sstable.BlockNote, kept with the frame until it loads again); a round's
 // lookups prefetch each block's noted lines two blocks before they reach it.
 //
-// ReadAhead starts the first round's block reads of a batch of keys and
+// ReadAhead starts the first round of a MultiGet of a batch of keys and
 // returns at once (on an inline io_uring engine, submitted from the
 // caller's thread); it changes what is cached, never what a read returns.
-// The blocks the cache holds it announces there (bufpool.Pool.Announce:
-// eviction keeps them until they are pinned), as many as frames no other
-// read ahead holds; the blocks the cache lacks it reads past it, up to
-// 1 MiB, into memory of its own, so that however far ahead a reader runs,
-// its reads in flight take no frame from the cache. A MultiGet given it
-// (ReadOptions.ReadAhead) takes the tables and blocks it chose for each key
-// while the tables are unchanged, pins the announced blocks apart from the
-// rest (they never wait for other reads nor give up their frames to them),
-// and uses the blocks read past the cache, putting each in the cache once
-// it has checked it (bufpool.Pool.Insert), as its own load would have.
+// A key's first block that the cache holds it pins, searches and lets go
+// at once (bufpool.Pool.PinEachResident), keeping what it found; the
+// blocks the cache lacks it reads past it, up to 1 MiB, into memory of its
+// own, so that however far ahead a reader runs, it holds no frame of the
+// cache. A MultiGet given it (ReadOptions.ReadAhead) looks in the
+// memtables again and, while the tables are unchanged, takes for each key
+// what the read ahead found in a table none of whose entries is newer than
+// the read ahead (and no newer than the MultiGet's own seq), reads on from
+// there, and uses the blocks read past the cache, putting each in the
+// cache once it has checked it (bufpool.Pool.Insert), as its own load
+// would have.
 //
 // An iterator merges the memtables and one iterator per L0 table and per
 // lower level. Its first seek prefetches the first block of every table

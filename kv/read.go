@@ -173,11 +173,16 @@ type lookup struct {
 	// in the first round instead of looking it up again.
 	first blockRead
 	ahead bool
-	dread int // aheadLookup.dread
+	// filtered: cands are past their bloom filters (a read ahead asked
+	// them, at the same version).
+	filtered bool
+	dread    int // aheadLookup.dread
 	// older is what a read ahead made at another version found for key:
 	// its first block is read ahead if cands[0], once filtered, is the
-	// table it found first.
-	older *aheadLookup
+	// table it found first. olderSettled: it searched that block, and what
+	// it found there holds at this call's seq (ReadAhead.lookFor).
+	older        *aheadLookup
+	olderSettled bool
 	// hash is key's FilterHash: until the call's filter pass, the cands of
 	// a lookup not read ahead are the tables whose range holds key, their
 	// filters not yet asked.
@@ -222,6 +227,23 @@ func (sc *getScratch) release() {
 	getScratches.Put(sc)
 }
 
+// takeSettled resolves lk by what a read ahead found in the block of
+// lk.cands[0] (al.got, which holds at the call's seq): a value or a
+// deletion ends it; where the block held no version of the key it goes on
+// with the next candidate, and takeSettled says whether one is left.
+func (lk *lookup) takeSettled(al *aheadLookup, values [][]byte, found []bool, va *valueArena) (pending bool) {
+	switch al.got {
+	case gotValue:
+		values[lk.i], found[lk.i] = al.value, true
+		va.left--
+		return false
+	case gotDeleted:
+		return false
+	}
+	lk.next = 1
+	return len(lk.cands) > 1
+}
+
 func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []bool, error) {
 	rs, err := db.acquire(ro)
 	if err != nil {
@@ -246,11 +268,17 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			continue
 		}
-		al, sameVersion := ro.ReadAhead.lookFor(rs.v, i, k)
+		al, sameVersion, settled := ro.ReadAhead.lookFor(rs.v, rs.seq, i, k)
 		if al != nil && sameVersion {
 			db.stats.readAheadLookups.Add(1)
-			if len(al.cands) > 0 {
-				lookups = append(lookups, lookup{i: i, key: k, cands: al.cands, first: al.first, ahead: true, dread: al.dread})
+			lk := lookup{i: i, key: k, cands: al.cands, filtered: true}
+			if settled {
+				if lk.takeSettled(al, values, found, &va) {
+					lookups = append(lookups, lk)
+				}
+			} else if len(al.cands) > 0 {
+				lk.first, lk.ahead, lk.dread = al.first, true, al.dread
+				lookups = append(lookups, lk)
 			}
 			continue
 		}
@@ -262,7 +290,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		if len(cands) > start {
 			lk := lookup{i: i, key: k, cands: cands[start:len(cands):len(cands)], hash: h}
 			if al != nil && len(al.cands) > 0 {
-				lk.older = al
+				lk.older, lk.olderSettled = al, settled
 			}
 			lookups = append(lookups, lk)
 		}
@@ -271,7 +299,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	// way (appendInRange), so that their cache misses overlap.
 	for j := range lookups {
 		lk := &lookups[j]
-		if !lk.ahead { // a read ahead asked its filters
+		if !lk.filtered {
 			if lk.cands, err = db.filterCandidates(lk.cands, lk.hash); err != nil {
 				return nil, nil, err
 			}
@@ -280,10 +308,16 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			if al := lk.older; al != nil && lk.cands[0] == al.cands[0] {
 				// The newest table that may hold the key is the one the
-				// read ahead found at its version: the block it read is
-				// the one this version's lookup reads first.
+				// read ahead found at its version: what it found in its
+				// block, or the block it read, is this lookup's first.
 				db.stats.readAheadLookups.Add(1)
-				lk.first, lk.ahead, lk.dread = al.first, true, al.dread
+				if lk.olderSettled {
+					if !lk.takeSettled(al, values, found, &va) {
+						continue
+					}
+				} else {
+					lk.first, lk.ahead, lk.dread = al.first, true, al.dread
+				}
 			}
 		}
 		pending = append(pending, lk)
@@ -332,7 +366,6 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		if err != nil {
 			return nil, nil, err
 		}
-		ro.ReadAhead.notePinned(reads)
 		next := pending[:0]
 		for _, lk := range pending {
 			if lk.spill {
@@ -486,15 +519,13 @@ type blockRead struct {
 	bi   int             // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
-	// ahead: a ReadAhead chose this block and started its load; the blocks
-	// of a read ahead fit the cache together.
+	// ahead: a ReadAhead found this block in the cache and left it there
+	// (it did not search it): pinned in a Pin of its own, before the
+	// others, it is most likely still there.
 	ahead bool
 	// buf, if not nil, is the block's bytes, read past the cache by a
 	// ReadAhead (unverified).
 	buf []byte
-	// pinned: readBlocks pinned the block in the cache (a Pin that met its
-	// announcements).
-	pinned bool
 }
 
 // blockFunc is what readBlocks calls with each block: fn(i, buf, verified)
@@ -525,9 +556,10 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 	which := make([]int, 0, len(reads))
 	frames := make([]*bufpool.Frame, 0, len(reads))
 	var direct []int
-	// The blocks a read ahead started come first, in a Pin of their own
-	// (nAhead of which): it waits for no read but theirs, already in flight,
-	// and takes no frame they hold.
+	// The blocks a read ahead found in the cache come first, in a Pin of
+	// their own (nAhead of which): most likely all hits, searched before
+	// the others' loads are waited for, and no load of the others takes
+	// their frames first.
 	nAhead := 0
 	for i, r := range reads {
 		if !r.skip && r.buf != nil {
@@ -589,34 +621,14 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			n := blockFrames(r.h)
 			fs := frames[fi : fi+n]
 			fi += n
-			var buf []byte
-			if n == 1 {
-				buf = fs[0].Bytes()[:r.h.Len]
-			} else {
-				if cap(scratch) < int(r.h.Len) {
-					scratch = make([]byte, r.h.Len)
-				}
-				buf = scratch[:r.h.Len]
-				if err := bufpool.CopyOut(buf, fs, int64(r.h.Offset)); err != nil {
-					return fmt.Errorf("kv: block of %s at offset %d: %w", r.t.path, r.h.Offset, err)
-				}
+			buf, verified, err := pinnedBlock(r, fs, &scratch)
+			if err != nil {
+				return err
 			}
-			verified := n == 1 && fs[0].Checked()
 			if err := fn(i, buf, verified); err != nil {
 				return err
 			}
-			switch {
-			case n > 1:
-			case !verified:
-				fs[0].MarkChecked()
-			case fs[0].CheckNote() == 0:
-				// Looked up again since it was loaded: worth a note. A
-				// block that has none (more than one restart) is not
-				// stored to, so lookups of it do not contend for its frame.
-				if note := r.rd.NoteBlock(r.bi, buf); note != 0 {
-					fs[0].SetCheckNote(uint64(note))
-				}
-			}
+			notePinnedBlock(r, fs, buf, verified)
 		}
 		return nil
 	}
@@ -730,9 +742,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			if err != nil {
 				return finishOver(fmt.Errorf("kv: reading blocks: %w", err))
 			}
-			for _, i := range which[start:end] {
-				reads[i].pinned = true
-			}
 			err = deliver(which[start:end], frames)
 			for _, f := range frames {
 				f.Unpin()
@@ -757,6 +766,41 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 		return db.readBlocksDirect(sub, fn)
 	}
 	return nil
+}
+
+// pinnedBlock returns the bytes of block r from the pinned frames that
+// cover it (copied into *scratch where they are more than one), and
+// whether its checksum passed since it was loaded.
+func pinnedBlock(r blockRead, fs []*bufpool.Frame, scratch *[]byte) (buf []byte, verified bool, _ error) {
+	if len(fs) == 1 {
+		return fs[0].Bytes()[:r.h.Len], fs[0].Checked(), nil
+	}
+	if cap(*scratch) < int(r.h.Len) {
+		*scratch = make([]byte, r.h.Len)
+	}
+	buf = (*scratch)[:r.h.Len]
+	if err := bufpool.CopyOut(buf, fs, int64(r.h.Offset)); err != nil {
+		return nil, false, fmt.Errorf("kv: block of %s at offset %d: %w", r.t.path, r.h.Offset, err)
+	}
+	return buf, false, nil
+}
+
+// notePinnedBlock records, once a lookup has checked pinnedBlock's buf (and
+// it passed), what the next lookup of the block may skip: its checksum (a
+// block is verified once per load), or else its note.
+func notePinnedBlock(r blockRead, fs []*bufpool.Frame, buf []byte, verified bool) {
+	switch {
+	case len(fs) > 1:
+	case !verified:
+		fs[0].MarkChecked()
+	case fs[0].CheckNote() == 0:
+		// Looked up again since it was loaded: worth a note. A block that
+		// has none (more than one restart) is not stored to, so lookups of
+		// it do not contend for its frame.
+		if note := r.rd.NoteBlock(r.bi, buf); note != 0 {
+			fs[0].SetCheckNote(uint64(note))
+		}
+	}
 }
 
 // prefetchDistance is how many blocks ahead of its lookup a cached round

@@ -9,9 +9,9 @@ import (
 	"github.com/ringstore/ringstore/kv/sstable"
 )
 
-// ReadAhead is a read started before it is needed: the data blocks a
-// MultiGet of some keys will read first, in flight while the caller does
-// other work. Done finishes it and releases what it announced.
+// ReadAhead is a read started before it is needed: the first round of a
+// MultiGet of some keys, looked up and read while the caller does other
+// work. Done finishes it and releases what it holds.
 //
 //	ra := db.ReadAhead(nextKeys)   // submitted; returns at once
 //	... process the current batch, commit its writes ...
@@ -20,22 +20,20 @@ import (
 //
 // It changes what is cached, never what a read returns: the MultiGet reads
 // the store as of its own call, so writes made between ReadAhead and
-// MultiGet are seen (a key written meanwhile is found in the memtable; a
-// block read ahead that a flush or compaction made stale is simply not
-// used). A MultiGet given the ReadAhead (ReadOptions.ReadAhead) takes the
-// tables and blocks it chose for each key instead of looking again, while
-// the store's tables are those it saw. A ReadAhead belongs to one
-// goroutine.
+// MultiGet are seen (a key written meanwhile is found in the memtable; what
+// the read ahead found in a table that a flush or compaction has since
+// replaced is not used). A MultiGet given the ReadAhead
+// (ReadOptions.ReadAhead) takes what it found for each key instead of
+// looking again, while the store's tables are those it saw. A ReadAhead
+// belongs to one goroutine.
 type ReadAhead struct {
-	db     *DB
-	pool   *bufpool.Pool
-	spans  []bufpool.Span
-	frames int // the frames spans cover, counted in db.aheadFrames until Done
-	call   *bufpool.LoadCall
+	db *DB
 
 	// v is the version whose tables looks refers to; compared by pointer
-	// only (a MultiGet uses looks only while it holds v itself).
-	v *version
+	// only (a MultiGet uses looks only while it holds v itself). seq is
+	// the sequence number it read at.
+	v   *version
+	seq uint64
 	// keys are copies of the first keys of the call, as many as the read
 	// ahead looked at; looks[i] is what it found for keys[i].
 	keys  [][]byte
@@ -70,8 +68,10 @@ type aheadScratch struct {
 	looks   []aheadLookup
 	keys    [][]byte
 	ranges  []aheadRange
-	probe   []bufpool.Span // the keys' first blocks, asked of the cache
-	present []bool         // the cache's answers
+	probe   []bufpool.Span   // the keys' first blocks, asked of the cache
+	pinned  []bool           // the cache's answers: which it pinned
+	frames  []*bufpool.Frame // the frames it pinned
+	scratch []byte           // a block of more than one frame, copied out
 }
 
 // aheadRange is where a ReadAhead's first pass put one key's tables in
@@ -99,7 +99,8 @@ func (sc *aheadScratch) release() {
 	clear(sc.keys[:cap(sc.keys)])
 	sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys, sc.ranges = sc.arena[:0], sc.backing[:0], sc.bounds[:0], sc.looks[:0], sc.keys[:0], sc.ranges[:0]
 	clear(sc.probe[:cap(sc.probe)])
-	sc.probe, sc.present = sc.probe[:0], sc.present[:0]
+	clear(sc.frames[:cap(sc.frames)])
+	sc.probe, sc.pinned, sc.frames = sc.probe[:0], sc.pinned[:0], sc.frames[:0]
 	aheadScratches.Put(sc)
 }
 
@@ -108,17 +109,30 @@ type aheadLookup struct {
 	looked bool      // false: the key was in a memtable, or over the size limit
 	cands  []*table  // the tables that may hold the key, newest first
 	first  blockRead // the block of cands[0] (when cands is not empty)
-	dread  int       // first was read past the cache as dreads[dread-1]; 0: through it
+	dread  int       // first was read past the cache as dreads[dread-1]; 0: not
+	got    aheadGot  // what first, found in the cache, held for the key
+	value  []byte    // the key's value, where got is gotValue
 }
 
-// ReadAhead starts reading the blocks a MultiGet of keys would read in its
-// first round (for each key not in a memtable, the block of the newest table
-// that may hold it, past its bloom filter) and returns without waiting:
+// aheadGot is what a read ahead found in a key's first block.
+type aheadGot uint8
+
+const (
+	gotNothing aheadGot = iota // not searched: the MultiGet reads the block
+	gotValue                   // a version of the key: value
+	gotDeleted                 // a deletion of the key
+	gotPassed                  // no version of the key: on to cands[1:]
+)
+
+// ReadAhead starts the first round of a MultiGet of keys (for each key not
+// in a memtable, the block of the newest table that may hold it, past its
+// bloom filter) and returns without waiting:
 //
-//   - a block the block cache holds is announced there
-//     (bufpool.Pool.Announce), so that eviction keeps it until the MultiGet
-//     pins it or Done retracts it, while the cache has frames no other read
-//     ahead announced; past that it is left to the cache's policy;
+//   - a block the block cache holds is pinned and searched at once, and
+//     the key's value copied out (bufpool.Pool.PinEachResident): its
+//     MultiGet looks in the memtables again and, where the key was not
+//     written meanwhile, takes that value without reading the block or
+//     holding its frame in between;
 //   - a block the cache lacks is read past it, up to 1 MiB, into memory of
 //     the ReadAhead's own: running ahead takes no frame from the cache,
 //     however far ahead it runs. A MultiGet given the ReadAhead uses the
@@ -126,12 +140,13 @@ type aheadLookup struct {
 //     (bufpool.Pool.Insert), as its own load would have; only such a
 //     MultiGet uses it.
 //
-// The keys past that are left to the MultiGet. The reads go to the engine
-// with ioengine.Engine.Start: on an inline io_uring engine, submitted from
-// the caller's thread, with no goroutine or thread waiting for them. Until
-// Done the ReadAhead holds the tables it reads (a flush or compaction
-// meanwhile does not remove them); Close waits for its reads. Call Done once
-// the MultiGet is made, or if it will not be.
+// The keys past that are left to the MultiGet, as are those whose first
+// block failed its check or held a version spilling into the next. The
+// reads go to the engine with ioengine.Engine.Start: on an inline io_uring
+// engine, submitted from the caller's thread, with no goroutine or thread
+// waiting for them. Until Done the ReadAhead holds the tables it reads (a
+// flush or compaction meanwhile does not remove them); Close waits for its
+// reads. Call Done once the MultiGet is made, or if it will not be.
 func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	ra := &ReadAhead{}
 	if db.pool == nil || db.eng.Backend() == ioengine.BackendSyscall || len(keys) == 0 {
@@ -151,11 +166,9 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 		}
 	}()
 	ra.db, ra.v, ra.rs = db, rs.v, rs
-	free := db.pool.Frames() - int(db.aheadFrames.Load())
-	budget := free
-	// seen maps each distinct block to where it is read: 0 announced in
-	// the cache, j+1 past it as ra.dreads[j]; a cached block no frame was
-	// left to announce is not in it.
+	ra.seq = rs.seq
+	// seen maps each distinct block read past the cache to j+1, its place
+	// in ra.dreads.
 	sc := aheadScratches.Get().(*aheadScratch)
 	ra.scratch = sc
 	seen := sc.seen
@@ -170,8 +183,8 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	// and the first block: the batch's filter misses overlap. A key whose
 	// tables' metadata fails to load, and the keys after it, are left to
 	// the MultiGet, which reports it.
-	ranges, probe, present := sc.ranges[:0], sc.probe[:0], sc.present[:0]
-	defer func() { sc.ranges, sc.probe, sc.present = ranges, probe, present }()
+	ranges, probe, pinned, frames := sc.ranges[:0], sc.probe[:0], sc.pinned[:0], sc.frames[:0]
+	defer func() { sc.ranges, sc.probe, sc.pinned, sc.frames = ranges, probe, pinned, frames }()
 	for _, k := range keys {
 		r := aheadRange{lo: len(backing), hi: len(backing)}
 		if len(k) <= sstable.MaxKeyLen {
@@ -213,11 +226,16 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 		ra.looks = append(ra.looks, al)
 		bounds = append(bounds, [2]int{lo, hi})
 	}
-	// Then, key by key, where each first block is read: one the cache
-	// holds is announced there while frames are free; one it lacks is read
-	// past it.
-	present = db.pool.Present(probe, present)
-	nth := 0 // present[nth] is the next first block's
+	// Then, key by key, the first blocks: one the cache holds is searched
+	// now, pinned only meanwhile; one it lacks is read past it.
+	frames, pinned = db.pool.PinEachResident(probe, frames, pinned)
+	defer func() {
+		for _, f := range frames {
+			f.Unpin()
+		}
+	}()
+	va := valueArena{left: len(probe)}
+	nth, fi := 0, 0 // pinned[nth] is the next first block's; its frames from frames[fi]
 looks:
 	for i := range ra.looks {
 		al := &ra.looks[i]
@@ -225,18 +243,21 @@ looks:
 			continue
 		}
 		r := al.first
-		bk := blockKey{r.t.fid, r.h.Offset}
-		inCache := present[nth]
+		if pinned[nth] {
+			n := blockFrames(r.h)
+			// A table none of whose entries is above seq holds for the
+			// key what a read at any later seq finds in it.
+			if r.t.meta.MaxSeq <= rs.seq {
+				al.got, al.value = db.searchAhead(r, frames[fi:fi+n], ra.keys[i], rs.seq, &sc.scratch, &va)
+			}
+			nth, fi = nth+1, fi+n
+			continue
+		}
 		nth++
+		bk := blockKey{r.t.fid, r.h.Offset}
 		where, ok := seen[bk]
 		switch {
 		case ok:
-		case inCache && blockFrames(r.h) <= budget:
-			budget -= blockFrames(r.h)
-			seen[bk] = 0
-			ra.spans = append(ra.spans, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
-		case inCache:
-			// No frame left to announce it: left to the cache's policy.
 		case directBytes+r.h.Len <= maxOverflowBytes:
 			directBytes += r.h.Len
 			ra.dreads = append(ra.dreads, r)
@@ -272,16 +293,35 @@ looks:
 			db.stats.readAheadBlocks.Add(uint64(len(ra.dreads)))
 		}
 	}
-	if len(ra.spans) == 0 {
-		return ra
-	}
-	ra.frames = free - budget
-	db.aheadFrames.Add(int64(ra.frames))
-	db.pool.Announce(ra.spans)
-	// Announced, they stay; one evicted since Present looked is loaded
-	// again (LoadStart skips the rest).
-	ra.pool, ra.call = db.pool, db.pool.LoadStart(ra.spans)
 	return ra
+}
+
+// searchAhead looks key up at seq in block r, pinned in the frames fs, and
+// says what it found, the value copied into va. A block that fails its
+// check, or whose version of the key may go on in the next block, is left
+// to the MultiGet (gotNothing), which meets the same and reports it.
+func (db *DB) searchAhead(r blockRead, fs []*bufpool.Frame, key []byte, seq uint64, scratch *[]byte, va *valueArena) (aheadGot, []byte) {
+	buf, verified, err := pinnedBlock(r, fs, scratch)
+	if err != nil {
+		return gotNothing, nil
+	}
+	get := r.rd.GetInBlock
+	if verified {
+		get = r.rd.GetInVerifiedBlock
+	}
+	got, err := get(r.bi, buf, key, seq)
+	if err != nil || got.Spills {
+		return gotNothing, nil
+	}
+	notePinnedBlock(r, fs, buf, verified)
+	switch {
+	case !got.Found:
+		return gotPassed, nil
+	case got.Kind == sstable.KindSet:
+		return gotValue, va.keep(got.Value)
+	default:
+		return gotDeleted, nil
+	}
 }
 
 // directBuf returns the block ra read past the cache as dreads[j], or nil
@@ -331,73 +371,39 @@ func (db *DB) finishReadAheads() {
 	}
 }
 
-// pinnedBlock marks, in a ReadAhead's seen, a block it announced in the
-// cache that a Pin of the MultiGet given it has since met.
-const pinnedBlock = -1
-
-// notePinned records the blocks of reads that the MultiGet given ra pinned
-// (blockRead.pinned): their Pin met their announcements.
-func (ra *ReadAhead) notePinned(reads []blockRead) {
-	if ra == nil || ra.pool == nil {
-		return
-	}
-	seen := ra.scratch.seen
-	for _, r := range reads {
-		if !r.pinned {
-			continue
-		}
-		k := blockKey{r.t.fid, r.h.Offset}
-		if where, ok := seen[k]; ok && where == 0 { // loaded through the cache
-			seen[k] = pinnedBlock
-		}
-	}
-}
-
-// lookFor returns what ra found for key i of a MultiGet, and whether it
-// found it at the MultiGet's version v, or nil where it has nothing to
-// offer: a key it did not look at, or another key at that place.
-func (ra *ReadAhead) lookFor(v *version, i int, key []byte) (_ *aheadLookup, sameVersion bool) {
+// lookFor returns what ra found for key i of a MultiGet reading at v and
+// seq, or nil where it has nothing to offer: a key it did not look at, or
+// another key at that place. sameVersion: it found it at v, so its tables
+// and first block are the MultiGet's. settled: it searched the first block
+// (aheadLookup.got), and a read at seq finds there what it found.
+func (ra *ReadAhead) lookFor(v *version, seq uint64, i int, key []byte) (_ *aheadLookup, sameVersion, settled bool) {
 	if ra == nil || ra.v == nil || i >= len(ra.looks) || !ra.looks[i].looked || !bytes.Equal(ra.keys[i], key) {
-		return nil, false
+		return nil, false, false
 	}
-	return &ra.looks[i], ra.v == v
+	al := &ra.looks[i]
+	return al, ra.v == v, al.got != gotNothing && seq >= ra.seq
 }
 
-// Wait waits for the loads (often done by then). A failed load is not
-// cached: the MultiGet meets it again and reports it. Without Wait the
-// loads are finished by whatever needs their blocks first (the MultiGet's
-// pin, an eviction, Done). Safe on a nil ReadAhead and more than once.
+// Wait waits for the reads past the cache (often done by then). A failed
+// read is not used: the MultiGet reads the block again and reports what it
+// meets. Without Wait the reads are waited for by whatever needs them
+// first (the MultiGet, Done, Close). Safe on a nil ReadAhead and more than
+// once.
 func (ra *ReadAhead) Wait() {
-	if ra != nil && ra.call != nil {
-		ra.call.Wait()
+	if ra != nil {
+		ra.waitDirect()
 	}
 }
 
-// Done finishes the reads — by then the MultiGet has usually finished them,
-// so this waits only for blocks no read needed —, retracts what the read
-// ahead announced and the MultiGet given it did not pin (the pin met
-// those; retracting them again would take another read ahead's
-// announcement of the same block), so the cache may evict it again, and
-// releases the tables it held. The blocks read past the cache
-// go back for other reads to reuse: Done must not run while a MultiGet
-// given the ReadAhead runs. Safe on a nil ReadAhead, after Close, and more
+// Done finishes the reads past the cache — by then the MultiGet has
+// usually waited for them — and releases the tables the ReadAhead held and
+// the memory those reads went into, for other reads to reuse: Done must not
+// run while a MultiGet given the ReadAhead runs. The values it found are
+// the MultiGet's caller's. Safe on a nil ReadAhead, after Close, and more
 // than once.
 func (ra *ReadAhead) Done() {
 	if ra == nil {
 		return
-	}
-	if ra.pool != nil {
-		ra.call.Wait()
-		// The MultiGet's Pins met the announcements of the blocks it read;
-		// retracting those again would take another read ahead's.
-		open := ra.spans[:0]
-		for _, s := range ra.spans {
-			if ra.scratch.seen[blockKey{s.File, uint64(s.Off)}] != pinnedBlock {
-				open = append(open, s)
-			}
-		}
-		ra.pool.Retract(open)
-		ra.db.aheadFrames.Add(-int64(ra.frames))
 	}
 	ra.waitDirect() // the reads past the cache, unused, may be in flight
 	if ra.direct != nil {
@@ -406,7 +412,7 @@ func (ra *ReadAhead) Done() {
 	}
 	// direct and once stay: a Close that listed ra may still call
 	// waitDirect, which once makes a no-op.
-	ra.pool, ra.spans, ra.call, ra.v, ra.keys, ra.looks, ra.dreads, ra.dbufs = nil, nil, nil, nil, nil, nil, nil, nil
+	ra.v, ra.keys, ra.looks, ra.dreads, ra.dbufs = nil, nil, nil, nil, nil
 	if sc := ra.scratch; sc != nil {
 		ra.scratch = nil
 		sc.release()

@@ -256,7 +256,7 @@ func TestReadAheadOpenAtClose(t *testing.T) {
 	}
 	ra := db.ReadAhead(keys)
 	if ra.direct == nil {
-		t.Fatalf("no read past the cache started (%d blocks through it)", len(ra.spans))
+		t.Fatalf("no read past the cache started (%d keys found in the cache)", settledKeys(ra))
 	}
 	done := make(chan error, 1)
 	go func() { done <- db.Close() }()
@@ -304,10 +304,9 @@ func TestReadAheadOpenAtClose(t *testing.T) {
 	}
 }
 
-// TestReadAheadsShareTheCache: read aheads open together load into the
-// cache only the frames the others left it, and read the rest past it,
-// so none of their loads is dropped for want of a frame; each MultiGet
-// then reads its keys, and Done gives the frames back.
+// TestReadAheadsShareTheCache: read aheads open together, their blocks
+// more than the cache holds, read what it lacks past it and hold none of
+// its frames while open; each MultiGet then reads its keys.
 func TestReadAheadsShareTheCache(t *testing.T) {
 	db := openSharedCacheStore(t)
 	defer db.Close()
@@ -324,8 +323,8 @@ func TestReadAheadsShareTheCache(t *testing.T) {
 	for i, keys := range batches {
 		ras[i] = db.ReadAhead(keys)
 	}
-	if got := int(db.aheadFrames.Load()); got > db.pool.Frames() {
-		t.Errorf("read aheads hold %d frames of a cache of %d", got, db.pool.Frames())
+	if st := db.Stats().Cache; st.Pinned != 0 || st.Misses != before.Cache.Misses {
+		t.Errorf("open read aheads: cache %s (before %s); want no frame pinned, no load", st, before.Cache)
 	}
 	for i, keys := range batches {
 		vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ras[i]}, keys)
@@ -341,28 +340,25 @@ func TestReadAheadsShareTheCache(t *testing.T) {
 		}
 	}
 	after := db.Stats()
-	if d := after.Cache.PrefetchDropped - before.Cache.PrefetchDropped; d != 0 {
-		t.Errorf("%d loads of the read aheads dropped for want of a frame", d)
-	}
 	if got := after.ReadAheadBlocks - before.ReadAheadBlocks; got < 120 {
-		t.Errorf("%d blocks read ahead for 120 keys on distinct blocks", got)
+		t.Errorf("%d blocks read ahead for 120 keys on distinct uncached blocks", got)
 	}
-	if n := db.aheadFrames.Load(); n != 0 {
-		t.Errorf("%d frames still counted as read aheads' after Done", n)
+	if got := after.BlockReads - before.BlockReads; got != after.ReadAheadBlocks-before.ReadAheadBlocks {
+		t.Errorf("%d blocks read, %d of them by the read aheads: the MultiGets read the rest", got, after.ReadAheadBlocks-before.ReadAheadBlocks)
 	}
 }
 
-// TestReadAheadDoneKeepsOthersAnnouncements: two read aheads of the same
-// keys announce the same blocks. The first one's MultiGet pins them, which
-// meets its announcements; its Done must then retract nothing of those, or
-// it would take the second's, whose blocks the cache could then evict
-// before its MultiGet. With the cache filled by other reads in between, the
-// second's MultiGet finds every block it read ahead.
-func TestReadAheadDoneKeepsOthersAnnouncements(t *testing.T) {
+// TestReadAheadSettlesCachedKeys: a read ahead searches the blocks the
+// cache holds at once. Its MultiGet then reads none of them, even once
+// other reads have evicted them all, and still returns what the store holds
+// at its own call: a key written or deleted in between is read from the
+// memtable, and a MultiGet at a snapshot older than the read ahead does not
+// take what it found in a table written since.
+func TestReadAheadSettlesCachedKeys(t *testing.T) {
 	db := openSharedCacheStore(t)
 	defer db.Close()
-	// 20 keys on distinct blocks, read ahead twice; then 200 other keys on
-	// distinct blocks, more than the cache's 64 frames, read in between.
+	// 20 keys on distinct blocks, cached; then 200 other keys on distinct
+	// blocks, more than the cache's 64 frames, read in between.
 	var hot, other [][]byte
 	for j := 0; j < 20; j++ {
 		hot = append(hot, sharedCacheKey(j*(sharedCacheKeys/220)))
@@ -370,37 +366,77 @@ func TestReadAheadDoneKeepsOthersAnnouncements(t *testing.T) {
 	for j := 20; j < 220; j++ {
 		other = append(other, sharedCacheKey(j*(sharedCacheKeys/220)))
 	}
-	first, second := db.ReadAhead(hot), db.ReadAhead(hot)
-	open := db.Stats().Cache.OpenAnnouncements
-	if _, _, err := db.MultiGetWith(ReadOptions{ReadAhead: first}, hot); err != nil {
+	if _, _, err := db.MultiGet(hot); err != nil {
 		t.Fatal(err)
 	}
-	first.Done()
-	if got := db.Stats().Cache.OpenAnnouncements; got != open/2 {
-		t.Errorf("after the first read ahead's MultiGet and Done, %d announcements open; want the second's %d", got, open/2)
+	ra := db.ReadAhead(hot)
+	if n := settledKeys(ra); n != len(hot) {
+		t.Fatalf("the read ahead settled %d of %d cached keys", n, len(hot))
 	}
 	for i := 0; i < len(other); i += 20 {
 		if _, _, err := db.MultiGet(other[i : i+20]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	before := db.Stats().Cache.Misses
-	_, found, err := db.MultiGetWith(ReadOptions{ReadAhead: second}, hot)
-	second.Done()
+	err := db.Put(hot[3], []byte("rewritten"))
+	if err == nil {
+		err = db.Delete(hot[7])
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	for j, ok := range found {
-		if !ok {
-			t.Fatalf("%s not found", hot[j])
+	before := db.Stats()
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, hot)
+	ra.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := db.Stats(); d.BlockReads != before.BlockReads || d.Cache.Hits != before.Cache.Hits || d.Cache.Misses != before.Cache.Misses {
+		t.Errorf("the MultiGet read %d blocks (cache %d hits, %d misses); the read ahead had settled every key", d.BlockReads-before.BlockReads, d.Cache.Hits-before.Cache.Hits, d.Cache.Misses-before.Cache.Misses)
+	}
+	if string(vals[3]) != "rewritten" || found[7] {
+		t.Errorf("keys written between the read ahead and its MultiGet: %q (want rewritten), deleted one found %v", vals[3], found[7])
+	}
+	vals[3], found[3], vals[7], found[7] = []byte(sharedCacheVal(3*(sharedCacheKeys/220))), true, []byte(sharedCacheVal(7*(sharedCacheKeys/220))), true
+	checkSharedCacheValues(t, "MultiGet given the read ahead", hot, vals, found)
+
+	// A snapshot, then a key rewritten and flushed: a read ahead made
+	// after that finds the new value; a MultiGet at the snapshot given it
+	// must not take it.
+	snap := db.NewSnapshot()
+	defer snap.Close()
+	if err := db.Put(hot[5], []byte("after the snapshot")); err == nil {
+		err = db.Flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.MultiGet(hot); err != nil { // the new table's block, cached
+		t.Fatal(err)
+	}
+	ra = db.ReadAhead(hot)
+	defer ra.Done()
+	if ra.looks[5].got != gotValue || string(ra.looks[5].value) != "after the snapshot" {
+		t.Fatalf("read ahead after the flush: key 5 %v %q", ra.looks[5].got, ra.looks[5].value)
+	}
+	vals, found, err = db.MultiGetWith(ReadOptions{ReadAhead: ra, Snapshot: snap}, hot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sharedCacheVal(5 * (sharedCacheKeys / 220)); !found[5] || string(vals[5]) != string(want) {
+		t.Errorf("MultiGet at the snapshot given a later read ahead: %.20q (found %v), want %.20q", vals[5], found[5], want)
+	}
+}
+
+// settledKeys counts the keys ra found in the cache and searched.
+func settledKeys(ra *ReadAhead) int {
+	n := 0
+	for _, al := range ra.looks {
+		if al.got != gotNothing {
+			n++
 		}
 	}
-	if d := db.Stats().Cache.Misses - before; d != 0 {
-		t.Errorf("the second read ahead's MultiGet missed the cache %d times: blocks it announced were evicted", d)
-	}
-	if got := db.Stats().Cache.OpenAnnouncements; got != 0 {
-		t.Errorf("%d announcements open after both Dones", got)
-	}
+	return n
 }
 
 // The store of the tests of read aheads sharing a cache: on io_uring (the
@@ -516,16 +552,16 @@ func TestReadAheadPastTheCache(t *testing.T) {
 	keys := append(append([][]byte(nil), warm...), cold...)
 	before := db.Stats()
 	ra := db.ReadAhead(keys)
-	if ra.frames != len(warm) || ra.direct == nil || len(ra.dreads) != len(cold) {
-		t.Fatalf("read ahead of %d cached and %d uncached blocks: %d frames announced, %d blocks read past the cache", len(warm), len(cold), ra.frames, len(ra.dreads))
+	if n := settledKeys(ra); n != len(warm) || ra.direct == nil || len(ra.dreads) != len(cold) {
+		t.Fatalf("read ahead of %d cached and %d uncached blocks: %d keys found in the cache, %d blocks read past the cache", len(warm), len(cold), n, len(ra.dreads))
 	}
 	ra.waitDirect()
 	mid := db.Stats()
 	if n := mid.Engine.FixedTransfers - before.Engine.FixedTransfers; !mid.DirectFixed || n != uint64(len(ra.direct.reqs)) {
 		t.Errorf("the read ahead's %d reads past the cache: %d as READ_FIXED (arena registered: %v %s)", len(ra.direct.reqs), n, mid.DirectFixed, mid.DirectFixedOff)
 	}
-	if st := mid.Cache; st.OpenAnnouncements != before.Cache.OpenAnnouncements+len(warm) || st.Misses != before.Cache.Misses || st.Resident != before.Cache.Resident {
-		t.Fatalf("after the read ahead: cache %s (before: %s)", st, before.Cache)
+	if st := mid.Cache; st.Hits != before.Cache.Hits+uint64(len(warm)) || st.Pinned != 0 || st.Misses != before.Cache.Misses || st.Resident != before.Cache.Resident {
+		t.Fatalf("after the read ahead: cache %s (before: %s); want %d hits, nothing pinned, no load", st, before.Cache, len(warm))
 	}
 	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
 	ra.Done()
@@ -540,8 +576,8 @@ func TestReadAheadPastTheCache(t *testing.T) {
 	if n := after.Cache.Inserted - mid.Cache.Inserted; n != uint64(len(cold)) {
 		t.Errorf("the MultiGet put %d blocks read past the cache in it, want %d", n, len(cold))
 	}
-	if after.Cache.OpenAnnouncements != before.Cache.OpenAnnouncements {
-		t.Errorf("announcements left open after Done: %d, before %d", after.Cache.OpenAnnouncements, before.Cache.OpenAnnouncements)
+	if n := after.Cache.Hits - mid.Cache.Hits; n != 0 {
+		t.Errorf("the MultiGet pinned %d cached blocks; the read ahead had searched them", n)
 	}
 	if _, _, err := db.MultiGet(keys); err != nil {
 		t.Fatal(err)

@@ -56,10 +56,11 @@ type Stats struct {
 	BlockReads   uint64 // 4 KiB blocks read from the device (cache misses and uncached reads)
 	DirectReads  uint64 // engine calls for uncached reads
 	// ReadAheadBlocks counts the blocks ReadAhead read past the cache (the
-	// blocks the cache held it announced there instead).
+	// blocks the cache held it searched there instead).
 	ReadAheadBlocks uint64
-	// ReadAheadLookups counts the keys whose tables and first block a
-	// MultiGet took from its ReadAhead (ReadOptions.ReadAhead).
+	// ReadAheadLookups counts the keys whose tables and first block (or
+	// what it held) a MultiGet took from its ReadAhead
+	// (ReadOptions.ReadAhead).
 	ReadAheadLookups uint64
 	Cache            *bufpool.Stats // nil without a block cache
 	// DirectFixed: reads past the cache go into memory registered with the
