@@ -177,7 +177,10 @@ type DB struct {
 	// aheads are the ReadAheads whose reads past the cache are not waited
 	// for yet (Close finishes them); guarded by aheadMu.
 	aheadMu sync.Mutex
-	aheads  map[*ReadAhead]struct{}
+	aheads  map[*aheadReads]struct{}
+	// aheadBlocks maps each block the listed reads read past the cache to
+	// where (the latest of them to read it); guarded by aheadMu.
+	aheadBlocks map[blockKey]blockRef
 
 	stats statCounters
 	meta  metaCache

@@ -107,7 +107,8 @@
 // at once (bufpool.Pool.PinEachResident), keeping what it found; the
 // blocks the cache lacks it reads past it, up to 1 MiB, into memory of its
 // own, so that however far ahead a reader runs, it holds no frame of the
-// cache. A MultiGet given it (ReadOptions.ReadAhead) looks in the
+// cache; a block an earlier open read ahead is reading so it takes from
+// that one instead of reading it again. A MultiGet given it (ReadOptions.ReadAhead) looks in the
 // memtables again and, while the tables are unchanged, takes for each key
 // what the read ahead found in a table none of whose entries is newer than
 // the read ahead (and no newer than the MultiGet's own seq), reads on from

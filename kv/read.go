@@ -176,7 +176,7 @@ type lookup struct {
 	// filtered: cands are past their bloom filters (a read ahead asked
 	// them, at the same version).
 	filtered bool
-	dread    int // aheadLookup.dread
+	read     blockRef // aheadLookup.read
 	// older is what a read ahead made at another version found for key:
 	// its first block is read ahead if cands[0], once filtered, is the
 	// table it found first. olderSettled: it searched that block, and what
@@ -277,7 +277,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 					lookups = append(lookups, lk)
 				}
 			} else if len(al.cands) > 0 {
-				lk.first, lk.ahead, lk.dread = al.first, true, al.dread
+				lk.first, lk.ahead, lk.read = al.first, true, al.read
 				lookups = append(lookups, lk)
 			}
 			continue
@@ -316,7 +316,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 						continue
 					}
 				} else {
-					lk.first, lk.ahead, lk.dread = al.first, true, al.dread
+					lk.first, lk.ahead, lk.read = al.first, true, al.read
 				}
 			}
 		}
@@ -329,8 +329,8 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 				lk.ahead = false
 				r := lk.first
 				r.ahead = true
-				if lk.dread > 0 {
-					r.buf = ro.ReadAhead.directBuf(lk.dread - 1)
+				if lk.read.from != nil {
+					r.buf = lk.read.from.buf(lk.read.j)
 				}
 				reads = append(reads, r)
 				continue

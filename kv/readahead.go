@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 
 	"github.com/ringstore/ringstore/bufpool"
@@ -41,14 +42,32 @@ type ReadAhead struct {
 	// scratch backs keys, looks and their candidates until Done.
 	scratch *aheadScratch
 
-	// The blocks read past the cache (the MultiGet would read them so):
-	// dreads[j]'s bytes are dbufs[j] once direct's reads are waited for
-	// (nil where a read failed).
+	// own are the blocks it reads past the cache (nil: none); joined are
+	// other read aheads' reads past it that it takes blocks from, holding
+	// a reference to each until Done.
+	own    *aheadReads
+	joined []*aheadReads
+}
+
+// aheadReads are the blocks one ReadAhead reads past the cache, in memory
+// of its own. A later read ahead of the same store that needs one of them
+// before it is in the cache takes it from there (DB.aheadBlocks lists
+// them until they are read) instead of reading it again; the memory goes
+// back once every read ahead using it is done.
+type aheadReads struct {
+	db     *DB
 	dreads []blockRead
-	direct *directCall
-	dbufs  [][]byte  // set by once
-	rs     readState // held until once has waited for direct's reads
+	dc     *directCall // nil: the reads could not be started
+	bufs   [][]byte    // set by once: dreads[j]'s bytes, nil where its read failed
+	rs     readState   // the first read ahead's tables, held until once has waited
 	once   sync.Once
+	refs   int // guarded by db.aheadMu: the read aheads using it
+}
+
+// blockRef is a block read past the cache: from.dreads[j].
+type blockRef struct {
+	from *aheadReads
+	j    int
 }
 
 // blockKey names a data block: its table's file in the cache, its offset.
@@ -61,7 +80,7 @@ type blockKey struct {
 // Done, reused from one to the next (aheadScratches). It goes back emptied,
 // its pointers cleared: it holds no key or table between uses.
 type aheadScratch struct {
-	seen    map[blockKey]int
+	seen    map[blockKey]blockRef
 	arena   []byte
 	backing []*table
 	bounds  [][2]int
@@ -86,7 +105,7 @@ type aheadRange struct {
 // maxScratchArena bounds the key bytes of a scratch kept for reuse.
 const maxScratchArena = 1 << 20
 
-var aheadScratches = sync.Pool{New: func() any { return &aheadScratch{seen: map[blockKey]int{}} }}
+var aheadScratches = sync.Pool{New: func() any { return &aheadScratch{seen: map[blockKey]blockRef{}} }}
 
 // release gives sc back, unless a huge call made it too large to keep.
 func (sc *aheadScratch) release() {
@@ -109,7 +128,7 @@ type aheadLookup struct {
 	looked bool      // false: the key was in a memtable, or over the size limit
 	cands  []*table  // the tables that may hold the key, newest first
 	first  blockRead // the block of cands[0] (when cands is not empty)
-	dread  int       // first was read past the cache as dreads[dread-1]; 0: not
+	read   blockRef  // where first is read past the cache (from nil: it is not)
 	got    aheadGot  // what first, found in the cache, held for the key
 	value  []byte    // the key's value, where got is gotValue
 }
@@ -161,14 +180,13 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	// waits for its reads in flight, which on an inline engine only a
 	// waiter drives.
 	defer func() {
-		if ra.direct == nil {
+		if ra.own == nil || ra.own.dc == nil {
 			db.release(rs)
 		}
 	}()
-	ra.db, ra.v, ra.rs = db, rs.v, rs
-	ra.seq = rs.seq
-	// seen maps each distinct block read past the cache to j+1, its place
-	// in ra.dreads.
+	ra.db, ra.v, ra.seq = db, rs.v, rs.seq
+	// seen maps each distinct block read past the cache to where it is
+	// read: by this read ahead or by one it joins.
 	sc := aheadScratches.Get().(*aheadScratch)
 	ra.scratch = sc
 	seen := sc.seen
@@ -236,6 +254,11 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	}()
 	va := valueArena{left: len(probe)}
 	nth, fi := 0, 0 // pinned[nth] is the next first block's; its frames from frames[fi]
+	// A block an open read ahead is reading past the cache is taken from
+	// it, not read again.
+	var own *aheadReads
+	joined := 0
+	db.aheadMu.Lock()
 looks:
 	for i := range ra.looks {
 		al := &ra.looks[i]
@@ -255,45 +278,76 @@ looks:
 		}
 		nth++
 		bk := blockKey{r.t.fid, r.h.Offset}
-		where, ok := seen[bk]
+		ref, ok := seen[bk]
+		if !ok {
+			ref, ok = db.aheadBlocks[bk]
+			if ok {
+				joined++
+				if !slices.Contains(ra.joined, ref.from) {
+					ref.from.refs++
+					ra.joined = append(ra.joined, ref.from)
+				}
+				seen[bk] = ref
+			}
+		}
 		switch {
 		case ok:
 		case directBytes+r.h.Len <= maxOverflowBytes:
 			directBytes += r.h.Len
-			ra.dreads = append(ra.dreads, r)
-			where = len(ra.dreads)
-			seen[bk] = where
+			if own == nil {
+				own = &aheadReads{db: db}
+			}
+			ref = blockRef{own, len(own.dreads)}
+			own.dreads = append(own.dreads, r)
+			seen[bk] = ref
 		default:
 			// This key and the rest are left to the MultiGet.
 			ra.keys, ra.looks, bounds = ra.keys[:i], ra.looks[:i], bounds[:i]
 			break looks
 		}
-		al.dread = where
+		al.read = ref
+	}
+	db.aheadMu.Unlock()
+	if joined > 0 {
+		db.stats.readAheadJoined.Add(uint64(joined))
 	}
 	// Cut the candidate lists only now: appending may have moved backing.
 	for i, b := range bounds {
 		ra.looks[i].cands = backing[b[0]:b[1]:b[1]]
 	}
-	if len(ra.dreads) > 0 {
-		order := make([]int, len(ra.dreads))
-		for j := range order {
-			order[j] = j
-		}
-		dc := db.planDirect(ra.dreads, order)
-		if err := dc.start(db.eng); err != nil {
-			ra.dreads = nil // the MultiGet reads them itself
-		} else {
-			ra.direct = dc
-			db.aheadMu.Lock()
-			if db.aheads == nil {
-				db.aheads = map[*ReadAhead]struct{}{}
-			}
-			db.aheads[ra] = struct{}{}
-			db.aheadMu.Unlock()
-			db.stats.readAheadBlocks.Add(uint64(len(ra.dreads)))
-		}
+	if own != nil {
+		ra.own = own
+		own.start(rs)
 	}
 	return ra
+}
+
+// start starts the reads and, once they are in flight, lists them for
+// later read aheads to join and for Close to wait for; rs stays held until
+// they are waited for. If they cannot be started, the MultiGets read the
+// blocks themselves.
+func (ar *aheadReads) start(rs readState) {
+	db := ar.db
+	order := make([]int, len(ar.dreads))
+	for j := range order {
+		order[j] = j
+	}
+	dc := db.planDirect(ar.dreads, order)
+	if err := dc.start(db.eng); err != nil {
+		return
+	}
+	ar.dc, ar.rs = dc, rs
+	db.aheadMu.Lock()
+	ar.refs++
+	if db.aheads == nil {
+		db.aheads, db.aheadBlocks = map[*aheadReads]struct{}{}, map[blockKey]blockRef{}
+	}
+	db.aheads[ar] = struct{}{}
+	for j, r := range ar.dreads {
+		db.aheadBlocks[blockKey{r.t.fid, r.h.Offset}] = blockRef{ar, j}
+	}
+	db.aheadMu.Unlock()
+	db.stats.readAheadBlocks.Add(uint64(len(ar.dreads)))
 }
 
 // searchAhead looks key up at seq in block r, pinned in the frames fs, and
@@ -324,50 +378,75 @@ func (db *DB) searchAhead(r blockRead, fs []*bufpool.Frame, key []byte, seq uint
 	}
 }
 
-// directBuf returns the block ra read past the cache as dreads[j], or nil
-// if its read failed (the MultiGet then reads it itself and meets the
-// error, if it lasts). The first call waits for those reads.
-func (ra *ReadAhead) directBuf(j int) []byte {
-	if ra.direct == nil {
+// buf returns the block ar read as dreads[j], or nil if its read failed
+// or was never started (the MultiGet then reads it itself and meets the
+// error, if it lasts). The first call waits for the reads.
+func (ar *aheadReads) buf(j int) []byte {
+	if ar.dc == nil {
 		return nil
 	}
-	ra.waitDirect()
-	return ra.dbufs[j]
+	ar.wait()
+	return ar.bufs[j]
 }
 
-// waitDirect waits for the reads past the cache and releases the read set
-// they held, once, from whichever goroutine comes first: the owner's
-// MultiGet or Done, or the DB's Close (finishReadAheads).
-func (ra *ReadAhead) waitDirect() {
-	if ra.direct == nil {
+// wait waits for the reads, unlists them and releases the read set they
+// held, once, from whichever goroutine comes first: a MultiGet, a Done, or
+// the DB's Close (finishReadAheads).
+func (ar *aheadReads) wait() {
+	if ar.dc == nil {
 		return
 	}
-	ra.once.Do(func() {
-		dc, db := ra.direct, ra.db
+	ar.once.Do(func() {
+		dc, db := ar.dc, ar.db
 		werr := dc.wait(db)
-		ra.dbufs = make([][]byte, len(ra.dreads))
-		dc.deliver(ra.dreads, werr, func(j int, buf []byte, _ bool) error {
-			ra.dbufs[j] = buf
+		ar.bufs = make([][]byte, len(ar.dreads))
+		dc.deliver(ar.dreads, werr, func(j int, buf []byte, _ bool) error {
+			ar.bufs[j] = buf
 			return nil
 		})
 		db.aheadMu.Lock()
-		delete(db.aheads, ra)
+		delete(db.aheads, ar)
+		for _, r := range ar.dreads {
+			// Read now: a later read ahead finds the block in the cache
+			// once the MultiGet using it has put it there.
+			k := blockKey{r.t.fid, r.h.Offset}
+			if db.aheadBlocks[k].from == ar {
+				delete(db.aheadBlocks, k)
+			}
+		}
 		db.aheadMu.Unlock()
-		db.release(ra.rs)
+		db.release(ar.rs)
 	})
+}
+
+// unref drops a read ahead's use of ar; the last one gives its memory
+// back. The reads are waited for by then: their first read ahead waits
+// before it lets go.
+func (ar *aheadReads) unref() {
+	if ar.dc == nil {
+		return
+	}
+	db := ar.db
+	db.aheadMu.Lock()
+	ar.refs--
+	last := ar.refs == 0
+	db.aheadMu.Unlock()
+	if last {
+		ar.dc.release()
+	}
 }
 
 // finishReadAheads waits for the reads past the cache of every ReadAhead
 // not yet waited for, before Close closes what they read with.
 func (db *DB) finishReadAheads() {
 	db.aheadMu.Lock()
-	open := make([]*ReadAhead, 0, len(db.aheads))
-	for ra := range db.aheads {
-		open = append(open, ra)
+	open := make([]*aheadReads, 0, len(db.aheads))
+	for ar := range db.aheads {
+		open = append(open, ar)
 	}
 	db.aheadMu.Unlock()
-	for _, ra := range open {
-		ra.waitDirect()
+	for _, ar := range open {
+		ar.wait()
 	}
 }
 
@@ -384,35 +463,42 @@ func (ra *ReadAhead) lookFor(v *version, seq uint64, i int, key []byte) (_ *ahea
 	return al, ra.v == v, al.got != gotNothing && seq >= ra.seq
 }
 
-// Wait waits for the reads past the cache (often done by then). A failed
-// read is not used: the MultiGet reads the block again and reports what it
-// meets. Without Wait the reads are waited for by whatever needs them
-// first (the MultiGet, Done, Close). Safe on a nil ReadAhead and more than
-// once.
+// Wait waits for the reads past the cache (often done by then), its own
+// and those it joined. A failed read is not used: the MultiGet reads the
+// block again and reports what it meets. Without Wait the reads are waited
+// for by whatever needs them first (the MultiGet, Done, Close). Safe on a
+// nil ReadAhead and more than once.
 func (ra *ReadAhead) Wait() {
-	if ra != nil {
-		ra.waitDirect()
+	if ra == nil {
+		return
+	}
+	if ra.own != nil {
+		ra.own.wait()
+	}
+	for _, ar := range ra.joined {
+		ar.wait()
 	}
 }
 
-// Done finishes the reads past the cache — by then the MultiGet has
-// usually waited for them — and releases the tables the ReadAhead held and
-// the memory those reads went into, for other reads to reuse: Done must not
-// run while a MultiGet given the ReadAhead runs. The values it found are
-// the MultiGet's caller's. Safe on a nil ReadAhead, after Close, and more
-// than once.
+// Done finishes its reads past the cache — by then the MultiGet has
+// usually waited for them —, releases the tables the ReadAhead held, and
+// gives back its use of the memory those reads and the ones it joined went
+// into, for other reads to reuse: Done must not run while a MultiGet given
+// the ReadAhead runs. The values it found are the MultiGet's caller's. Safe
+// on a nil ReadAhead, after Close, and more than once.
 func (ra *ReadAhead) Done() {
 	if ra == nil {
 		return
 	}
-	ra.waitDirect() // the reads past the cache, unused, may be in flight
-	if ra.direct != nil {
-		// The MultiGet that used dbufs is done: their memory is free.
-		ra.direct.release()
+	if own := ra.own; own != nil {
+		ra.own = nil
+		own.wait() // unused, they may be in flight
+		own.unref()
 	}
-	// direct and once stay: a Close that listed ra may still call
-	// waitDirect, which once makes a no-op.
-	ra.v, ra.keys, ra.looks, ra.dreads, ra.dbufs = nil, nil, nil, nil, nil
+	for _, ar := range ra.joined {
+		ar.unref()
+	}
+	ra.v, ra.keys, ra.looks, ra.joined = nil, nil, nil, nil
 	if sc := ra.scratch; sc != nil {
 		ra.scratch = nil
 		sc.release()

@@ -255,7 +255,7 @@ func TestReadAheadOpenAtClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ra := db.ReadAhead(keys)
-	if ra.direct == nil {
+	if ra.own == nil || ra.own.dc == nil {
 		t.Fatalf("no read past the cache started (%d keys found in the cache)", settledKeys(ra))
 	}
 	done := make(chan error, 1)
@@ -269,7 +269,7 @@ func TestReadAheadOpenAtClose(t *testing.T) {
 		t.Fatal("Close hangs on an open read ahead")
 	}
 	// Close waited for the reads and let the tables go.
-	if ra.dbufs == nil || len(db.aheads) != 0 {
+	if ra.own.bufs == nil || len(db.aheads) != 0 {
 		t.Errorf("after Close: reads past the cache not waited for (%d read aheads listed)", len(db.aheads))
 	}
 	ra.Done()
@@ -492,7 +492,7 @@ func TestReadAheadAcrossAFlush(t *testing.T) {
 	}
 	ra := db.ReadAhead(keys)
 	ra.Wait()
-	ra.waitDirect() // its reads past the cache are counted now, not in the MultiGet's
+	ra.Wait() // its reads past the cache are counted now, not in the MultiGet's
 	// Another value for one key, and a key past all of them, flushed: a new
 	// table whose range holds the first.
 	rewritten := []byte("rewritten")
@@ -552,13 +552,13 @@ func TestReadAheadPastTheCache(t *testing.T) {
 	keys := append(append([][]byte(nil), warm...), cold...)
 	before := db.Stats()
 	ra := db.ReadAhead(keys)
-	if n := settledKeys(ra); n != len(warm) || ra.direct == nil || len(ra.dreads) != len(cold) {
-		t.Fatalf("read ahead of %d cached and %d uncached blocks: %d keys found in the cache, %d blocks read past the cache", len(warm), len(cold), n, len(ra.dreads))
+	if n := settledKeys(ra); n != len(warm) || ra.own == nil || ra.own.dc == nil || len(ra.own.dreads) != len(cold) {
+		t.Fatalf("read ahead of %d cached and %d uncached blocks: %d keys found in the cache, reads past the cache %+v", len(warm), len(cold), n, ra.own)
 	}
-	ra.waitDirect()
+	ra.Wait()
 	mid := db.Stats()
-	if n := mid.Engine.FixedTransfers - before.Engine.FixedTransfers; !mid.DirectFixed || n != uint64(len(ra.direct.reqs)) {
-		t.Errorf("the read ahead's %d reads past the cache: %d as READ_FIXED (arena registered: %v %s)", len(ra.direct.reqs), n, mid.DirectFixed, mid.DirectFixedOff)
+	if n := mid.Engine.FixedTransfers - before.Engine.FixedTransfers; !mid.DirectFixed || n != uint64(len(ra.own.dc.reqs)) {
+		t.Errorf("the read ahead's %d reads past the cache: %d as READ_FIXED (arena registered: %v %s)", len(ra.own.dc.reqs), n, mid.DirectFixed, mid.DirectFixedOff)
 	}
 	if st := mid.Cache; st.Hits != before.Cache.Hits+uint64(len(warm)) || st.Pinned != 0 || st.Misses != before.Cache.Misses || st.Resident != before.Cache.Resident {
 		t.Fatalf("after the read ahead: cache %s (before: %s); want %d hits, nothing pinned, no load", st, before.Cache, len(warm))
@@ -622,7 +622,7 @@ func TestReadAheadReadFails(t *testing.T) {
 	keys := batch(7)
 	plan.Add(ioengine.Fault{Kind: ioengine.FaultEIO, Op: ioengine.OpRead})
 	ra := db.ReadAhead(keys)
-	if ra.direct == nil {
+	if ra.own == nil || ra.own.dc == nil {
 		t.Fatalf("cold keys: nothing read past the cache")
 	}
 	before := db.Stats()
@@ -665,4 +665,79 @@ func TestReadAheadReadFails(t *testing.T) {
 		t.Fatalf("MultiGet once reads succeed again: %v", err)
 	}
 	checkSharedCacheValues(t, "after the failures", keys, vals, found)
+}
+
+// TestReadAheadJoinsOpenReads: a read ahead that needs blocks another open
+// read ahead is reading past the cache takes them from it instead of
+// reading them again, whichever of the two is done first; the memory they
+// went into goes back once both are done.
+func TestReadAheadJoinsOpenReads(t *testing.T) {
+	for _, firstDoneFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("firstDoneFirst=%v", firstDoneFirst), func(t *testing.T) {
+			db := openSharedCacheStore(t)
+			defer db.Close()
+			// 30 cold keys on distinct blocks; the second read ahead asks
+			// for the last 20 of them and 10 other cold ones.
+			var keys [][]byte
+			for j := 0; j < 40; j++ {
+				keys = append(keys, sharedCacheKey(j*(sharedCacheKeys/40)))
+			}
+			firstKeys, secondKeys := keys[:30], keys[10:]
+			before := db.Stats()
+			first := db.ReadAhead(firstKeys)
+			second := db.ReadAhead(secondKeys)
+			mid := db.Stats()
+			if n := mid.ReadAheadJoined - before.ReadAheadJoined; n != 20 {
+				t.Errorf("the second read ahead joined %d blocks of the first, want 20", n)
+			}
+			if n := mid.ReadAheadBlocks - before.ReadAheadBlocks; n != 40 {
+				t.Errorf("%d blocks read past the cache for 40 distinct cold blocks", n)
+			}
+			get := func(ra *ReadAhead, keys [][]byte) {
+				t.Helper()
+				vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSharedCacheValues(t, "MultiGet given a read ahead", keys, vals, found)
+			}
+			get(first, firstKeys)
+			if firstDoneFirst {
+				first.Done()
+				// Evict what the first MultiGet put in the cache, and
+				// read 20 blocks past it (memory the first's reads would
+				// have freed, were they not joined): the second must still
+				// have the blocks it joined.
+				var others [][]byte
+				for j := 0; j < 84; j++ {
+					others = append(others, sharedCacheKey(j*(sharedCacheKeys/84)+1))
+				}
+				if _, _, err := db.MultiGet(others); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second.Wait() // its own reads are counted now, not in its MultiGet
+			mid = db.Stats()
+			get(second, secondKeys)
+			if !firstDoneFirst {
+				first.Done()
+			}
+			second.Done()
+			after := db.Stats()
+			if n := after.BlockReads - mid.BlockReads; n != 0 && firstDoneFirst {
+				t.Errorf("the second MultiGet read %d blocks: the read aheads had them all", n)
+			}
+			if a := db.directArena; a != nil {
+				a.mu.Lock()
+				out := a.out
+				a.mu.Unlock()
+				if out != 0 {
+					t.Errorf("%d pages of the arena still out after both read aheads are done", out)
+				}
+			}
+			if len(db.aheads) != 0 || len(db.aheadBlocks) != 0 {
+				t.Errorf("after both are done: %d reads and %d blocks still listed", len(db.aheads), len(db.aheadBlocks))
+			}
+		})
+	}
 }

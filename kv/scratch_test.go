@@ -40,18 +40,18 @@ func TestScratchReleaseHoldsNothing(t *testing.T) {
 	}
 
 	as := aheadScratches.Get().(*aheadScratch)
-	as.seen[blockKey{fid: 1, off: 4096}] = 1
+	as.seen[blockKey{fid: 1, off: 4096}] = blockRef{from: &aheadReads{}}
 	as.arena = append(as.arena, key...)
 	as.backing = append(as.backing, tb)
 	as.bounds = append(as.bounds, [2]int{0, 1})
-	as.looks = append(as.looks, aheadLookup{looked: true, cands: as.backing[:1], first: blockRead{t: tb}})
+	as.looks = append(as.looks, aheadLookup{looked: true, cands: as.backing[:1], first: blockRead{t: tb}, read: blockRef{from: &aheadReads{}}, value: []byte("v")})
 	as.keys = append(as.keys, as.arena[:1])
 	as.release()
 	if len(as.seen)+len(as.arena)+len(as.backing)+len(as.bounds)+len(as.looks)+len(as.keys) != 0 {
 		t.Fatal("released read-ahead scratch not empty")
 	}
 	for _, l := range as.looks[:cap(as.looks)] {
-		if l.cands != nil || l.first.t != nil {
+		if l.cands != nil || l.first.t != nil || l.read.from != nil || l.value != nil {
 			t.Fatalf("released look holds %+v", l)
 		}
 	}

@@ -16,6 +16,7 @@ type statCounters struct {
 	gets, multiGets, multiGetKeys, rounds atomic.Uint64
 	blockReads, directCalls               atomic.Uint64
 	readAheadBlocks, readAheadLookups     atomic.Uint64
+	readAheadJoined                       atomic.Uint64
 	flushes, flushedBytes, flushNanos     atomic.Uint64
 	compactions, trivialMoves             atomic.Uint64
 	compactedIn, compactedOut             atomic.Uint64
@@ -58,6 +59,9 @@ type Stats struct {
 	// ReadAheadBlocks counts the blocks ReadAhead read past the cache (the
 	// blocks the cache held it searched there instead).
 	ReadAheadBlocks uint64
+	// ReadAheadJoined counts the blocks a ReadAhead took from another open
+	// one reading them past the cache instead of reading them again.
+	ReadAheadJoined uint64
 	// ReadAheadLookups counts the keys whose tables and first block (or
 	// what it held) a MultiGet took from its ReadAhead
 	// (ReadOptions.ReadAhead).
@@ -98,7 +102,7 @@ func (db *DB) Stats() Stats {
 	s := Stats{
 		Writes: c.writes.Load(), Commits: c.commits.Load(), WriteStalls: c.writeStalls.Load(),
 		Gets: c.gets.Load(), MultiGets: c.multiGets.Load(), MultiGetKeys: c.multiGetKeys.Load(),
-		ReadRounds: c.rounds.Load(), BlockReads: c.blockReads.Load(), DirectReads: c.directCalls.Load(), ReadAheadBlocks: c.readAheadBlocks.Load(), ReadAheadLookups: c.readAheadLookups.Load(),
+		ReadRounds: c.rounds.Load(), BlockReads: c.blockReads.Load(), DirectReads: c.directCalls.Load(), ReadAheadBlocks: c.readAheadBlocks.Load(), ReadAheadLookups: c.readAheadLookups.Load(), ReadAheadJoined: c.readAheadJoined.Load(),
 		Flushes: c.flushes.Load(), FlushedBytes: c.flushedBytes.Load(), FlushTime: time.Duration(c.flushNanos.Load()),
 		Compactions: c.compactions.Load(), TrivialMoves: c.trivialMoves.Load(),
 		CompactedIn: c.compactedIn.Load(), CompactedOut: c.compactedOut.Load(),
