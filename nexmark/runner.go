@@ -88,7 +88,8 @@ type RunConfig struct {
 	ReadAhead bool
 	// ReadAheadBatches is how many mini-batches past the current one have
 	// their reads in flight with ReadAhead, when the source has sent them;
-	// default 2. Each holds its reads' blocks (kv.DB.ReadAhead).
+	// default 4. Each holds the blocks it reads past the cache, up to
+	// 1 MiB (kv.DB.ReadAhead).
 	ReadAheadBatches int
 	// ReadWorkers is, on the syscall backend, the goroutines that read
 	// each worker's block-cache misses, each one pread at a time
@@ -177,7 +178,7 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 		c.KeyGroups = 128
 	}
 	if c.ReadAheadBatches == 0 {
-		c.ReadAheadBatches = 2
+		c.ReadAheadBatches = 4
 	}
 	if c.SourceLead == 0 {
 		c.SourceLead = DefaultSourceLead

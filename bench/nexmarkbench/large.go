@@ -23,7 +23,7 @@ const (
 	largePrefix = "large-"
 	// readAheadBatches are the mini-batches past the one it processes whose
 	// reads an ON worker keeps in flight (nexmark.RunConfig.ReadAheadBatches).
-	readAheadBatches = 2
+	readAheadBatches = 4
 )
 
 // The large-state regime's bars.

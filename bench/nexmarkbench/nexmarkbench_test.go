@@ -296,7 +296,7 @@ func TestLargeMachineCPUAndDeviceDepth(t *testing.T) {
 	}
 	results := []bench.ModeResult{
 		// ON: 0.2 block reads per event, 20 reads in flight at the device
-		// (it submitted up to 4 workers × 20 per Load × 2 batches).
+		// (it submitted up to 4 workers × 20 per Load × readAheadBatches).
 		mode(largePrefix+"q15-"+modeOn, 1e6, 4, 6, 6.4, map[string]float64{xBlockReads: 0.2e6, xMultiGets: 1e4, xReading: 4, bench.ExtraDeviceReadsInFlight: 20}),
 		mode(largePrefix+"q15-"+modeOff, 1e6, 10, 9, 9.2, map[string]float64{xBlockReads: 0.22e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
 		mode(largePrefix+"q15-"+modeCached, 1e6, 2, 3.6, 3.8, map[string]float64{xCacheMisses: 1e4}),
@@ -310,8 +310,8 @@ func TestLargeMachineCPUAndDeviceDepth(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := lr.Queries[0]
-	if q.Depth != 20 || q.DepthNominal != 160 {
-		t.Errorf("depth %v (nominal %v), want the device's count 20 (nominal 0.2e6/1e4 × 4 × 2 = 160)", q.Depth, q.DepthNominal)
+	if nominal := min(256, 0.2e6/1e4*4*float64(readAheadBatches)); q.Depth != 20 || q.DepthNominal != nominal {
+		t.Errorf("depth %v (nominal %v), want the device's count 20 (nominal 0.2e6/1e4 × 4 × %d, at most 256: %v)", q.Depth, q.DepthNominal, readAheadBatches, nominal)
 	}
 	// 20 lies between the counted depths 10 (58,000 IOPS) and 40 (75,000).
 	f := (math.Log(20) - math.Log(10)) / (math.Log(40) - math.Log(10))
