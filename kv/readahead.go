@@ -244,8 +244,8 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 		ra.looks = append(ra.looks, al)
 		bounds = append(bounds, [2]int{lo, hi})
 	}
-	// Then, key by key, the first blocks: one the cache holds is searched
-	// now, pinned only meanwhile; one it lacks is read past it.
+	// Then the first blocks: those the cache holds are searched now,
+	// pinned only meanwhile; those it lacks are read past it.
 	frames, pinned = db.pool.PinEachResident(probe, frames, pinned)
 	defer func() {
 		for _, f := range frames {
@@ -254,29 +254,37 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	}()
 	va := valueArena{left: len(probe)}
 	nth, fi := 0, 0 // pinned[nth] is the next first block's; its frames from frames[fi]
+	for i := range ra.looks {
+		al := &ra.looks[i]
+		if r := al.first; r.t != nil && !r.skip {
+			if pinned[nth] {
+				n := blockFrames(r.h)
+				// A table none of whose entries is above seq holds for
+				// the key what a read at any later seq finds in it.
+				if r.t.meta.MaxSeq <= rs.seq {
+					al.got, al.value = db.searchAhead(r, frames[fi:fi+n], ra.keys[i], rs.seq, &sc.scratch, &va)
+				}
+				fi += n
+			}
+			nth++
+		}
+	}
 	// A block an open read ahead is reading past the cache is taken from
 	// it, not read again.
 	var own *aheadReads
 	joined := 0
+	nth = 0
 	db.aheadMu.Lock()
 looks:
 	for i := range ra.looks {
 		al := &ra.looks[i]
-		if al.first.t == nil || al.first.skip {
-			continue
-		}
 		r := al.first
-		if pinned[nth] {
-			n := blockFrames(r.h)
-			// A table none of whose entries is above seq holds for the
-			// key what a read at any later seq finds in it.
-			if r.t.meta.MaxSeq <= rs.seq {
-				al.got, al.value = db.searchAhead(r, frames[fi:fi+n], ra.keys[i], rs.seq, &sc.scratch, &va)
-			}
-			nth, fi = nth+1, fi+n
+		if r.t == nil || r.skip {
 			continue
 		}
-		nth++
+		if nth++; pinned[nth-1] {
+			continue
+		}
 		bk := blockKey{r.t.fid, r.h.Offset}
 		ref, ok := seen[bk]
 		if !ok {
