@@ -519,9 +519,9 @@ type blockRead struct {
 	bi   int             // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
-	// ahead: a ReadAhead found this block in the cache and left it there
-	// (it did not search it): pinned in a Pin of its own, before the
-	// others, it is most likely still there.
+	// ahead: a ReadAhead chose this block (one it found in the cache but
+	// did not search, or whose read past the cache failed): pinned in a
+	// Pin of its own, before the others.
 	ahead bool
 	// buf, if not nil, is the block's bytes, read past the cache by a
 	// ReadAhead (unverified).
@@ -712,6 +712,7 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 				over = db.planDirect(reads, slices.Clone(which[end:end+n]))
 				which, spans = slices.Delete(which, end, end+n), slices.Delete(spans, end, end+n)
 				if err := over.start(db.eng); err != nil {
+					over.release() // nothing was submitted
 					return err
 				}
 			}

@@ -342,6 +342,7 @@ func (ar *aheadReads) start(rs readState) {
 	}
 	dc := db.planDirect(ar.dreads, order)
 	if err := dc.start(db.eng); err != nil {
+		dc.release() // nothing was submitted
 		return
 	}
 	ar.dc, ar.rs = dc, rs
