@@ -538,10 +538,9 @@ func (p *Pool) PinResident(spans []Span, dst []*Frame) ([]*Frame, bool, error) {
 // a frame missing or still loading pins nothing and starts no load, nor
 // does a bad span (counted in Stats.PrefetchRejected, as Present counts
 // it); an empty span covers no frame and is reported pinned. After Close no
-// span is pinned. A reader that finds some of a batch's
-// blocks in the pool this way reads the others itself. Frames it pins
-// count as hits, each once per call; the spans it passes over count
-// nothing.
+// span is pinned. A reader that finds some of a batch's blocks in the pool
+// this way reads the others itself. Frames it pins count as hits, each once
+// per call; the spans it passes over count nothing.
 func (p *Pool) PinEachResident(spans []Span, dst []*Frame, pinned []bool) ([]*Frame, []bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -83,11 +83,12 @@ func (mb *MiniBatch) wantKey(k []byte) {
 }
 
 // ReadAhead starts the reads of the keys wanted since the last Load and
-// returns without waiting (kv.DB.ReadAhead): while the caller processes
-// another batch, the blocks the cache lacks are read (past it, so running
-// ahead takes none of its frames) and those it holds are kept there; Load
-// waits for them and then reads as usual, as of its own call, so writes
-// committed in between are seen. On the syscall backend it does nothing.
+// returns without waiting (kv.DB.ReadAhead): the blocks the cache holds are
+// searched at once, and while the caller processes another batch those it
+// lacks are read (past it, so running ahead takes none of its frames); Load
+// waits for them and reads as of its own call, taking what the read ahead
+// found where nothing changed in between, so writes committed meanwhile are
+// seen. On the syscall backend it does nothing.
 func (mb *MiniBatch) ReadAhead() {
 	if mb.b.closed.Load() || len(mb.wantKeys) == 0 {
 		return
