@@ -8,29 +8,40 @@ import (
 	"github.com/ringstore/ringstore/ioengine"
 )
 
+// residencyFrame is the frame size of residencyCase's pool.
+const residencyFrame = 4096
+
+// residencyCase is a pool of 8 frames holding the first 2 of a 16-frame
+// file, spans over it of every kind, and whether each one's frames are all
+// in the pool.
+func residencyCase(t *testing.T, mode ioengine.IOMode) (*Pool, *testFile, []Span, []bool) {
+	t.Helper()
+	const fs = residencyFrame
+	p := newPool(t, newEngine(t, mode, nil), Options{FrameSize: fs, Budget: 8 * fs})
+	tf := register(t, p, testdir.Direct(t), "f", 16*fs, 1)
+	pinOnce(t, p, tf, Span{tf.id, 0, 2 * fs})
+	spans := []Span{
+		{tf.id, 0, fs},       // resident
+		{tf.id, fs, 2 * fs},  // frame 1 resident, frame 2 not
+		{tf.id, 8 * fs, fs},  // not
+		{tf.id, 0, 2 * fs},   // both resident
+		{tf.id, 40 * fs, fs}, // past the end
+		{tf.id + 7, 0, fs},   // no such file
+		{tf.id, 2 * fs, 0},   // empty: no frame to lack
+	}
+	return p, tf, spans, []bool{true, false, false, true, false, false, true}
+}
+
 // TestPresent: Present tells the spans the pool holds from those it does
 // not, a span with one missing frame as missing, a bad span as missing
 // (counted rejected), and counts a reference of what it finds, not a pin
 // or a load.
 func TestPresent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
-		dir := testdir.Direct(t)
-		eng := newEngine(t, mode, nil)
-		const fs = 4096
-		p := newPool(t, eng, Options{FrameSize: fs, Budget: 8 * fs})
-		tf := register(t, p, dir, "f", 16*fs, 1)
-		pinOnce(t, p, tf, Span{tf.id, 0, 2 * fs})
+		p, tf, spans, want := residencyCase(t, mode)
+		const fs = residencyFrame
 		before := p.Stats()
-		got := p.Present([]Span{
-			{tf.id, 0, fs},       // resident
-			{tf.id, fs, 2 * fs},  // frame 1 resident, frame 2 not
-			{tf.id, 8 * fs, fs},  // not
-			{tf.id, 0, 2 * fs},   // both resident
-			{tf.id, 40 * fs, fs}, // past the end
-			{tf.id + 7, 0, fs},   // no such file
-			{tf.id, 2 * fs, 0},   // empty: nothing to find missing
-		}, nil)
-		want := []bool{true, false, false, true, false, false, true}
+		got := p.Present(spans, nil)
 		for i := range want {
 			if got[i] != want[i] {
 				t.Errorf("Present: span %d: %v, want %v (all: %v)", i, got[i], want[i], got)
@@ -127,24 +138,10 @@ func TestInsert(t *testing.T) {
 // after Close are passed over, starting no load.
 func TestPinEachResident(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, mode ioengine.IOMode) {
-		dir := testdir.Direct(t)
-		eng := newEngine(t, mode, nil)
-		const fs = 4096
-		p := newPool(t, eng, Options{FrameSize: fs, Budget: 8 * fs})
-		tf := register(t, p, dir, "f", 16*fs, 1)
-		pinOnce(t, p, tf, Span{tf.id, 0, 2 * fs})
+		p, tf, spans, want := residencyCase(t, mode)
+		const fs = residencyFrame
 		before := p.Stats()
-		spans := []Span{
-			{tf.id, 0, fs},       // resident
-			{tf.id, fs, 2 * fs},  // frame 1 resident, frame 2 not
-			{tf.id, 8 * fs, fs},  // not
-			{tf.id, 0, 2 * fs},   // both resident
-			{tf.id, 40 * fs, fs}, // past the end
-			{tf.id + 7, 0, fs},   // no such file
-			{tf.id, 2 * fs, 0},   // empty: nothing to pin
-		}
 		frames, pinned := p.PinEachResident(spans, nil, nil)
-		want := []bool{true, false, false, true, false, false, true}
 		for i := range want {
 			if pinned[i] != want[i] {
 				t.Errorf("span %d: pinned %v, want %v (all: %v)", i, pinned[i], want[i], pinned)
