@@ -328,7 +328,6 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			if lk.ahead {
 				lk.ahead = false
 				r := lk.first
-				r.ahead = true
 				if lk.read.from != nil {
 					r.buf = lk.read.from.buf(lk.read.j)
 				}
@@ -519,10 +518,6 @@ type blockRead struct {
 	bi   int             // the block's place in the table (sstable.Reader.Block)
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
-	// ahead: a ReadAhead chose this block (one it found in the cache but
-	// did not search, or whose read past the cache failed): pinned in a
-	// Pin of its own, before the others.
-	ahead bool
 	// buf, if not nil, is the block's bytes, read past the cache by a
 	// ReadAhead (unverified).
 	buf []byte
@@ -556,11 +551,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 	which := make([]int, 0, len(reads))
 	frames := make([]*bufpool.Frame, 0, len(reads))
 	var direct []int
-	// The blocks a read ahead found in the cache come first, in a Pin of
-	// their own (nAhead of which): most likely all hits, searched before
-	// the others' loads are waited for, and no load of the others takes
-	// their frames first.
-	nAhead := 0
 	for i, r := range reads {
 		if !r.skip && r.buf != nil {
 			if err := fn(i, r.buf, false); err != nil {
@@ -572,34 +562,29 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			}
 		}
 	}
-	for pass := 0; pass < 2; pass++ {
-		for i, r := range reads {
-			if r.skip || r.buf != nil || r.ahead != (pass == 0) {
+	for i, r := range reads {
+		if r.skip || r.buf != nil {
+			continue
+		}
+		if blockFrames(r.h) > db.pool.Frames() {
+			direct = append(direct, i) // a block larger than the cache: read past it
+			continue
+		}
+		s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
+		if noFill {
+			var ok bool
+			var err error
+			frames, ok, err = db.pool.PinResident([]bufpool.Span{s}, frames)
+			if err != nil {
+				return fmt.Errorf("kv: block cache: %w", err)
+			}
+			if !ok {
+				direct = append(direct, i)
 				continue
 			}
-			if blockFrames(r.h) > db.pool.Frames() {
-				direct = append(direct, i) // a block larger than the cache: read past it
-				continue
-			}
-			s := bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
-			if noFill {
-				var ok bool
-				var err error
-				frames, ok, err = db.pool.PinResident([]bufpool.Span{s}, frames)
-				if err != nil {
-					return fmt.Errorf("kv: block cache: %w", err)
-				}
-				if !ok {
-					direct = append(direct, i)
-					continue
-				}
-			}
-			which = append(which, i)
-			spans = append(spans, s)
 		}
-		if pass == 0 {
-			nAhead = len(which)
-		}
+		which = append(which, i)
+		spans = append(spans, s)
 	}
 	var scratch []byte
 	// deliver hands the blocks of which (pinned in frames, in order) to fn.
@@ -653,12 +638,12 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			total += blockFrames(reads[i].h)
 		}
 		var seen map[blockKey]bool
-		// chunkEnd is where a Pin from which[start] ends: at stop, or before
-		// the block that would take it past the cache.
-		chunkEnd := func(start, stop int) int {
+		// chunkEnd is where a Pin from which[start] ends: at the end, or
+		// before the block that would take it past the cache.
+		chunkEnd := func(start int) int {
 			end, nf := start, 0
 			clear(seen)
-			for end < stop {
+			for end < len(which) {
 				r := reads[which[end]]
 				k := blockKey{r.t.fid, r.h.Offset}
 				if !seen[k] {
@@ -675,14 +660,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 			}
 			return end
 		}
-		// stopAt is where the Pin from which[start] must stop: a Pin takes
-		// read-ahead blocks or others, not both.
-		stopAt := func(start int) int {
-			if start < nAhead {
-				return nAhead
-			}
-			return len(which)
-		}
 		// On io_uring, the blocks past the first Pin (up to
 		// maxOverflowBytes) are read past the cache, submitted before that
 		// Pin: the round waits for the device once, not once per Pin. The
@@ -690,7 +667,7 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 		// would evict the earlier ones'.
 		var over *directCall
 		if total > limit && db.eng.Backend() != ioengine.BackendSyscall {
-			end := chunkEnd(0, stopAt(0))
+			end := chunkEnd(0)
 			n, nb := 0, uint64(0)
 			clear(seen)
 			for ; end+n < len(which); n++ {
@@ -733,7 +710,7 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 		for start := 0; start < len(which); {
 			end := len(which)
 			if start > 0 || total > limit {
-				end = chunkEnd(start, stopAt(start))
+				end = chunkEnd(start)
 			}
 			if start > 0 {
 				db.stats.rounds.Add(1) // another submission of this round's reads
