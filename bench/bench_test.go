@@ -84,7 +84,7 @@ func TestRunTakesTurns(t *testing.T) {
 // device counted over the span ÷ the span; a span whose counts could not
 // be read, or went backwards, or of no length, gives 0.
 func TestDeviceSpanDepth(t *testing.T) {
-	s := DeviceSpan{from: DeviceReads{InFlight: 3 * time.Second}, to: DeviceReads{InFlight: 9 * time.Second}, ok: true}
+	s := DeviceSpan{from: DeviceCounts{InFlight: 3 * time.Second}, to: DeviceCounts{InFlight: 9 * time.Second}, ok: true}
 	if got := s.Depth(2); got != 3 {
 		t.Errorf("6 s of reads in flight over 2 s: depth %v, want 3", got)
 	}
@@ -94,5 +94,31 @@ func TestDeviceSpanDepth(t *testing.T) {
 	s.ok = false
 	if got := s.Depth(2); got != 0 {
 		t.Errorf("counts not read: depth %v, want 0", got)
+	}
+}
+
+// TestDeviceSpanBusy: the share of a span the device was busy is its
+// io_ticks over the span ÷ the span, at most 1; what it wrote is the
+// difference of its written bytes; either is 0 where the counts lacked
+// those fields, could not be read or went backwards.
+func TestDeviceSpanBusy(t *testing.T) {
+	s := DeviceSpan{from: DeviceCounts{Busy: time.Second, WrittenBytes: 1000, Full: true}, to: DeviceCounts{Busy: 2500 * time.Millisecond, WrittenBytes: 5000, Full: true}, ok: true}
+	if got := s.Busy(2); got != 0.75 {
+		t.Errorf("1.5 s busy over 2 s: %v, want 0.75", got)
+	}
+	if got := s.Busy(1); got != 1 {
+		t.Errorf("1.5 s busy over 1 s (io_ticks counts whole milliseconds): %v, want 1", got)
+	}
+	if got := s.WrittenBytes(); got != 4000 {
+		t.Errorf("written %v, want 4000", got)
+	}
+	for name, bad := range map[string]DeviceSpan{
+		"not read":  {from: s.from, to: s.to},
+		"no fields": {from: DeviceCounts{Busy: time.Second}, to: DeviceCounts{Busy: 2 * time.Second}, ok: true},
+		"backwards": {from: s.to, to: s.from, ok: true},
+	} {
+		if b, w := bad.Busy(2), bad.WrittenBytes(); b != 0 || w != 0 {
+			t.Errorf("%s: busy %v, written %v; want 0 and 0", name, b, w)
+		}
 	}
 }

@@ -72,42 +72,66 @@ func machineCPUFromStat(stat []byte) float64 {
 	return float64(ticks) / userHZ
 }
 
-// DeviceReads is what the block layer counted of one device's reads
-// (/sys/dev/block/MAJ:MIN/stat): how many completed, and their time from
-// issue to completion summed over them. Over a span, ΔInFlight ÷ the span
-// is the mean number of reads the device had in flight (Little's law), as
-// the device saw them: a read's time between its completion and its
-// reaping by the program is not in it.
-type DeviceReads struct {
+// DeviceCounts is what the block layer counted of one device
+// (/sys/dev/block/MAJ:MIN/stat): its completed reads and their time from
+// issue to completion summed over them; its completed writes and the
+// bytes they wrote; and the time it had any request in flight. Over a
+// span, ΔInFlight ÷ the span is the mean number of reads the device had
+// in flight (Little's law), as the device saw them: a read's time between
+// its completion and its reaping by the program is not in it. ΔBusy ÷ the
+// span is the share of it the device was doing anything.
+type DeviceCounts struct {
 	IOs      uint64
 	InFlight time.Duration
+	// Writes, WrittenBytes and Busy: Full says they were read (a stat
+	// file of 10 fields or more).
+	Writes       uint64
+	WrittenBytes uint64
+	Busy         time.Duration
+	Full         bool
 }
 
-// ReadDeviceReads returns the counts of the block device holding dir (a
+// ReadDeviceCounts returns the counts of the block device holding dir (a
 // partition's own, where dir is on one); false if they cannot be read.
-func ReadDeviceReads(dir string) (DeviceReads, bool) {
+func ReadDeviceCounts(dir string) (DeviceCounts, bool) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
-		return DeviceReads{}, false
+		return DeviceCounts{}, false
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/sys/dev/block/%d:%d/stat", unix.Major(st.Dev), unix.Minor(st.Dev)))
 	if err != nil {
-		return DeviceReads{}, false
+		return DeviceCounts{}, false
 	}
 	return parseDeviceStat(b)
 }
 
-// parseDeviceStat reads a block device's stat file: read I/Os (field 1)
-// and read ticks in milliseconds (field 4).
-func parseDeviceStat(b []byte) (DeviceReads, bool) {
+// parseDeviceStat reads a block device's stat file (the kernel's
+// Documentation/block/stat.rst): read I/Os (field 1) and read ticks in
+// milliseconds (field 4); where there are 10 fields or more, write I/Os
+// (field 5), sectors written (field 7, 512 bytes each) and io_ticks, the
+// milliseconds it had requests in flight (field 10).
+func parseDeviceStat(b []byte) (DeviceCounts, bool) {
 	f := bytes.Fields(b)
 	if len(f) < 4 {
-		return DeviceReads{}, false
+		return DeviceCounts{}, false
 	}
-	ios, err1 := strconv.ParseUint(string(f[0]), 10, 64)
-	ms, err2 := strconv.ParseUint(string(f[3]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return DeviceReads{}, false
+	field := func(i int) (uint64, bool) {
+		v, err := strconv.ParseUint(string(f[i-1]), 10, 64)
+		return v, err == nil
 	}
-	return DeviceReads{IOs: ios, InFlight: time.Duration(ms) * time.Millisecond}, true
+	ios, ok1 := field(1)
+	ms, ok2 := field(4)
+	if !ok1 || !ok2 {
+		return DeviceCounts{}, false
+	}
+	d := DeviceCounts{IOs: ios, InFlight: time.Duration(ms) * time.Millisecond}
+	if len(f) >= 10 {
+		writes, ok1 := field(5)
+		sectors, ok2 := field(7)
+		busy, ok3 := field(10)
+		if ok1 && ok2 && ok3 {
+			d.Writes, d.WrittenBytes, d.Busy, d.Full = writes, sectors*512, time.Duration(busy)*time.Millisecond, true
+		}
+	}
+	return d, true
 }

@@ -24,19 +24,27 @@ func TestMachineCPUFromStat(t *testing.T) {
 }
 
 // TestParseDeviceStat: a block device's stat file gives its completed
-// reads (field 1) and their summed time in flight (field 4, ms).
+// reads (field 1) and their summed time in flight (field 4, ms), and where
+// it has 10 fields or more its writes (field 5), sectors written (field
+// 7) and time busy (field 10, ms); a file of 4 to 9 fields gives the reads
+// alone.
 func TestParseDeviceStat(t *testing.T) {
 	line := " 609483180 16223196 11629433530 448000056 82749257 6109662 2981647224 6658157 0 18157428 456670401 7168854 1051 2828768824 858192 27849513 1153994\n"
 	d, ok := parseDeviceStat([]byte(line))
-	if !ok || d.IOs != 609483180 || d.InFlight != 448000056*time.Millisecond {
-		t.Errorf("%+v %v, want 609483180 reads and 448000056 ms", d, ok)
+	want := DeviceCounts{IOs: 609483180, InFlight: 448000056 * time.Millisecond, Writes: 82749257, WrittenBytes: 2981647224 * 512, Busy: 18157428 * time.Millisecond, Full: true}
+	if !ok || d != want {
+		t.Errorf("%+v %v, want %+v", d, ok, want)
+	}
+	d, ok = parseDeviceStat([]byte("5 0 0 7 1 0 2"))
+	if want := (DeviceCounts{IOs: 5, InFlight: 7 * time.Millisecond}); !ok || d != want {
+		t.Errorf("7 fields: %+v %v, want %+v", d, ok, want)
 	}
 	for _, bad := range []string{"", "1 2 3", "1 2 3 x"} {
 		if _, ok := parseDeviceStat([]byte(bad)); ok {
 			t.Errorf("%q parsed", bad)
 		}
 	}
-	if _, ok := ReadDeviceReads(t.TempDir()); !ok {
+	if _, ok := ReadDeviceCounts(t.TempDir()); !ok {
 		t.Log("the temporary directory's block device has no stat file here (a tmpfs or overlay)")
 	}
 }

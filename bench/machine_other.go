@@ -17,12 +17,16 @@ func CPUTime() float64 { return 0 }
 // MachineCPUTime is not measured on this system.
 func MachineCPUTime() float64 { return 0 }
 
-// DeviceReads is what the block layer counted of one device's reads; not
+// DeviceCounts is what the block layer counted of one device; not
 // measured on this system.
-type DeviceReads struct {
-	IOs      uint64
-	InFlight time.Duration
+type DeviceCounts struct {
+	IOs          uint64
+	InFlight     time.Duration
+	Writes       uint64
+	WrittenBytes uint64
+	Busy         time.Duration
+	Full         bool
 }
 
-// ReadDeviceReads is not available on this system.
-func ReadDeviceReads(dir string) (DeviceReads, bool) { return DeviceReads{}, false }
+// ReadDeviceCounts is not available on this system.
+func ReadDeviceCounts(dir string) (DeviceCounts, bool) { return DeviceCounts{}, false }

@@ -119,37 +119,66 @@ func (r RandomReads) Run(d time.Duration, warm float64) (Trial, error) {
 			tr.Extra = map[string]float64{}
 		}
 		tr.Extra[ExtraDeviceReadsInFlight] = d
+		if b := dev.Busy(tr.Seconds); b > 0 {
+			tr.Extra[ExtraDeviceBusy] = b
+		}
 	}
 	return tr, err
 }
 
-// ExtraDeviceReadsInFlight is the Trial.Extra key of the mean number of
-// reads the device had in flight during the measured part (DeviceReads),
-// where it was measured.
-const ExtraDeviceReadsInFlight = "device_reads_in_flight"
+// Trial.Extra keys of what the device counted during the measured part
+// (DeviceCounts), where it was measured: the mean number of reads it had
+// in flight; the share of the part it had any request in flight; the
+// bytes it wrote.
+const (
+	ExtraDeviceReadsInFlight = "device_reads_in_flight"
+	ExtraDeviceBusy          = "device_busy"
+	ExtraDeviceWrittenBytes  = "device_written_bytes"
+)
 
-// DeviceSpan is the device's own count of the reads in flight over a
-// span: Start at its beginning, End at its end, then Depth.
+// DeviceSpan is the device's own counts over a span: Start at its
+// beginning, End at its end, then Depth, Busy and WrittenBytes.
 type DeviceSpan struct {
 	dir      string
-	from, to DeviceReads
+	from, to DeviceCounts
 	ok       bool
 }
 
 // Start reads the counts of the block device holding dir.
-func (s *DeviceSpan) Start(dir string) { s.dir = dir; s.from, s.ok = ReadDeviceReads(dir) }
+func (s *DeviceSpan) Start(dir string) { s.dir = dir; s.from, s.ok = ReadDeviceCounts(dir) }
 
 // End reads them again.
 func (s *DeviceSpan) End() {
-	to, ok := ReadDeviceReads(s.dir)
+	to, ok := ReadDeviceCounts(s.dir)
 	s.to, s.ok = to, s.ok && ok && to.InFlight >= s.from.InFlight
 }
 
 // Depth is the mean number of reads the device had in flight over the
-// span, seconds long (DeviceReads); 0 where the counts could not be read.
+// span, seconds long (DeviceCounts); 0 where the counts could not be read.
 func (s *DeviceSpan) Depth(seconds float64) float64 {
 	if !s.ok || seconds <= 0 {
 		return 0
 	}
 	return (s.to.InFlight - s.from.InFlight).Seconds() / seconds
 }
+
+// Busy is the share of the span, seconds long, the device had any request
+// in flight, at most 1 (its io_ticks count whole milliseconds); 0 where
+// the counts could not be read.
+func (s *DeviceSpan) Busy(seconds float64) float64 {
+	if !s.full() || seconds <= 0 || s.to.Busy < s.from.Busy {
+		return 0
+	}
+	return min(1, (s.to.Busy-s.from.Busy).Seconds()/seconds)
+}
+
+// WrittenBytes is what the device wrote over the span; 0 where the counts
+// could not be read.
+func (s *DeviceSpan) WrittenBytes() float64 {
+	if !s.full() || s.to.WrittenBytes < s.from.WrittenBytes {
+		return 0
+	}
+	return float64(s.to.WrittenBytes - s.from.WrittenBytes)
+}
+
+func (s *DeviceSpan) full() bool { return s.ok && s.from.Full && s.to.Full }

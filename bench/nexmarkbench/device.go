@@ -19,7 +19,7 @@ import (
 // several depths. A query's device floor is the IOPS at the depth its ON
 // mode kept in flight, interpolated between the measured depths, ÷ its
 // block reads per event. Both depths are the device's own count of the
-// reads it had in flight (bench.DeviceReads: the mean over the run), so
+// reads it had in flight (bench.DeviceCounts: the mean over the run), so
 // the floor and ON are compared at the same depth as the device saw it;
 // where the device's counts cannot be read, the depths submitted.
 const (

@@ -134,7 +134,7 @@ type LargeQuery struct {
 	WSVsCache  float64 `json:"working_set_vs_cache"`
 	// ON's and OFF's block reads per event; the depth ON's reads kept:
 	// the mean number of reads the device had in flight during ON's run,
-	// as the device counted them (bench.DeviceReads), or where that was
+	// as the device counted them (bench.DeviceCounts), or where that was
 	// not measured ON's reads per Load × the workers they were spread over
 	// × the mini-batches read ahead (DepthNominal, the most it could
 	// keep); the device's IOPS there; the floor it sets for the reads the
@@ -148,6 +148,17 @@ type LargeQuery struct {
 	DeviceFloor           float64 `json:"device_floor_eps"`
 	Limit                 float64 `json:"limit_eps"` // min(all-cached, device floor)
 	OnVsLimit             float64 `json:"on_vs_limit"`
+	// Over ON's run: its block reads a second; the share of the run the
+	// device had any request in flight, and what it wrote a second (the
+	// store's flushes, compactions and checkpoints, beside the reads), as
+	// the device counted them (bench.DeviceCounts). DeviceBusyAtDepth is
+	// the share the floor's random reads kept it busy at ON's depth
+	// (LargeReport.DeviceBusy, interpolated): ON leaving the device idle
+	// longer reads less than the floor.
+	DeviceReadRate    float64 `json:"on_device_reads_per_s,omitempty"`
+	DeviceBusy        float64 `json:"on_device_busy,omitempty"`
+	WrittenMBps       float64 `json:"on_device_written_mb_per_s,omitempty"`
+	DeviceBusyAtDepth float64 `json:"device_busy_at_depth,omitempty"`
 	// ReadsPerCall is ON's block reads per engine call that read blocks;
 	// ReadCPUus the device modes' CPU per read at that many reads per call
 	// (the machine's where measured), interpolated between their batches.
@@ -185,6 +196,9 @@ type LargeReport struct {
 	// batch), the mean number of reads the device had in flight as it
 	// counted them: the depth the floor's curve is drawn against.
 	DeviceDepth map[int]float64 `json:"device_reads_in_flight_by_depth,omitempty"`
+	// DeviceBusy is, by depth, the share of the device modes' runs the
+	// device had any request in flight.
+	DeviceBusy map[int]float64 `json:"device_busy_by_depth,omitempty"`
 	// DeviceCPUus is the CPU per read, µs, of the device's modes (the
 	// process's user and system time ÷ reads), by depth.
 	DeviceCPUus map[int]float64 `json:"device_cpu_us_per_read_by_depth"`
@@ -200,11 +214,11 @@ type LargeReport struct {
 // summarizeLarge computes the large-state regime's figures and bars.
 func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error) {
 	lr := &LargeReport{Events: o.LargeEvents, MinSeconds: max(0, o.LargeMinSeconds), Auctions: o.InFlightAuctions, People: o.ActivePeople, Batch: o.LargeBatch, Parallelism: o.Parallelism,
-		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}, DeviceDepth: map[int]float64{}, DeviceMachineCPUus: map[int]float64{}}
+		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}, DeviceDepth: map[int]float64{}, DeviceBusy: map[int]float64{}, DeviceMachineCPUus: map[int]float64{}}
 	// The device modes' curves: IOPS by the depth submitted and by the
 	// depth the device counted; CPU per read, µs, by batch (reads per
 	// call), the process's and the machine's; and the least of each.
-	var submitted, counted, readCost, readMachineCost []curvePoint
+	var submitted, counted, busyByDepth, readCost, readMachineCost []curvePoint
 	readCPU, readMachineCPU := 0.0, 0.0
 	for _, b := range deviceBatches {
 		r := bench.Find(results, deviceMode(b))
@@ -218,6 +232,10 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 		if dd := med.Extra[bench.ExtraDeviceReadsInFlight]; dd > 0 {
 			lr.DeviceDepth[d] = dd
 			counted = append(counted, curvePoint{dd, med.Rate()})
+		}
+		if b, dd := med.Extra[bench.ExtraDeviceBusy], med.Extra[bench.ExtraDeviceReadsInFlight]; b > 0 && dd > 0 {
+			lr.DeviceBusy[d] = b
+			busyByDepth = append(busyByDepth, curvePoint{dd, b})
 		}
 		perRead := func(seconds float64, byDepth map[int]float64, cost *[]curvePoint, least *float64) {
 			if med.Ops == 0 || seconds <= 0 {
@@ -238,6 +256,9 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 	curve := submitted
 	if curveMeasured {
 		curve = counted
+	}
+	if !curveMeasured || len(busyByDepth) != len(counted) {
+		busyByDepth = nil
 	}
 	if len(readMachineCost) != len(readCost) {
 		readMachineCost, readMachineCPU = nil, 0
@@ -324,6 +345,14 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 				qr.Depth = dd
 			}
 			qr.DeviceIOPS = interpolateLog(curve, qr.Depth)
+			if onm.Seconds > 0 {
+				qr.DeviceReadRate = onm.Extra[xBlockReads] / onm.Seconds
+				qr.DeviceBusy = onm.Extra[bench.ExtraDeviceBusy]
+				qr.WrittenMBps = onm.Extra[bench.ExtraDeviceWrittenBytes] / onm.Seconds / 1e6
+			}
+			if qr.DeviceBusy > 0 && qr.Depth == onm.Extra[bench.ExtraDeviceReadsInFlight] {
+				qr.DeviceBusyAtDepth = interpolateLog(busyByDepth, qr.Depth)
+			}
 			qr.FloorReadsPerEvent = floorReads(qr.BlockReadsPerEvent, qr.OffBlockReadsPerEvent)
 			if qr.FloorReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
 				qr.DeviceFloor = qr.DeviceIOPS / qr.FloorReadsPerEvent
@@ -484,7 +513,11 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 		}
 		depth := ""
 		if dd := lr.DeviceDepth[d]; dd > 0 {
-			depth = fmt.Sprintf(" (%.1f in flight at the device)", dd)
+			busy := ""
+			if b := lr.DeviceBusy[d]; b > 0 {
+				busy = fmt.Sprintf(", busy %.0f%% of the run", 100*b)
+			}
+			depth = fmt.Sprintf(" (%.1f in flight at the device%s)", dd, busy)
 		}
 		dv = append(dv, fmt.Sprintf("%.0f at depth %d%s%s", lr.DeviceIOPS[d], d, depth, cpu))
 	}
@@ -513,6 +546,26 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 	if under := lr.CeilingUnderBar(); len(under) > 0 {
 		fmt.Fprintf(w, "CPU ceiling under %.1f× the limit, so the limit bar cannot be met there: %s\n", BarVsLimit, strings.Join(under, ", "))
 	}
+	if lines := lr.DeviceUse(); len(lines) > 0 {
+		fmt.Fprintf(w, "the device where its floor is the limit: %s\n", strings.Join(lines, "; "))
+	}
+}
+
+// DeviceUse says, for each tested stateful query whose limit is its device
+// floor, what the device did over ON's run against the floor's random
+// reads at ON's depth: the reads a second of each, the share of its run
+// each kept the device busy and so the reads a second of busy time, and
+// what the store wrote beside ON's reads.
+func (lr *LargeReport) DeviceUse() []string {
+	var lines []string
+	for _, q := range lr.Queries {
+		if !q.Tested || !q.Stateful || q.DeviceFloor == 0 || q.DeviceFloor != q.Limit || q.DeviceReadRate == 0 || q.DeviceBusy == 0 || q.DeviceBusyAtDepth == 0 {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s: ON %.0f reads/s, the device busy %.0f%% of the run (%.0f per busy second), the store writing %.1f MB/s beside them; the random reads at its depth %.0f/s, busy %.0f%% (%.0f per busy second)",
+			q.Query, q.DeviceReadRate, 100*q.DeviceBusy, q.DeviceReadRate/q.DeviceBusy, q.WrittenMBps, q.DeviceIOPS, 100*q.DeviceBusyAtDepth, q.DeviceIOPS/q.DeviceBusyAtDepth))
+	}
+	return lines
 }
 
 // CeilingUnderBar lists the tested stateful queries whose CPU ceiling is

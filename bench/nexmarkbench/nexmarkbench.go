@@ -165,7 +165,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds, MachineCPUSeconds: machineCPU, Extra: map[string]float64{
 		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
 		xCacheHits: float64(res.CacheHits), xCacheMisses: float64(res.CacheMisses), xBlockReads: float64(res.BlockReads),
-		bench.ExtraDeviceReadsInFlight: dev.Depth(res.Seconds), xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers,
+		bench.ExtraDeviceReadsInFlight: dev.Depth(res.Seconds), bench.ExtraDeviceBusy: dev.Busy(res.Seconds), bench.ExtraDeviceWrittenBytes: dev.WrittenBytes(), xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers,
 		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
 	}}, nil
 }

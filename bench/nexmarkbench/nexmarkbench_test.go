@@ -354,6 +354,27 @@ func TestInterpolateLog(t *testing.T) {
 	}
 }
 
+// q20Fixture is a q20 run of the large regime: ON (onMachine µs of CPU
+// per event, 8 reads per call, 20 reads in flight at a device busy for
+// onBusy of its run, writing 40 MB), OFF, all cached and the device's
+// modes (busy for 0.8 of theirs).
+func q20Fixture(onMachine, onBusy float64) []bench.ModeResult {
+	mode := func(name string, ops int64, seconds, cpu, machine float64, extra map[string]float64) bench.ModeResult {
+		extra[xRows] = 1
+		return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, MachineCPUSeconds: machine, Extra: extra}}}
+	}
+	dev := func(batch int, iops, machine float64) bench.ModeResult {
+		return mode(deviceMode(batch), int64(iops), 1, machine*iops/1e6, machine*iops/1e6, map[string]float64{bench.ExtraDeviceReadsInFlight: float64(batch * 3), bench.ExtraDeviceBusy: 0.8})
+	}
+	return []bench.ModeResult{
+		mode(largePrefix+"q20-"+modeOn, 1e6, 4, onMachine, onMachine, map[string]float64{xBlockReads: 0.2e6, xMultiGets: 1e4, xReadCalls: 0.2e6 / 8, xReading: 4,
+			bench.ExtraDeviceReadsInFlight: 20, bench.ExtraDeviceBusy: onBusy, bench.ExtraDeviceWrittenBytes: 40e6}),
+		mode(largePrefix+"q20-"+modeOff, 1e6, 10, 9, 9, map[string]float64{xBlockReads: 0.2e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
+		mode(largePrefix+"q20-"+modeCached, 1e6, 2, 3.8, 3.8, map[string]float64{xCacheMisses: 1e4}),
+		dev(1, 28000, 20), dev(4, 58000, 8), dev(16, 75000, 5), dev(64, 83000, 3),
+	}
+}
+
 // TestLargeCeilingAtONsBatch: the CPU ceiling prices each read at the
 // device modes' CPU per read for as many reads per call as ON made,
 // interpolated between their batches; where ON itself spent less CPU per
@@ -365,20 +386,7 @@ func TestLargeCeilingAtONsBatch(t *testing.T) {
 		{6.4, 1e6 * 1.9 / (3.8 + 0.2*6.5)}, // 8 reads per call: half way from batch 4 (8 µs) to 16 (5 µs) on log(batch)
 		{4.0, 1e6 * 1.9 / 4.0},             // ON spent less than the model: its own CPU per event
 	} {
-		mode := func(name string, ops int64, seconds, cpu, machine float64, extra map[string]float64) bench.ModeResult {
-			extra[xRows] = 1
-			return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, MachineCPUSeconds: machine, Extra: extra}}}
-		}
-		dev := func(batch int, iops, machine float64) bench.ModeResult {
-			return mode(deviceMode(batch), int64(iops), 1, machine*iops/1e6, machine*iops/1e6, map[string]float64{bench.ExtraDeviceReadsInFlight: float64(batch * 3)})
-		}
-		results := []bench.ModeResult{
-			mode(largePrefix+"q20-"+modeOn, 1e6, 4, c.onMachine, c.onMachine, map[string]float64{xBlockReads: 0.2e6, xMultiGets: 1e4, xReadCalls: 0.2e6 / 8, xReading: 4, bench.ExtraDeviceReadsInFlight: 20}),
-			mode(largePrefix+"q20-"+modeOff, 1e6, 10, 9, 9, map[string]float64{xBlockReads: 0.2e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
-			mode(largePrefix+"q20-"+modeCached, 1e6, 2, 3.8, 3.8, map[string]float64{xCacheMisses: 1e4}),
-			dev(1, 28000, 20), dev(4, 58000, 8), dev(16, 75000, 5), dev(64, 83000, 3),
-		}
-		lr, err := summarizeLarge(Options{LargeQueries: []string{"q20"}, Trials: 1, Parallelism: 4}, results)
+		lr, err := summarizeLarge(Options{LargeQueries: []string{"q20"}, Trials: 1, Parallelism: 4}, q20Fixture(c.onMachine, 0.6))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,5 +397,39 @@ func TestLargeCeilingAtONsBatch(t *testing.T) {
 		if math.Abs(q.CPUCeiling-c.want) > 1e-6 {
 			t.Errorf("ON at %.1f µs per event: ceiling %.0f, want %.0f", c.onMachine, q.CPUCeiling, c.want)
 		}
+	}
+}
+
+// TestLargeDeviceUse: where a query's limit is its device floor, the
+// report sets what the device did under ON (its reads a second, the share
+// of the run it was busy, the reads a second of busy time, what it wrote)
+// beside the random reads at ON's depth (their busy share interpolated
+// between the device modes'). A query limited by its all-cached rate gets
+// no such line.
+func TestLargeDeviceUse(t *testing.T) {
+	lr, err := summarizeLarge(Options{LargeQueries: []string{"q20"}, Trials: 1, Parallelism: 4}, q20Fixture(6.4, 0.6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := lr.Queries[0]
+	if q.Limit != q.DeviceFloor || q.DeviceReadRate != 50000 || q.DeviceBusy != 0.6 || q.WrittenMBps != 10 || q.DeviceBusyAtDepth != 0.8 {
+		t.Fatalf("limit %.0f (floor %.0f), %.0f reads/s, busy %.2f, %.1f MB/s written, the random reads busy %.2f; want the floor, 50000, 0.60, 10.0, 0.80",
+			q.Limit, q.DeviceFloor, q.DeviceReadRate, q.DeviceBusy, q.WrittenMBps, q.DeviceBusyAtDepth)
+	}
+	if len(lr.DeviceBusy) != 4 || lr.DeviceBusy[64] != 0.8 {
+		t.Errorf("device modes' busy shares %v, want 0.8 at each of 4 depths", lr.DeviceBusy)
+	}
+	want := fmt.Sprintf("q20: ON 50000 reads/s, the device busy 60%% of the run (83333 per busy second), the store writing 10.0 MB/s beside them; the random reads at its depth %.0f/s, busy 80%% (%.0f per busy second)", q.DeviceIOPS, q.DeviceIOPS/0.8)
+	if got := lr.DeviceUse(); len(got) != 1 || got[0] != want {
+		t.Errorf("device use %q, want %q", got, want)
+	}
+	var out strings.Builder
+	writeLarge(&out, lr)
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "busy 80% of the run") {
+		t.Errorf("the report lacks the device's use:\n%s", out.String())
+	}
+	lr.Queries[0].Limit = lr.Queries[0].DeviceFloor * 2 // the all-cached rate's, say
+	if got := lr.DeviceUse(); len(got) != 0 {
+		t.Errorf("a query its all-cached rate limits: device use %q, want none", got)
 	}
 }
