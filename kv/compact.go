@@ -414,11 +414,13 @@ func (db *DB) compactLocked(c *compaction) error {
 		db.stats.trivialMoves.Add(1)
 		return nil
 	}
-	// Versions older than the oldest snapshot are needed by nobody once a
-	// newer one (itself at or below it) exists.
+	// Versions older than the oldest snapshot (or open read ahead) are
+	// needed by nobody once a newer one (itself at or below it) exists.
 	smallestSnap := db.visible.Load()
-	if s := db.snapshots.oldest(); s != 0 && s < smallestSnap {
-		smallestSnap = s
+	for _, l := range []*snapshotList{&db.snapshots, &db.aheadSnaps} {
+		if s := l.oldest(); s != 0 && s < smallestSnap {
+			smallestSnap = s
+		}
 	}
 	// An intra-L0 merge has older L0 tables and the levels below under it.
 	bottom := !c.intraL0

@@ -158,6 +158,7 @@ type DB struct {
 	current     *version
 	nextFileNum uint64
 	snapshots   snapshotList
+	aheadSnaps  snapshotList // the open read aheads' seqs, kept by compactions as snapshots' (ReadAhead); they do not hold Close
 	iterators   int
 	bgErr       error // the first background failure; writes fail with it after
 	closed      bool

@@ -114,7 +114,11 @@
 // the read ahead (and no newer than the MultiGet's own seq), reads on from
 // there, and uses the blocks read past the cache, putting each in the
 // cache once it has checked it (bufpool.Pool.Insert), as its own load
-// would have.
+// would have. After a flush or compaction it still takes a value or
+// deletion the read ahead found where no table that may hold the key has
+// an entry above the read ahead's seq: until Done that seq is held as a
+// snapshot's (DB.aheadSnaps, which does not hold Close), so compactions
+// keep every later version of the key, a deletion too, above it.
 //
 // An iterator merges the memtables and one iterator per L0 table and per
 // lower level. Its first seek prefetches the first block of every table

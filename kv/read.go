@@ -102,6 +102,11 @@ func (db *DB) acquire(ro ReadOptions) (readState, error) {
 		}
 		seq = ro.Snapshot.seq
 	}
+	return db.acquireAt(seq)
+}
+
+// acquireAt is acquire reading at seq.
+func (db *DB) acquireAt(seq uint64) (readState, error) {
 	for {
 		s := db.reads.Load()
 		if s == nil {
@@ -318,6 +323,13 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 				} else {
 					lk.first, lk.ahead, lk.read = al.first, true, al.read
 				}
+			} else if al != nil && lk.olderSettled && al.found() && ro.ReadAhead.holdsAcross(lk.cands) {
+				// A flush or compaction replaced the read ahead's table,
+				// and no table that may hold the key has an entry above
+				// its seq: the version it found is still the newest.
+				db.stats.readAheadLookups.Add(1)
+				lk.takeSettled(al, values, found, &va)
+				continue
 			}
 		}
 		pending = append(pending, lk)

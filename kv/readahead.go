@@ -21,20 +21,25 @@ import (
 //
 // It changes what is cached, never what a read returns: the MultiGet reads
 // the store as of its own call, so writes made between ReadAhead and
-// MultiGet are seen (a key written meanwhile is found in the memtable; what
-// the read ahead found in a table that a flush or compaction has since
-// replaced is not used). A MultiGet given the ReadAhead
-// (ReadOptions.ReadAhead) takes what it found for each key instead of
-// looking again, while the store's tables are those it saw. A ReadAhead
-// belongs to one goroutine.
+// MultiGet are seen (a key written meanwhile is found in the memtable, or
+// in a table flushed since, whose entries go above the read ahead's seq).
+// A MultiGet given the ReadAhead (ReadOptions.ReadAhead) takes what it
+// found for each key instead of looking again: while the store's tables
+// are those it saw, and, for a value or deletion it found, after a flush
+// or compaction too while no table that may hold the key has an entry
+// above its seq. Until Done the read ahead's seq is held as a snapshot's
+// (not one that holds Close): compactions keep the versions it saw, so a
+// later write of a key is never dropped from under that check. A
+// ReadAhead belongs to one goroutine.
 type ReadAhead struct {
 	db *DB
 
 	// v is the version whose tables looks refers to; compared by pointer
 	// only (a MultiGet uses looks only while it holds v itself). seq is
-	// the sequence number it read at.
-	v   *version
-	seq uint64
+	// the sequence number it read at, in DB.aheadSnaps while held.
+	v    *version
+	seq  uint64
+	held bool
 	// keys are copies of the first keys of the call, as many as the read
 	// ahead looked at; looks[i] is what it found for keys[i].
 	keys  [][]byte
@@ -143,6 +148,10 @@ const (
 	gotPassed                  // no version of the key: on to cands[1:]
 )
 
+// found says whether the read ahead found the key's newest version at its
+// seq: a value or a deletion.
+func (al *aheadLookup) found() bool { return al.got == gotValue || al.got == gotDeleted }
+
 // ReadAhead starts the first round of a MultiGet of keys (for each key not
 // in a memtable, the block of the newest table that may hold it, past its
 // bloom filter) and returns without waiting:
@@ -171,8 +180,16 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 	if db.pool == nil || db.eng.Backend() == ioengine.BackendSyscall || len(keys) == 0 {
 		return ra
 	}
-	rs, err := db.acquire(ReadOptions{})
+	// Its seq is held as a snapshot's from before the read set is taken:
+	// a compaction begun after that keeps every version above it.
+	db.mu.Lock()
+	seq := db.visible.Load()
+	db.aheadSnaps.add(seq)
+	db.mu.Unlock()
+	ra.db, ra.seq, ra.held = db, seq, true
+	rs, err := db.acquireAt(seq)
 	if err != nil {
+		ra.release()
 		return ra // the MultiGet reports it
 	}
 	// The reads past the cache hold the read set until they are waited
@@ -184,7 +201,7 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 			db.release(rs)
 		}
 	}()
-	ra.db, ra.v, ra.seq = db, rs.v, rs.seq
+	ra.v = rs.v
 	// seen maps each distinct block read past the cache to where it is
 	// read: by this read ahead or by one it joins.
 	sc := aheadScratches.Get().(*aheadScratch)
@@ -472,6 +489,36 @@ func (ra *ReadAhead) lookFor(v *version, seq uint64, i int, key []byte) (_ *ahea
 	return al, ra.v == v, al.got != gotNothing && seq >= ra.seq
 }
 
+// holdsAcross says whether what ra found for a key at its seq is still
+// the key's newest version for a MultiGet that found it in no memtable and
+// whose tables that may hold it, past their filters, are cands: none of
+// them has an entry above ra's seq. A write of the key since is in a
+// memtable or in a table above that seq, since compactions keep the
+// versions above a held seq (a deletion among them: not dropped with the
+// version ra found).
+func (ra *ReadAhead) holdsAcross(cands []*table) bool {
+	if !ra.held {
+		return false
+	}
+	for _, t := range cands {
+		if t.meta.MaxSeq > ra.seq {
+			return false
+		}
+	}
+	return true
+}
+
+// release lets go of the read ahead's seq, once.
+func (ra *ReadAhead) release() {
+	if !ra.held {
+		return
+	}
+	ra.held = false
+	ra.db.mu.Lock()
+	ra.db.aheadSnaps.remove(ra.seq)
+	ra.db.mu.Unlock()
+}
+
 // Wait waits for the reads past the cache (often done by then), its own
 // and those it joined. A failed read is not used: the MultiGet reads the
 // block again and reports what it meets. Without Wait the reads are waited
@@ -507,6 +554,7 @@ func (ra *ReadAhead) Done() {
 	for _, ar := range ra.joined {
 		ar.unref()
 	}
+	ra.release()
 	ra.v, ra.keys, ra.looks, ra.joined = nil, nil, nil, nil
 	if sc := ra.scratch; sc != nil {
 		ra.scratch = nil
