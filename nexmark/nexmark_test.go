@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
@@ -523,5 +524,32 @@ func TestRunMeasureSpan(t *testing.T) {
 	}
 	if got := strings.Join(order, " "); got != "cpu start cpu end" || res.Seconds <= 0 {
 		t.Errorf("calls %q, %v s; want \"cpu start cpu end\" around a measured span", got, res.Seconds)
+	}
+}
+
+// TestReadAheadWhenCaughtUp: a worker that has caught up with its source,
+// so that no batch after the current one has been sent when it loads,
+// still reads its batch through a read ahead (its own, started before
+// its Load): on io_uring nearly every block its Loads read is a read
+// ahead's. The source here pauses at each batch, so the worker always
+// waits for the next.
+func TestReadAheadWhenCaughtUp(t *testing.T) {
+	if ok, _ := ioengine.ProbeKernel().Usable(); !ok {
+		t.Skip("io_uring refused: read aheads do nothing")
+	}
+	gen := GenConfig{InFlightAuctions: 20_000, ActivePeople: 20_000}
+	source := func(id int64) Event {
+		if id%100 == 0 {
+			time.Sleep(300 * time.Microsecond)
+		}
+		return gen.Generate(id)
+	}
+	res, err := Run(RunConfig{Query: "q20", Events: 30_000, Parallelism: 1, Batch: 100, Dir: testdir.Direct(t), Cache: 64 << 10, Memtable: 64 << 10,
+		IOMode: ioengine.URing, ReadAhead: true, Gen: gen, source: source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BlockReads < 100 || float64(res.ReadAheadBlocks) < 0.8*float64(res.BlockReads) {
+		t.Errorf("%d of %d blocks read ahead, want at least 80%% of at least 100", res.ReadAheadBlocks, res.BlockReads)
 	}
 }

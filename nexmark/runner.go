@@ -339,22 +339,32 @@ func (w *worker) lookAhead(in <-chan batchMsg) {
 
 // process runs a message: the events' reads in one load, their writes in
 // one commit, then the timers the watermark fires. With read-ahead the
-// next batches' reads are started once this one's are done, and load
-// while it is processed.
+// next batches' reads are started before this one's load waits (after its
+// own, where they were not started ahead) and again once it is done, and
+// load while it waits and while it is processed.
 func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 	if len(m.events) > 0 {
 		w.cur = (w.cur + 1) % len(w.slots)
+		s := &w.slots[w.cur]
+		ahead := w.cfg.ReadAhead && s.mb != nil // a stateless query reads nothing
 		if w.ahead > 0 {
 			w.ahead--
 		} else {
-			w.slots[w.cur].want(w.op, m.events)
+			s.want(w.op, m.events)
+			if ahead {
+				// Not read ahead (the worker had caught up with the
+				// source): its reads go first, then the next batches'.
+				s.mb.ReadAhead()
+			}
 		}
-		s := &w.slots[w.cur]
+		if ahead {
+			w.lookAhead(in)
+		}
 		if err := loadWanted(s.mb, &w.loadTime); err != nil {
 			return err
 		}
-		if w.cfg.ReadAhead && s.mb != nil { // a stateless query reads nothing
-			w.lookAhead(in)
+		if ahead {
+			w.lookAhead(in) // what the source sent meanwhile
 		}
 		if err := processLoaded(w.op, w.q.Name, s.mb, s.lookups, m.events, &w.out); err != nil {
 			return err
