@@ -72,25 +72,6 @@ func machineCPUFromStat(stat []byte) float64 {
 	return float64(ticks) / userHZ
 }
 
-// DeviceCounts is what the block layer counted of one device
-// (/sys/dev/block/MAJ:MIN/stat): its completed reads and their time from
-// issue to completion summed over them; its completed writes and the
-// bytes they wrote; and the time it had any request in flight. Over a
-// span, ΔInFlight ÷ the span is the mean number of reads the device had
-// in flight (Little's law), as the device saw them: a read's time between
-// its completion and its reaping by the program is not in it. ΔBusy ÷ the
-// span is the share of it the device was doing anything.
-type DeviceCounts struct {
-	IOs      uint64
-	InFlight time.Duration
-	// Writes, WrittenBytes and Busy: Full says they were read (a stat
-	// file of 10 fields or more).
-	Writes       uint64
-	WrittenBytes uint64
-	Busy         time.Duration
-	Full         bool
-}
-
 // ReadDeviceCounts returns the counts of the block device holding dir (a
 // partition's own, where dir is on one); false if they cannot be read.
 func ReadDeviceCounts(dir string) (DeviceCounts, bool) {

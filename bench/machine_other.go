@@ -2,10 +2,7 @@
 
 package bench
 
-import (
-	"runtime"
-	"time"
-)
+import "runtime"
 
 func kernelRelease() string { return runtime.GOOS }
 
@@ -16,17 +13,6 @@ func CPUTime() float64 { return 0 }
 
 // MachineCPUTime is not measured on this system.
 func MachineCPUTime() float64 { return 0 }
-
-// DeviceCounts is what the block layer counted of one device; not
-// measured on this system.
-type DeviceCounts struct {
-	IOs          uint64
-	InFlight     time.Duration
-	Writes       uint64
-	WrittenBytes uint64
-	Busy         time.Duration
-	Full         bool
-}
 
 // ReadDeviceCounts is not available on this system.
 func ReadDeviceCounts(dir string) (DeviceCounts, bool) { return DeviceCounts{}, false }
