@@ -257,8 +257,8 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 	if curveMeasured {
 		curve = counted
 	}
-	if !curveMeasured || len(busyByDepth) != len(counted) {
-		busyByDepth = nil
+	if len(busyByDepth) != len(counted) {
+		busyByDepth = nil // a depth without its busy share: none
 	}
 	if len(readMachineCost) != len(readCost) {
 		readMachineCost, readMachineCPU = nil, 0
@@ -343,15 +343,13 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			qr.Depth = qr.DepthNominal
 			if dd := onm.Extra[bench.ExtraDeviceReadsInFlight]; curveMeasured && dd > 0 {
 				qr.Depth = dd
+				qr.DeviceBusyAtDepth = interpolateLog(busyByDepth, dd)
 			}
 			qr.DeviceIOPS = interpolateLog(curve, qr.Depth)
 			if onm.Seconds > 0 {
 				qr.DeviceReadRate = onm.Extra[xBlockReads] / onm.Seconds
 				qr.DeviceBusy = onm.Extra[bench.ExtraDeviceBusy]
 				qr.WrittenMBps = onm.Extra[bench.ExtraDeviceWrittenBytes] / onm.Seconds / 1e6
-			}
-			if qr.DeviceBusy > 0 && qr.Depth == onm.Extra[bench.ExtraDeviceReadsInFlight] {
-				qr.DeviceBusyAtDepth = interpolateLog(busyByDepth, qr.Depth)
 			}
 			qr.FloorReadsPerEvent = floorReads(qr.BlockReadsPerEvent, qr.OffBlockReadsPerEvent)
 			if qr.FloorReadsPerEvent > 0 && qr.DeviceIOPS > 0 {
