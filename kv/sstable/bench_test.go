@@ -136,3 +136,56 @@ func BenchmarkWriteFile(b *testing.B) {
 		f.Close()
 	}
 }
+
+// BenchmarkGetInBlock is the point-read path of kv's MultiGet on one data
+// block: a lookup that checks the whole block (its first after a load) and
+// one in a block already checked, for every key of the block in turn, with
+// values of valueLen bytes (16: over a hundred entries a block, many
+// restart intervals; 200: about seventeen).
+func BenchmarkGetInBlock(b *testing.B) {
+	for _, valueLen := range []int{16, 200} {
+		es := make([]kv, 20000)
+		v := bytes.Repeat([]byte("v"), valueLen)
+		for i := range es {
+			es[i] = kv{InternalKey{UserKey: fmt.Appendf(nil, "user/%010d", i), Seq: uint64(i + 1), Kind: KindSet}, v}
+		}
+		path := filepath.Join(b.TempDir(), "bench.sst")
+		writeFile(b, path, es, Options{})
+		r, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		i := r.NumBlocks() / 2
+		h := r.Block(i)
+		buf := data[h.Offset : h.Offset+h.Len]
+		blk, err := r.DecodeBlock(h, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var keys [][]byte
+		for it := blk.Iter(); it.Next(); {
+			keys = append(keys, append([]byte{}, it.Key().UserKey...))
+		}
+		for _, verified := range []bool{false, true} {
+			get := r.GetInBlock
+			if verified {
+				get = r.GetInVerifiedBlock
+			}
+			b.Run(fmt.Sprintf("value=%d/verified=%t", valueLen, verified), func(b *testing.B) {
+				n := 0
+				for b.Loop() {
+					got, err := get(i, buf, keys[n%len(keys)], MaxSeq)
+					if err != nil || !got.Found {
+						b.Fatal(got, err)
+					}
+					n++
+				}
+			})
+		}
+	}
+}

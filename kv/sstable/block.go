@@ -218,35 +218,60 @@ type entry struct {
 // returned grown as entry.scratch. data is never written. It returns a
 // reason on damage.
 func readEntry(data []byte, off int, prevKey, scratch []byte) (entry, string) {
+	shared, unshared, vlen, p, bad := readEntryHeader(data, off)
+	switch {
+	case bad != "":
+		return entry{}, bad
+	case shared > len(prevKey):
+		return entry{}, sharesTooMuch
+	}
+	var key []byte
+	if shared == 0 {
+		key = data[p : p+unshared : p+unshared]
+	} else {
+		scratch = append(scratch[:0], prevKey[:shared]...)
+		scratch = append(scratch, data[p:p+unshared]...)
+		key = scratch
+	}
+	p += unshared
+	return entry{shared: shared, key: key, scratch: scratch, value: data[p : p+vlen : p+vlen], next: p + vlen}, ""
+}
+
+// sharesTooMuch is readEntry's reason for an entry sharing more key bytes
+// than the previous key has.
+const sharesTooMuch = "shares more key bytes than the previous key has"
+
+// readEntryHeader decodes the header of the entry at off: the key bytes it
+// shares with the previous entry's key (not checked against that key's
+// length), its own key bytes and its value bytes, which start at p and
+// follow each other within data. It returns a reason on damage. It is
+// readEntry without building the entry, for a walk that keeps the parts in
+// registers.
+func readEntryHeader(data []byte, off int) (shared, unshared, vlen, p int, bad string) {
 	var v [3]uint64
-	p := off
+	p = off
 	for i := range v {
+		// Most header fields are under 128: one byte, no loop.
+		if p < len(data) && data[p] < 0x80 {
+			v[i] = uint64(data[p])
+			p++
+			continue
+		}
 		x, n := binary.Uvarint(data[p:])
 		if n <= 0 {
-			return entry{}, "bad varint in entry header"
+			return 0, 0, 0, 0, "bad varint in entry header"
 		}
 		v[i] = x
 		p += n
 	}
-	shared, unshared, vlen := v[0], v[1], v[2]
-	if shared > uint64(len(prevKey)) {
-		return entry{}, "shares more key bytes than the previous key has"
-	}
 	rest := uint64(len(data) - p)
-	if unshared > rest || vlen > rest-unshared {
-		return entry{}, "key or value runs past the end of the entries"
+	switch {
+	case v[0] > uint64(len(data)): // no previous key is longer
+		return 0, 0, 0, 0, sharesTooMuch
+	case v[1] > rest || v[2] > rest-v[1]:
+		return 0, 0, 0, 0, "key or value runs past the end of the entries"
 	}
-	u := int(unshared)
-	var key []byte
-	if shared == 0 {
-		key = data[p : p+u : p+u]
-	} else {
-		scratch = append(scratch[:0], prevKey[:shared]...)
-		scratch = append(scratch, data[p:p+u]...)
-		key = scratch
-	}
-	p += u
-	return entry{shared: int(shared), key: key, scratch: scratch, value: data[p : p+int(vlen) : p+int(vlen)], next: p + int(vlen)}, ""
+	return int(v[0]), int(v[1]), int(v[2]), p, ""
 }
 
 // Len returns the number of entries in the block.

@@ -26,8 +26,9 @@ type InternalKey = base.InternalKey
 // after.
 func Compare(a, b InternalKey) int { return base.Compare(a, b) }
 
-var (
-	appendKey = base.AppendKey
-	parseKey  = base.ParseKey
-	cloneKey  = base.CloneKey
-)
+// Functions, not variables holding base's: a call through a variable is
+// indirect and is never inlined, and parseKey runs once per entry a lookup
+// reads.
+func appendKey(dst []byte, k InternalKey) []byte { return base.AppendKey(dst, k) }
+func parseKey(enc []byte) (InternalKey, bool)    { return base.ParseKey(enc) }
+func cloneKey(k InternalKey) InternalKey         { return base.CloneKey(k) }

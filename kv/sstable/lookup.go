@@ -128,16 +128,17 @@ func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verifiedUsed
 	}
 	readRestart := func(k int) (InternalKey, error) {
 		off := restart(k)
-		e, bad := readEntry(data, off, nil, nil)
+		shared, unshared, _, p, bad := readEntryHeader(data, off)
 		switch {
 		case bad != "":
 			return InternalKey{}, s.corrupt(off, "data block entry %d: %s", k*restartInterval, bad)
-		case e.shared != 0:
-			return InternalKey{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", k*restartInterval, e.shared)
+		case shared != 0:
+			return InternalKey{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", k*restartInterval, shared)
 		}
-		ik, ok := parseKey(e.key)
+		key := data[p : p+unshared : p+unshared]
+		ik, ok := parseKey(key)
 		if !ok {
-			return InternalKey{}, s.corrupt(off, "data block entry %d: bad internal key %x", k*restartInterval, e.key)
+			return InternalKey{}, s.corrupt(off, "data block entry %d: bad internal key %x", k*restartInterval, key)
 		}
 		return ik, nil
 	}
@@ -180,32 +181,42 @@ func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verifiedUsed
 				return Lookup{}, blockShape{}, s.corrupt(dataEnd+4*min(k, nr-1), "data block restart %d does not point at entry %d (offset %d)", k, n, off)
 			}
 		}
-		e, bad := readEntry(data, off, prevRaw, scratch[n&1])
-		if bad != "" {
+		// readEntry, its parts kept in locals: this loop is the hot path.
+		shared, unshared, vlen, p, bad := readEntryHeader(data, off)
+		switch {
+		case bad != "":
 			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: %s", n, bad)
+		case shared > len(prevRaw):
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: %s", n, sharesTooMuch)
 		}
-		scratch[n&1] = e.scratch
-		if n%restartInterval == 0 && e.shared != 0 {
-			return Lookup{}, blockShape{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", n, e.shared)
+		if n%restartInterval == 0 && shared != 0 {
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", n, shared)
 		}
-		ik, ok := parseKey(e.key)
+		key := data[p : p+unshared : p+unshared]
+		if shared != 0 {
+			sc := append(scratch[n&1][:0], prevRaw[:shared]...)
+			sc = append(sc, key...)
+			scratch[n&1], key = sc, sc
+		}
+		p += unshared
+		ik, ok := parseKey(key)
 		switch {
 		case !ok:
-			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: bad internal key %x", n, e.key)
-		case ik.Kind == KindDelete && len(e.value) != 0:
-			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: delete %s carries a %d-byte value", n, ik, len(e.value))
-		case prevRaw != nil && Compare(prev, ik) >= 0:
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: bad internal key %x", n, key)
+		case ik.Kind == KindDelete && vlen != 0:
+			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: delete %s carries a %d-byte value", n, ik, vlen)
+		case prevRaw != nil && !sortsAfter(prev, ik, shared):
 			return Lookup{}, blockShape{}, s.corrupt(off, "data block entry %d: key %s does not sort after %s", n, ik, prev)
 		}
 		switch c := bytes.Compare(ik.UserKey, userKey); {
 		case c > 0:
 			return Lookup{}, shape, nil
 		case c == 0 && ik.Seq <= snap:
-			return Lookup{Value: e.value, Kind: ik.Kind, Seq: ik.Seq, Found: true}, shape, nil
+			return Lookup{Value: data[p : p+vlen : p+vlen], Kind: ik.Kind, Seq: ik.Seq, Found: true}, shape, nil
 		default:
 			spills = c == 0
 		}
-		prevRaw, prev, off = e.key, ik, e.next
+		prevRaw, prev, off = key, ik, p+vlen
 	}
 	// Read to the end: the tail is checked, so check its end too.
 	if want := (n + restartInterval - 1) / restartInterval; want != nr {
@@ -215,6 +226,18 @@ func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verifiedUsed
 	prev.UserKey = append([]byte(nil), prev.UserKey...)
 	shape.last, shape.readToEnd = prev, true
 	return Lookup{Spills: spills}, shape, nil
+}
+
+// sortsAfter says whether k sorts after prev, k's encoding sharing its
+// first shared bytes with prev's: where both user keys go on past those,
+// the next byte decides unless it is the same.
+func sortsAfter(prev, k InternalKey, shared int) bool {
+	if shared < len(prev.UserKey) && shared < len(k.UserKey) {
+		if a, b := prev.UserKey[shared], k.UserKey[shared]; a != b {
+			return a < b
+		}
+	}
+	return Compare(prev, k) < 0
 }
 
 // lookupScratch holds the two key buffers of lookupInBlock's walk, reused
