@@ -276,6 +276,13 @@ func TestLargeCPUCeiling(t *testing.T) {
 	if got := lr.CeilingUnderBar(); len(got) != 1 || !strings.HasPrefix(got[0], "q9 (0.86") {
 		t.Errorf("queries whose ceiling is under the bar: %v, want q9 (0.86)", got)
 	}
+	// ON's own 6.5 µs per event at all-cached's 1.8 CPUs busy.
+	if want := 1e6 * 1.8 / 6.5; math.Abs(q.OnCPUBound-want) > 1 || math.Abs(q.OnCPUBoundVsLimit-want/(1e6/3.0)) > 1e-9 {
+		t.Errorf("ON's own CPU bound %.0f events/s (%.3f of the limit), want %.0f", q.OnCPUBound, q.OnCPUBoundVsLimit, want)
+	}
+	if got := lr.OwnCPUUnderBar(); len(got) != 1 || got[0] != "q9 (0.83)" {
+		t.Errorf("queries ON's own CPU bounds under the bar: %v, want q9 (0.83)", got)
+	}
 	if c := lr.DeviceCPUus[256]; math.Abs(c-3) > 1e-9 {
 		t.Errorf("device CPU per read at depth 256: %v µs, want 3", c)
 	}
