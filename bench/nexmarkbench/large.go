@@ -584,22 +584,23 @@ func (lr *LargeReport) DeviceUse() []string {
 // CeilingUnderBar lists the tested stateful queries whose CPU ceiling is
 // under BarVsLimit × their limit, each with the ratio.
 func (lr *LargeReport) CeilingUnderBar() []string {
-	var under []string
-	for _, q := range lr.Queries {
-		if q.Tested && q.Stateful && q.CPUCeilingVsLimit > 0 && q.CPUCeilingVsLimit < BarVsLimit {
-			under = append(under, fmt.Sprintf("%s (%.2f)", q.Query, q.CPUCeilingVsLimit))
-		}
-	}
-	return under
+	return lr.underBar(func(q *LargeQuery) float64 { return q.CPUCeilingVsLimit })
 }
 
 // OwnCPUUnderBar lists the tested stateful queries where ON's own CPU
 // per event bounds it under BarVsLimit × their limit, each with the ratio.
 func (lr *LargeReport) OwnCPUUnderBar() []string {
+	return lr.underBar(func(q *LargeQuery) float64 { return q.OnCPUBoundVsLimit })
+}
+
+// underBar lists the tested stateful queries whose ratio to their limit,
+// where there is one, is under BarVsLimit, each with the ratio.
+func (lr *LargeReport) underBar(vsLimit func(*LargeQuery) float64) []string {
 	var under []string
-	for _, q := range lr.Queries {
-		if q.Tested && q.Stateful && q.OnCPUBoundVsLimit > 0 && q.OnCPUBoundVsLimit < BarVsLimit {
-			under = append(under, fmt.Sprintf("%s (%.2f)", q.Query, q.OnCPUBoundVsLimit))
+	for i := range lr.Queries {
+		q := &lr.Queries[i]
+		if r := vsLimit(q); q.Tested && q.Stateful && r > 0 && r < BarVsLimit {
+			under = append(under, fmt.Sprintf("%s (%.2f)", q.Query, r))
 		}
 	}
 	return under

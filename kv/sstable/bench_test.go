@@ -9,17 +9,44 @@ import (
 	"testing"
 )
 
-// benchFile writes n entries with 200-byte values and 4 KiB blocks.
-func benchFile(b *testing.B, n int) (string, []kv) {
+// benchFile writes n entries with valueLen-byte values and 4 KiB blocks.
+func benchFile(b *testing.B, n, valueLen int) (string, []kv) {
 	b.Helper()
 	es := make([]kv, n)
-	v := bytes.Repeat([]byte("v"), 200)
+	v := bytes.Repeat([]byte("v"), valueLen)
 	for i := range es {
 		es[i] = kv{InternalKey{UserKey: fmt.Appendf(nil, "user/%010d", i), Seq: uint64(i + 1), Kind: KindSet}, v}
 	}
 	path := filepath.Join(b.TempDir(), "bench.sst")
 	writeFile(b, path, es, Options{})
 	return path, es
+}
+
+// middleBlock opens the table at path and returns its middle data block:
+// its number, its bytes, and its user keys in order. The reader is closed
+// when the benchmark ends.
+func middleBlock(b *testing.B, path string) (r *Reader, i int, buf []byte, keys [][]byte) {
+	b.Helper()
+	r, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	i = r.NumBlocks() / 2
+	h := r.Block(i)
+	buf = data[h.Offset : h.Offset+h.Len]
+	blk, err := r.DecodeBlock(h, buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for it := blk.Iter(); it.Next(); {
+		keys = append(keys, append([]byte{}, it.Key().UserKey...))
+	}
+	return r, i, buf, keys
 }
 
 func BenchmarkWriter(b *testing.B) {
@@ -49,25 +76,12 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func BenchmarkBlock(b *testing.B) {
-	path, es := benchFile(b, 20000)
-	r, err := Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := r.Block(r.NumBlocks() / 2)
-	buf := data[h.Offset : h.Offset+h.Len]
+	path, es := benchFile(b, 20000, 200)
+	r, i, buf, keys := middleBlock(b, path)
+	h := r.Block(i)
 	blk, err := r.DecodeBlock(h, buf)
 	if err != nil {
 		b.Fatal(err)
-	}
-	var keys [][]byte
-	for it := blk.Iter(); it.Next(); {
-		keys = append(keys, append([]byte{}, it.Key().UserKey...))
 	}
 	b.Run("op=DecodeBlock", func(b *testing.B) {
 		b.SetBytes(int64(h.Len))
@@ -144,33 +158,8 @@ func BenchmarkWriteFile(b *testing.B) {
 // restart intervals; 200: about seventeen).
 func BenchmarkGetInBlock(b *testing.B) {
 	for _, valueLen := range []int{16, 200} {
-		es := make([]kv, 20000)
-		v := bytes.Repeat([]byte("v"), valueLen)
-		for i := range es {
-			es[i] = kv{InternalKey{UserKey: fmt.Appendf(nil, "user/%010d", i), Seq: uint64(i + 1), Kind: KindSet}, v}
-		}
-		path := filepath.Join(b.TempDir(), "bench.sst")
-		writeFile(b, path, es, Options{})
-		r, err := Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		data, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		i := r.NumBlocks() / 2
-		h := r.Block(i)
-		buf := data[h.Offset : h.Offset+h.Len]
-		blk, err := r.DecodeBlock(h, buf)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var keys [][]byte
-		for it := blk.Iter(); it.Next(); {
-			keys = append(keys, append([]byte{}, it.Key().UserKey...))
-		}
+		path, _ := benchFile(b, 20000, valueLen)
+		r, i, buf, keys := middleBlock(b, path)
 		for _, verified := range []bool{false, true} {
 			get := r.GetInBlock
 			if verified {
