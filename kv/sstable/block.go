@@ -225,16 +225,21 @@ func readEntry(data []byte, off int, prevKey, scratch []byte) (entry, string) {
 	case shared > len(prevKey):
 		return entry{}, sharesTooMuch
 	}
-	var key []byte
-	if shared == 0 {
-		key = data[p : p+unshared : p+unshared]
-	} else {
-		scratch = append(scratch[:0], prevKey[:shared]...)
-		scratch = append(scratch, data[p:p+unshared]...)
-		key = scratch
-	}
+	key, scratch := entryKey(data[p:p+unshared:p+unshared], prevKey[:shared], scratch)
 	p += unshared
 	return entry{shared: shared, key: key, scratch: scratch, value: data[p : p+vlen : p+vlen], next: p + vlen}, ""
+}
+
+// entryKey is the key of an entry whose own bytes are rest and which
+// shares prefix with the previous key: rest itself where it shares
+// nothing, else the two rebuilt in scratch (which may hold prefix: the
+// copy is overlap-safe), returned grown.
+func entryKey(rest, prefix, scratch []byte) (key, grown []byte) {
+	if len(prefix) == 0 {
+		return rest, scratch
+	}
+	scratch = append(append(scratch[:0], prefix...), rest...)
+	return scratch, scratch
 }
 
 // sharesTooMuch is readEntry's reason for an entry sharing more key bytes

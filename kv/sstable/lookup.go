@@ -192,12 +192,8 @@ func lookupInBlock(buf []byte, s site, userKey []byte, snap uint64, verifiedUsed
 		if n%restartInterval == 0 && shared != 0 {
 			return Lookup{}, blockShape{}, s.corrupt(off, "data block restart entry %d shares %d key bytes", n, shared)
 		}
-		key := data[p : p+unshared : p+unshared]
-		if shared != 0 {
-			sc := append(scratch[n&1][:0], prevRaw[:shared]...)
-			sc = append(sc, key...)
-			scratch[n&1], key = sc, sc
-		}
+		var key []byte
+		key, scratch[n&1] = entryKey(data[p:p+unshared:p+unshared], prevRaw[:shared], scratch[n&1])
 		p += unshared
 		ik, ok := parseKey(key)
 		switch {
