@@ -263,6 +263,18 @@ type keyedEvent struct {
 	key int64
 }
 
+// newBatch returns an empty events slice for a batch: one a worker handed
+// back on spare, or a new one with room for a batch of n events and the
+// further deliveries of the event that fills it.
+func newBatch(spare <-chan []keyedEvent, n int) []keyedEvent {
+	select {
+	case b := <-spare:
+		return b
+	default:
+		return make([]keyedEvent, 0, n+4)
+	}
+}
+
 // batchSlot is a mini-batch and the lookups of its events.
 type batchSlot struct {
 	mb      *state.MiniBatch // nil for a stateless query
@@ -564,10 +576,15 @@ func Run(cfg RunConfig) (Result, error) {
 	}
 	start := time.Now()
 	chans := make([]chan batchMsg, cfg.Parallelism)
+	// Each worker hands the events slices of the batches it has processed
+	// back to the source, which fills them again: a batch's slice is
+	// neither kept nor read once its message is processed.
+	spare := make([]chan []keyedEvent, cfg.Parallelism)
 	errs := make([]error, cfg.Parallelism)
 	var wg sync.WaitGroup
 	for i, w := range workers {
 		chans[i] = make(chan batchMsg, cfg.sourceMessages())
+		spare[i] = make(chan []keyedEvent, cfg.sourceMessages()+len(w.slots)+1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -588,6 +605,13 @@ func Run(cfg RunConfig) (Result, error) {
 					continue
 				}
 				errs[i] = w.process(m, chans[i])
+				if m.events != nil {
+					clear(m.events)
+					select {
+					case spare[i] <- m.events[:0]:
+					default:
+					}
+				}
 				if finCh != nil {
 					finCh <- finalMsg{worker: i, recs: w.out.fwd, wm: w.wm}
 					w.out.fwd = nil
@@ -630,6 +654,9 @@ func Run(cfg RunConfig) (Result, error) {
 			p := state.SubtaskForGroup(g, cfg.Parallelism, cfg.KeyGroups)
 			to = append(to, p)
 			if workers[p].takes(id, g) { // before: in the worker's checkpoint
+				if pending[p] == nil {
+					pending[p] = newBatch(spare[p], cfg.Batch)
+				}
 				pending[p] = append(pending[p], keyedEvent{e, k})
 			}
 		}
