@@ -228,4 +228,8 @@ type ReadOptions struct {
 	// differ from those it was given, are looked up as usual. It changes the
 	// work a MultiGet does, never what it returns. Get ignores it.
 	ReadAhead *ReadAhead
+	// Values, when set, is where a MultiGet copies the values it returns,
+	// and where its values and found slices are, instead of memory of
+	// their own: all valid until Values.Reset. Get ignores it.
+	Values *ValueBuffer
 }

@@ -134,7 +134,7 @@ func (db *DB) Get(key []byte) ([]byte, error) { return db.GetWith(ReadOptions{},
 
 // GetWith is Get with read options.
 func (db *DB) GetWith(ro ReadOptions, key []byte) ([]byte, error) {
-	ro.ReadAhead = nil
+	ro.ReadAhead, ro.Values = nil, nil
 	vals, found, err := db.multiGet(ro, [][]byte{key}, false)
 	if err != nil {
 		return nil, err
@@ -149,11 +149,12 @@ func (db *DB) GetWith(ro ReadOptions, key []byte) ([]byte, error) {
 // MultiGet looks up every key in one consistent snapshot. values[i] is the
 // value of keys[i] when found[i] (the caller's memory; the values of one
 // call share a few allocations of at most valueChunk bytes, each value's
-// capacity ending with it). The data block reads
-// the batch needs, in all tables of all levels, go to the engine together:
-// each round reads, for every key not yet resolved, the block of the next
-// table that may hold it (newest first, after the bloom filter), all in one
-// submission. A key is resolved by the first table that has a version of it,
+// capacity ending with it; with ReadOptions.Values they are in that
+// buffer, valid until its Reset, and so are values and found). The data
+// block reads the batch needs, in all tables of all levels, go to the
+// engine together: each round reads, for every key not yet resolved, the
+// block of the next table that may hold it (newest first, after the bloom
+// filter), all in one submission. A key is resolved by the first table that has a version of it,
 // so a second round happens only for bloom false positives.
 func (db *DB) MultiGet(keys [][]byte) (values [][]byte, found []bool, err error) {
 	return db.MultiGetWith(ReadOptions{}, keys)
@@ -255,9 +256,14 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		return nil, nil, err
 	}
 	defer db.release(rs)
-	values := make([][]byte, len(keys))
-	found := make([]bool, len(keys))
-	va := valueArena{left: len(keys)}
+	var values [][]byte
+	var found []bool
+	if ro.Values != nil {
+		values, found = ro.Values.results(len(keys))
+	} else {
+		values, found = make([][]byte, len(keys)), make([]bool, len(keys))
+	}
+	va := valueArena{left: len(keys), vb: ro.Values}
 	sc := getScratchFor(len(keys))
 	defer sc.release()
 	pending, lookups, cands := sc.pending[:0], sc.lookups[:0], sc.cands[:0]
@@ -409,9 +415,11 @@ const valueChunk = 16 << 10
 // rather than one per value: a chunk holds the values of as many keys as
 // are still unresolved (left), up to valueChunk bytes, so a one-key Get
 // allocates its value's size and a batch about its values' total.
+// With a ValueBuffer (vb) the copies go there instead.
 type valueArena struct {
 	buf  []byte
 	left int // keys not yet given a value
+	vb   *ValueBuffer
 }
 
 // keep returns a copy of v whose capacity ends with it.
@@ -419,6 +427,10 @@ func (a *valueArena) keep(v []byte) []byte {
 	if len(v) == 0 {
 		a.left--
 		return []byte{}
+	}
+	if a.vb != nil {
+		a.left--
+		return a.vb.copy(v)
 	}
 	if cap(a.buf)-len(a.buf) < len(v) {
 		a.buf = make([]byte, 0, max(len(v), min(valueChunk, len(v)*max(a.left, 1))))
@@ -808,7 +820,7 @@ func blockFrames(h sstable.BlockHandle) int {
 type run struct {
 	t        *table
 	off, end uint64
-	members  []int // indexes into reads, by offset
+	members  []int // indexes into reads, by offset (a run of the call's order)
 }
 
 // maxRunBytes bounds a coalesced read.
@@ -839,7 +851,7 @@ const maxOverflowBytes = 1 << 20
 // directCall is a read of blocks into memory of its own, past the cache:
 // runs of adjacent blocks, one request each.
 type directCall struct {
-	runs  []*run
+	runs  []run
 	bufs  [][]byte
 	reqs  []ioengine.Request
 	bytes uint64
@@ -850,8 +862,9 @@ type directCall struct {
 	failed bool
 }
 
-// planDirect plans the reads of reads[order...] (order is sorted in place):
-// adjacent blocks of a table coalesced up to maxRunBytes.
+// planDirect plans the reads of reads[order...]: adjacent blocks of a
+// table coalesced up to maxRunBytes. order is sorted in place and becomes
+// the call's: its runs' members are runs of it.
 func (db *DB) planDirect(reads []blockRead, order []int) *directCall {
 	sort.Slice(order, func(a, b int) bool {
 		ra, rb := reads[order[a]], reads[order[b]]
@@ -860,18 +873,19 @@ func (db *DB) planDirect(reads []blockRead, order []int) *directCall {
 		}
 		return ra.h.Offset < rb.h.Offset
 	})
-	dc := &directCall{}
-	for _, i := range order {
+	dc := &directCall{runs: make([]run, 0, len(order))}
+	members := order
+	for k, i := range members {
 		r := reads[i]
 		if n := len(dc.runs); n > 0 {
-			last := dc.runs[n-1]
+			last := &dc.runs[n-1]
 			if last.t == r.t && r.h.Offset <= last.end && r.h.Offset+r.h.Len-last.off <= maxRunBytes {
 				last.end = max(last.end, r.h.Offset+r.h.Len)
-				last.members = append(last.members, i)
+				last.members = members[k-len(last.members) : k+1]
 				continue
 			}
 		}
-		dc.runs = append(dc.runs, &run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: []int{i}})
+		dc.runs = append(dc.runs, run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: members[k : k+1]})
 	}
 	for _, r := range dc.runs {
 		dc.bytes += r.end - r.off

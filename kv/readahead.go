@@ -175,7 +175,13 @@ func (al *aheadLookup) found() bool { return al.got == gotValue || al.got == got
 // waiting for them. Until Done the ReadAhead holds the tables it reads (a
 // flush or compaction meanwhile does not remove them); Close waits for its
 // reads. Call Done once the MultiGet is made, or if it will not be.
-func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
+func (db *DB) ReadAhead(keys [][]byte) *ReadAhead { return db.ReadAheadInto(nil, keys) }
+
+// ReadAheadInto is ReadAhead copying the values it finds into values (nil:
+// memory of their own), where the MultiGet given it takes them from: give
+// that MultiGet the same buffer (ReadOptions.Values), and Reset it only
+// once the MultiGet's values are no longer needed.
+func (db *DB) ReadAheadInto(values *ValueBuffer, keys [][]byte) *ReadAhead {
 	ra := &ReadAhead{}
 	if db.pool == nil || db.eng.Backend() == ioengine.BackendSyscall || len(keys) == 0 {
 		return ra
@@ -269,7 +275,7 @@ func (db *DB) ReadAhead(keys [][]byte) *ReadAhead {
 			f.Unpin()
 		}
 	}()
-	va := valueArena{left: len(probe)}
+	va := valueArena{left: len(probe), vb: values}
 	nth, fi := 0, 0 // pinned[nth] is the next first block's; its frames from frames[fi]
 	for i := range ra.looks {
 		al := &ra.looks[i]
@@ -320,7 +326,7 @@ looks:
 		case directBytes+r.h.Len <= maxOverflowBytes:
 			directBytes += r.h.Len
 			if own == nil {
-				own = &aheadReads{db: db}
+				own = newAheadReads(db)
 			}
 			ref = blockRef{own, len(own.dreads)}
 			own.dreads = append(own.dreads, r)
@@ -425,7 +431,7 @@ func (ar *aheadReads) wait() {
 	ar.once.Do(func() {
 		dc, db := ar.dc, ar.db
 		werr := dc.wait(db)
-		ar.bufs = make([][]byte, len(ar.dreads))
+		ar.bufs = slices.Grow(ar.bufs[:0], len(ar.dreads))[:len(ar.dreads)]
 		dc.deliver(ar.dreads, werr, func(j int, buf []byte, _ bool) error {
 			ar.bufs[j] = buf
 			return nil
@@ -459,7 +465,31 @@ func (ar *aheadReads) unref() {
 	db.aheadMu.Unlock()
 	if last {
 		ar.dc.release()
+		// No read ahead names ar any more: its lists serve another.
+		clear(ar.dreads)
+		clear(ar.bufs)
+		aheadLists.Put(&aheadList{ar.dreads[:0], ar.bufs[:0]})
+		ar.dreads, ar.bufs = nil, nil
 	}
+}
+
+// aheadList is the memory of an aheadReads' lists, recycled through
+// aheadLists from the last unref of one to the next.
+type aheadList struct {
+	dreads []blockRead
+	bufs   [][]byte
+}
+
+var aheadLists sync.Pool // of *aheadList
+
+// newAheadReads returns an aheadReads of db with no reads, its lists'
+// memory another's where one is free.
+func newAheadReads(db *DB) *aheadReads {
+	ar := &aheadReads{db: db}
+	if l, ok := aheadLists.Get().(*aheadList); ok {
+		ar.dreads, ar.bufs = l.dreads, l.bufs
+	}
+	return ar
 }
 
 // finishReadAheads waits for the reads past the cache of every ReadAhead

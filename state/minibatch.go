@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unsafe"
 
 	"github.com/ringstore/ringstore/kv"
 )
@@ -27,6 +28,11 @@ type MiniBatch struct {
 	now   int64
 	ahead *kv.ReadAhead // the reads ReadAhead started, released by Load or Reset
 	batch kv.Batch      // Commit's, reused
+	// values holds the stored values ReadAhead and Load copied out of kv
+	// (seen's), until Reset: what Get returns is valid until then.
+	values kv.ValueBuffer
+	// entries backs seen's entries for the keys Load read, until Reset.
+	entries []entry
 }
 
 // maxReusedBatch bounds the batch memory a MiniBatch keeps between commits.
@@ -52,6 +58,9 @@ const maxReusedKeys = 1 << 16
 func (mb *MiniBatch) Reset() {
 	mb.ahead.Done()
 	mb.ahead = nil
+	mb.values.Reset()
+	clear(mb.entries)
+	mb.entries = mb.entries[:0]
 	if mb.want == nil || len(mb.want) > maxReusedKeys {
 		mb.want = map[string]bool{}
 	} else {
@@ -69,14 +78,16 @@ func (mb *MiniBatch) Reset() {
 	mb.now = mb.b.opts.Clock().UnixNano()
 }
 
-// wantKey declares a read of the stored key k.
+// wantKey declares a read of the stored key k. k is the batch's from then
+// on, never modified (every caller builds it for the call): want and seen
+// key by a string of its bytes, not a copy.
 func (mb *MiniBatch) wantKey(k []byte) {
 	mb.b.wanted.Add(1)
-	s := string(k)
-	if mb.want[s] || mb.seen[s] != nil {
+	if mb.want[string(k)] || mb.seen[string(k)] != nil {
 		mb.b.deduped.Add(1)
 		return
 	}
+	s := unsafe.String(unsafe.SliceData(k), len(k))
 	mb.want[s] = true
 	mb.wantKeys = append(mb.wantKeys, k)
 	mb.wantStrs = append(mb.wantStrs, s)
@@ -94,7 +105,7 @@ func (mb *MiniBatch) ReadAhead() {
 		return
 	}
 	mb.ahead.Done()
-	mb.ahead = mb.b.db.ReadAhead(mb.wantKeys)
+	mb.ahead = mb.b.db.ReadAheadInto(&mb.values, mb.wantKeys)
 }
 
 // Load reads every key wanted since the last Load that the batch does not
@@ -110,7 +121,7 @@ func (mb *MiniBatch) Load() error {
 	// go to the engine while they are still in flight, a pin of one of
 	// their blocks finishes them, and it takes the tables the read ahead
 	// chose for each key.
-	vals, found, err := mb.b.db.MultiGetWith(kv.ReadOptions{ReadAhead: mb.ahead}, mb.wantKeys)
+	vals, found, err := mb.b.db.MultiGetWith(kv.ReadOptions{ReadAhead: mb.ahead, Values: &mb.values}, mb.wantKeys)
 	mb.ahead.Done()
 	mb.ahead = nil
 	if err != nil {
@@ -118,7 +129,14 @@ func (mb *MiniBatch) Load() error {
 	}
 	mb.b.multiGets.Add(1)
 	mb.b.read.Add(uint64(len(mb.wantKeys)))
-	entries := make([]entry, len(mb.wantKeys)) // one allocation for the batch's reads
+	// seen points into entries: a Load that does not fit in it starts
+	// another, and the earlier one lives on with its pointers.
+	n := len(mb.wantKeys)
+	if cap(mb.entries)-len(mb.entries) < n {
+		mb.entries = make([]entry, 0, max(n, min(2*cap(mb.entries), maxReusedKeys)))
+	}
+	entries := mb.entries[len(mb.entries) : len(mb.entries)+n]
+	mb.entries = mb.entries[:len(mb.entries)+n]
 	for i := range mb.wantKeys {
 		e := &entries[i]
 		if found[i] {
