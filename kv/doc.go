@@ -138,8 +138,8 @@
 // ReadAhead until Done); an Iterator from its creation to its Close. A
 // Snapshot holds none: it is a sequence number, and what it reads of a
 // flushed memtable is in the memtable's table. No read returns memtable
-// memory: Get and MultiGet return copies, an Iterator's Key and Value are
-// its own. So the one rule for users is the one that already holds: close
+// memory: Get and MultiGet return copies (in the caller's ValueBuffer
+// where it names one), an Iterator's Key and Value are its own. So the one rule for users is the one that already holds: close
 // every Iterator (and call Done on every ReadAhead) — one left open keeps
 // its memtables' memory, as well as its tables, for the life of the
 // process. Stats.HeldMemtables counts the memtables whose memory is held.

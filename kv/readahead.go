@@ -117,13 +117,15 @@ func (sc *aheadScratch) release() {
 	if cap(sc.looks) > maxScratchKeys || cap(sc.arena) > maxScratchArena {
 		return
 	}
+	// Past their lengths the lists hold no pointer: a ReadAhead that cuts
+	// one clears what it cuts off.
 	clear(sc.seen)
-	clear(sc.backing[:cap(sc.backing)])
-	clear(sc.looks[:cap(sc.looks)])
-	clear(sc.keys[:cap(sc.keys)])
+	clear(sc.backing)
+	clear(sc.looks)
+	clear(sc.keys)
 	sc.arena, sc.backing, sc.bounds, sc.looks, sc.keys, sc.ranges = sc.arena[:0], sc.backing[:0], sc.bounds[:0], sc.looks[:0], sc.keys[:0], sc.ranges[:0]
-	clear(sc.probe[:cap(sc.probe)])
-	clear(sc.frames[:cap(sc.frames)])
+	clear(sc.probe)
+	clear(sc.frames)
 	sc.probe, sc.pinned, sc.frames = sc.probe[:0], sc.pinned[:0], sc.frames[:0]
 	aheadScratches.Put(sc)
 }
@@ -232,6 +234,7 @@ func (db *DB) ReadAheadInto(values *ValueBuffer, keys [][]byte) *ReadAhead {
 			if _, _, ok := memGet(rs.mems, k, rs.seq); !ok {
 				var err error
 				if backing, r.hash, err = db.appendInRange(backing, rs.v, k); err != nil {
+					clear(backing[r.lo:])
 					backing = backing[:r.lo]
 					break
 				}
@@ -333,6 +336,8 @@ looks:
 			seen[bk] = ref
 		default:
 			// This key and the rest are left to the MultiGet.
+			clear(ra.keys[i:])
+			clear(ra.looks[i:])
 			ra.keys, ra.looks, bounds = ra.keys[:i], ra.looks[:i], bounds[:i]
 			break looks
 		}

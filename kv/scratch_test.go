@@ -151,3 +151,40 @@ func TestMultiGetValuesAreTheCallers(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestReadAheadCutHoldsNothing: a ReadAhead whose reads past the cache
+// reach maxOverflowBytes leaves the rest of its keys to the MultiGet and
+// cuts its lists; what it cut off is cleared there, so that its scratch,
+// released at Done with only the lists' lengths cleared, holds no table,
+// key or block past them.
+func TestReadAheadCutHoldsNothing(t *testing.T) {
+	db := openSharedCacheStore(t)
+	defer db.Close()
+	n := 2 * maxOverflowBytes / 4096 // keys on distinct blocks, none cached
+	keys := make([][]byte, n)
+	for j := range keys {
+		keys[j] = sharedCacheKey(j * (sharedCacheKeys / n))
+	}
+	ra := db.ReadAhead(keys)
+	sc := ra.scratch
+	if sc == nil || len(ra.looks) == 0 || len(ra.looks) >= n {
+		ra.Done()
+		t.Fatalf("the read ahead looked at %d of %d keys; want it cut past %d bytes of reads", len(ra.looks), n, maxOverflowBytes)
+	}
+	ra.Done()
+	for i, l := range sc.looks[:cap(sc.looks)] {
+		if l.cands != nil || l.first.t != nil || l.first.rd != nil || l.read.from != nil || l.value != nil {
+			t.Fatalf("released look %d holds %+v", i, l)
+		}
+	}
+	for i, k := range sc.keys[:cap(sc.keys)] {
+		if k != nil {
+			t.Fatalf("released key %d holds %q", i, k)
+		}
+	}
+	for i, b := range sc.backing[:cap(sc.backing)] {
+		if b != nil {
+			t.Fatalf("released backing %d holds a table", i)
+		}
+	}
+}
