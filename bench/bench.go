@@ -240,6 +240,17 @@ func (m ModeResult) Median() Trial {
 	return ts[(len(ts)-1)/2]
 }
 
+// BestTrial returns the trial with the highest rate (the first of equals).
+func (m ModeResult) BestTrial() Trial {
+	var best Trial
+	for i, t := range m.Trials {
+		if i == 0 || t.Rate() > best.Rate() {
+			best = t
+		}
+	}
+	return best
+}
+
 // Best, Min and Max of the trial rates.
 func (m ModeResult) Best() float64 { return slices.Max(m.Rates()) }
 func (m ModeResult) Min() float64  { return slices.Min(m.Rates()) }

@@ -154,8 +154,9 @@ func (db *DB) GetWith(ro ReadOptions, key []byte) ([]byte, error) {
 // block reads the batch needs, in all tables of all levels, go to the
 // engine together: each round reads, for every key not yet resolved, the
 // block of the next table that may hold it (newest first, after the bloom
-// filter), all in one submission. A key is resolved by the first table that has a version of it,
-// so a second round happens only for bloom false positives.
+// filter), all in one submission. A key is resolved by the first table
+// that has a version of it, so a second round happens only for bloom false
+// positives.
 func (db *DB) MultiGet(keys [][]byte) (values [][]byte, found []bool, err error) {
 	return db.MultiGetWith(ReadOptions{}, keys)
 }

@@ -225,7 +225,10 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 		DeviceIOPS: map[int]float64{}, DeviceCPUus: map[int]float64{}, DeviceDepth: map[int]float64{}, DeviceBusy: map[int]float64{}, DeviceMachineCPUus: map[int]float64{}}
 	// The device modes' curves: IOPS by the depth submitted and by the
 	// depth the device counted; CPU per read, µs, by batch (reads per
-	// call), the process's and the machine's; and the least of each.
+	// call), the process's and the machine's; and the least of each. Each
+	// point is the depth's best trial: a stall of the device (a trial of
+	// this VM's has read 500 blocks a second at depth 256) only lowers a
+	// trial, and a floor must not be lowered by one.
 	var submitted, counted, busyByDepth, readCost, readMachineCost []curvePoint
 	readCPU, readMachineCPU := 0.0, 0.0
 	for _, b := range deviceBatches {
@@ -233,31 +236,31 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 		if r == nil || len(r.Trials) == 0 {
 			continue
 		}
-		med := r.Median()
+		top := r.BestTrial()
 		d := b * o.Parallelism
-		lr.DeviceIOPS[d] = med.Rate()
-		submitted = append(submitted, curvePoint{float64(d), med.Rate()})
-		if dd := med.Extra[bench.ExtraDeviceReadsInFlight]; dd > 0 {
+		lr.DeviceIOPS[d] = top.Rate()
+		submitted = append(submitted, curvePoint{float64(d), top.Rate()})
+		if dd := top.Extra[bench.ExtraDeviceReadsInFlight]; dd > 0 {
 			lr.DeviceDepth[d] = dd
-			counted = append(counted, curvePoint{dd, med.Rate()})
+			counted = append(counted, curvePoint{dd, top.Rate()})
 		}
-		if b, dd := med.Extra[bench.ExtraDeviceBusy], med.Extra[bench.ExtraDeviceReadsInFlight]; b > 0 && dd > 0 {
+		if b, dd := top.Extra[bench.ExtraDeviceBusy], top.Extra[bench.ExtraDeviceReadsInFlight]; b > 0 && dd > 0 {
 			lr.DeviceBusy[d] = b
 			busyByDepth = append(busyByDepth, curvePoint{dd, b})
 		}
 		perRead := func(seconds float64, byDepth map[int]float64, cost *[]curvePoint, least *float64) {
-			if med.Ops == 0 || seconds <= 0 {
+			if top.Ops == 0 || seconds <= 0 {
 				return
 			}
-			c := 1e6 * seconds / float64(med.Ops)
+			c := 1e6 * seconds / float64(top.Ops)
 			byDepth[d] = c
 			*cost = append(*cost, curvePoint{float64(b), c})
 			if *least == 0 || c < *least {
 				*least = c
 			}
 		}
-		perRead(med.CPUSeconds, lr.DeviceCPUus, &readCost, &readCPU)
-		perRead(med.MachineCPUSeconds, lr.DeviceMachineCPUus, &readMachineCost, &readMachineCPU)
+		perRead(top.CPUSeconds, lr.DeviceCPUus, &readCost, &readCPU)
+		perRead(top.MachineCPUSeconds, lr.DeviceMachineCPUus, &readMachineCost, &readMachineCPU)
 	}
 	// A curve is used only where every device mode has its point.
 	curveMeasured := len(submitted) > 0 && len(counted) == len(submitted)

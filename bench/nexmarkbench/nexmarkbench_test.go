@@ -440,3 +440,47 @@ func TestLargeDeviceUse(t *testing.T) {
 		t.Errorf("a query its all-cached rate limits: device use %q, want none", got)
 	}
 }
+
+// TestLargeDeviceFloorBestTrial: each device depth's point is its best
+// trial, not its median: a trial in which the device stalled (500 reads a
+// second) lowers neither the IOPS nor, through them, the floor.
+func TestLargeDeviceFloorBestTrial(t *testing.T) {
+	trial := func(ops int64, cpu float64, extra map[string]float64) bench.Trial {
+		extra[xRows] = 1
+		return bench.Trial{Ops: ops, Seconds: 1, CPUSeconds: cpu, Extra: extra}
+	}
+	one := func(name string, t bench.Trial) bench.ModeResult {
+		return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{t}}
+	}
+	dev := func(batch int, iops ...int64) bench.ModeResult {
+		r := bench.ModeResult{Mode: bench.Mode{Name: deviceMode(batch)}}
+		for _, n := range iops {
+			r.Trials = append(r.Trials, trial(n, float64(n)*4e-6, map[string]float64{}))
+		}
+		return r
+	}
+	results := []bench.ModeResult{
+		one(largePrefix+"q20-"+modeOn, trial(1e6, 3, map[string]float64{xBlockReads: 0.1e6, xMultiGets: 1e4, xReading: 4})),
+		one(largePrefix+"q20-"+modeOff, trial(1e5, 1, map[string]float64{xBlockReads: 0.1e5, xCacheBytes: 1 << 20, xLoadSeconds: 3})),
+		one(largePrefix+"q20-"+modeCached, trial(2e6, 2, map[string]float64{xCacheMisses: 1e4})),
+		dev(1, 500, 20000, 30000),
+		dev(4, 50000, 520, 60000),
+		dev(16, 80000, 384, 56000),
+		dev(64, 512, 90000, 87000),
+	}
+	lr, err := summarizeLarge(Options{LargeQueries: []string{"q20"}, Trials: 3, Parallelism: 4}, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[int]float64{4: 30000, 16: 60000, 64: 80000, 256: 90000} {
+		if got := lr.DeviceIOPS[d]; got != want {
+			t.Errorf("device IOPS at depth %d: %.0f, want its best trial's %.0f", d, got, want)
+		}
+	}
+	// ON's nominal depth: 10 reads per Load × 4 workers × the batches read
+	// ahead, on the curve of the best trials.
+	q := lr.Queries[0]
+	if want := interpolateLog([]curvePoint{{4, 30000}, {16, 60000}, {64, 80000}, {256, 90000}}, q.Depth); math.Abs(q.DeviceIOPS-want) > 1e-6 || math.Abs(q.DeviceFloor-want/0.1) > 1e-3 {
+		t.Errorf("device IOPS %.0f and floor %.0f at depth %.1f, want %.0f and %.0f", q.DeviceIOPS, q.DeviceFloor, q.Depth, want, want/0.1)
+	}
+}
