@@ -23,6 +23,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -242,13 +243,10 @@ func (m ModeResult) Median() Trial {
 
 // BestTrial returns the trial with the highest rate (the first of equals).
 func (m ModeResult) BestTrial() Trial {
-	var best Trial
-	for i, t := range m.Trials {
-		if i == 0 || t.Rate() > best.Rate() {
-			best = t
-		}
+	if len(m.Trials) == 0 {
+		return Trial{}
 	}
-	return best
+	return slices.MaxFunc(m.Trials, func(a, b Trial) int { return cmp.Compare(a.Rate(), b.Rate()) })
 }
 
 // Best, Min and Max of the trial rates.

@@ -18,7 +18,7 @@ type ValueBuffer struct {
 	chunks [][]byte
 	cur    int
 	// heads and founds back the values and found slices MultiGets return,
-	// the unused part zeroed.
+	// the unused part zeroed; they grow together, always of one length.
 	heads  [][]byte
 	founds []bool
 }
@@ -67,9 +67,9 @@ func (vb *ValueBuffer) results(n int) ([][]byte, []bool) {
 		c := max(n, min(2*cap(vb.heads), maxKeptResults))
 		vb.heads, vb.founds = make([][]byte, 0, c), make([]bool, 0, c)
 	}
-	h, f := len(vb.heads), len(vb.founds)
-	vb.heads, vb.founds = vb.heads[:h+n], vb.founds[:f+n]
-	return vb.heads[h : h+n : h+n], vb.founds[f : f+n : f+n]
+	h := len(vb.heads)
+	vb.heads, vb.founds = vb.heads[:h+n], vb.founds[:h+n]
+	return vb.heads[h : h+n : h+n], vb.founds[h : h+n : h+n]
 }
 
 // copy returns a copy of v in the buffer, its capacity ending with it.
