@@ -289,9 +289,16 @@ func (s *batchSlot) want(op Operator, events []keyedEvent) {
 	wantBatch(op, s.mb, s.lookups, events)
 }
 
-// lookAheadLimit bounds the messages a worker takes from its channel
-// ahead of the one it processes, looking for the next ones with events.
+// lookAheadLimit bounds RunConfig.ReadAheadBatches.
 const lookAheadLimit = 8
+
+// queueLimit bounds the messages a worker takes from its channel ahead of
+// the one it processes, looking for the next ones with events. Those
+// without count too: a timed query's worker gets a watermark message for
+// every Batch×Parallelism events of the stream, about one between two of
+// its batches (more when it has fewer than its share of the events), and
+// a barrier each checkpoint.
+const queueLimit = 4 * lookAheadLimit
 
 // next returns the next message to process, in the source's order, and
 // false once the source is done.
@@ -322,7 +329,7 @@ func (w *worker) lookAhead(in <-chan batchMsg) {
 	seen := 0 // messages with events in queue[:i]
 	for i := 0; w.ahead < len(w.slots)-1; i++ {
 		if i == len(w.queue) {
-			if w.inClosed || len(w.queue) >= lookAheadLimit {
+			if w.inClosed || len(w.queue) >= queueLimit {
 				return
 			}
 			select {
