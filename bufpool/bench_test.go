@@ -124,7 +124,7 @@ func benchPin(b *testing.B, fs int, mode ioengine.IOMode) {
 		// The engine alone, read for read what path=miss asks of it: the
 		// pool's cost on a miss is path=miss minus this.
 		fresh(b)
-		buf := p.frames[0].buf
+		buf := p.arena[:fs:fs] // frame 0's memory, as path=miss reads into
 		next := int64(0)
 		b.SetBytes(int64(fs))
 		b.ReportAllocs()

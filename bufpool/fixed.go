@@ -79,7 +79,7 @@ func (fa *fixedArena) usingLocked(p *Pool, slot int) {
 	if fa == nil || fa.target < 0 || slot < fa.target {
 		return
 	}
-	from, to := fa.target, min(len(p.frames), max(2*fa.target, slot+1))
+	from, to := fa.target, min(p.nframes, max(2*fa.target, slot+1))
 	fa.target = to
 	fa.wg.Add(1)
 	go func() {

@@ -123,46 +123,20 @@ func (p *Pool) checkInvariantsLocked() error {
 	loading, detached := 0, 0
 	perFile := map[*file]int{}
 	heldBy := map[*file]int{}
-	for i := range p.frames {
-		f := &p.frames[i]
-		if f.pins.Load() < 0 {
-			return fmt.Errorf("%s: negative pin count %d", f, f.pins.Load())
-		}
-		if f.detached.Load() != (f.state == stateDetached) {
-			return fmt.Errorf("%s: detached flag %v, state %s", f, f.detached.Load(), f.state)
-		}
-		switch f.state {
-		case stateLoading:
-			loading++
-			if f.io == ioNone {
-				return fmt.Errorf("%s: loading but its load is neither queued nor issued", f)
-			}
-			fallthrough
-		case stateResident:
-			perFile[f.file]++
-			if p.files[f.key.file()] != f.file && !f.file.gone {
-				return fmt.Errorf("%s: in the table but its file is not registered", f)
-			}
-			if f.off != f.key.index()*int64(p.frameSize) || f.n <= 0 || f.n > p.frameSize || f.off+int64(f.n) > f.file.size {
-				return fmt.Errorf("%s: offset/length do not fit frame index %d of %s (size %d)", f, f.key.index(), f.file, f.file.size)
-			}
-			if f.state == stateResident && f.io != ioNone {
-				return fmt.Errorf("%s: resident with io state %d", f, f.io)
-			}
-		case stateDetached:
-			detached++
-			heldBy[f.file]++
-			if f.queue != queueNone || f.want != 0 {
-				return fmt.Errorf("%s: detached but on queue %d with %d announcements", f, f.queue, f.want)
-			}
-		}
+	var bad error
+	p.eachMadeLocked(func(f *Frame) bool {
+		bad = p.checkFrameLocked(f, perFile, heldBy, &loading, &detached)
+		return bad == nil
+	})
+	if bad != nil {
+		return bad
 	}
 	if loading != p.loading {
 		return fmt.Errorf("%d frames loading, counter says %d", loading, p.loading)
 	}
-	if total := p.free.len() + p.probation.len() + p.main.len() + p.announced.len() + detached; total != len(p.frames) {
-		return fmt.Errorf("free %d + probation %d + main %d + announced %d + detached %d = %d, pool has %d frames",
-			p.free.len(), p.probation.len(), p.main.len(), p.announced.len(), detached, total, len(p.frames))
+	if total := p.free.len() + p.probation.len() + p.main.len() + p.announced.len() + detached; total != p.made {
+		return fmt.Errorf("free %d + probation %d + main %d + announced %d + detached %d = %d, pool has made %d frames",
+			p.free.len(), p.probation.len(), p.main.len(), p.announced.len(), detached, total, p.made)
 	}
 	for fl, n := range heldBy {
 		if fl.held != n {
@@ -182,8 +156,11 @@ func (p *Pool) checkInvariantsLocked() error {
 			}
 		}
 	}
-	if p.ghost.len() > len(p.ghost.ring) {
-		return fmt.Errorf("ghost holds %d keys, capacity %d", p.ghost.len(), len(p.ghost.ring))
+	if p.ghost.len() > p.ghost.capacity {
+		return fmt.Errorf("ghost holds %d keys, capacity %d", p.ghost.len(), p.ghost.capacity)
+	}
+	if p.ghost.ring != nil && p.made < p.nframes {
+		return fmt.Errorf("ghost list in use with %d of %d frames made: a frame was evicted while one could be made", p.made, p.nframes)
 	}
 	for k := range p.ghost.keys {
 		if p.table[k] != nil {
@@ -192,6 +169,43 @@ func (p *Pool) checkInvariantsLocked() error {
 	}
 	if p.win != nil {
 		return p.checkWindowsLocked()
+	}
+	return nil
+}
+
+// checkFrameLocked checks one frame made, counting it in perFile, heldBy,
+// loading and detached.
+func (p *Pool) checkFrameLocked(f *Frame, perFile, heldBy map[*file]int, loading, detached *int) error {
+	if f.pins.Load() < 0 {
+		return fmt.Errorf("%s: negative pin count %d", f, f.pins.Load())
+	}
+	if f.detached.Load() != (f.state == stateDetached) {
+		return fmt.Errorf("%s: detached flag %v, state %s", f, f.detached.Load(), f.state)
+	}
+	switch f.state {
+	case stateLoading:
+		*loading++
+		if f.io == ioNone {
+			return fmt.Errorf("%s: loading but its load is neither queued nor issued", f)
+		}
+		fallthrough
+	case stateResident:
+		perFile[f.file]++
+		if p.files[f.key.file()] != f.file && !f.file.gone {
+			return fmt.Errorf("%s: in the table but its file is not registered", f)
+		}
+		if f.off != f.key.index()*int64(p.frameSize) || f.n <= 0 || f.n > p.frameSize || f.off+int64(f.n) > f.file.size {
+			return fmt.Errorf("%s: offset/length do not fit frame index %d of %s (size %d)", f, f.key.index(), f.file, f.file.size)
+		}
+		if f.state == stateResident && f.io != ioNone {
+			return fmt.Errorf("%s: resident with io state %d", f, f.io)
+		}
+	case stateDetached:
+		*detached++
+		heldBy[f.file]++
+		if f.queue != queueNone || f.want != 0 {
+			return fmt.Errorf("%s: detached but on queue %d with %d announcements", f, f.queue, f.want)
+		}
 	}
 	return nil
 }
@@ -219,16 +233,14 @@ func (p *Pool) checkWindowsLocked() error {
 	if w.broken || w.fails > 0 {
 		return nil
 	}
-	for i := range p.frames {
-		f := &p.frames[i]
-		if f.state != stateResident {
-			continue
+	var bad error
+	p.eachMadeLocked(func(f *Frame) bool {
+		if f.state == stateResident && w.at[f.slot] != f.key {
+			bad = fmt.Errorf("window: resident %s is not mapped at its place (slot mapped at %v)", f, w.at[f.slot])
 		}
-		if w.at[f.slot] != f.key {
-			return fmt.Errorf("window: resident %s is not mapped at its place (slot mapped at %v)", f, w.at[f.slot])
-		}
-	}
-	return nil
+		return bad == nil
+	})
+	return bad
 }
 
 // checkQuiescent checks, on a pool nobody is using, that no frame is
@@ -240,11 +252,12 @@ func (p *Pool) checkQuiescent() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pinned := 0
-	for i := range p.frames {
-		if p.frames[i].pins.Load() > 0 {
+	p.eachMadeLocked(func(f *Frame) bool {
+		if f.pins.Load() > 0 {
 			pinned++
 		}
-	}
+		return true
+	})
 	if pinned != 0 || p.pinnedFrames.Load() != 0 || p.loading != 0 {
 		return fmt.Errorf("not quiescent: %d frames pinned (counter %d), %d loading", pinned, p.pinnedFrames.Load(), p.loading)
 	}

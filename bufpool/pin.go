@@ -109,9 +109,9 @@ func (p *Pool) Pin(spans []Span, dst []*Frame) ([]*Frame, error) {
 	if total == 0 {
 		return dst, nil
 	}
-	if total > int64(len(p.frames)) {
-		if n := p.distinctFrames(spans, len(p.frames)); n > len(p.frames) {
-			return dst, fmt.Errorf("%w: %d spans cover more than %d frames of %d bytes", ErrTooManyFrames, len(spans), len(p.frames), p.frameSize)
+	if total > int64(p.nframes) {
+		if n := p.distinctFrames(spans, p.nframes); n > p.nframes {
+			return dst, fmt.Errorf("%w: %d spans cover more than %d frames of %d bytes", ErrTooManyFrames, len(spans), p.nframes, p.frameSize)
 		}
 	}
 	p.calls++

@@ -32,9 +32,10 @@ const maxFreq = 3
 // main directly. A FIFO ring of keys plus a map from key to the sequence
 // number of its ring entry; an entry is live when the map agrees.
 type ghostList struct {
-	keys map[frameKey]uint64
-	ring []ghostEntry
-	seq  uint64 // sequence number of the newest entry; entries start at 1
+	keys     map[frameKey]uint64
+	ring     []ghostEntry
+	capacity int
+	seq      uint64 // sequence number of the newest entry; entries start at 1
 }
 
 type ghostEntry struct {
@@ -42,12 +43,17 @@ type ghostEntry struct {
 	seq uint64 // 0: empty slot
 }
 
+// init sets the capacity; the ring is made at the first add (a pool
+// evicts nothing before it has made all its frames).
 func (g *ghostList) init(capacity int) {
-	g.keys = make(map[frameKey]uint64, capacity)
-	g.ring = make([]ghostEntry, capacity)
+	g.keys = map[frameKey]uint64{}
+	g.capacity = capacity
 }
 
 func (g *ghostList) add(k frameKey) {
+	if g.ring == nil {
+		g.ring = make([]ghostEntry, g.capacity)
+	}
 	g.seq++
 	e := &g.ring[g.seq%uint64(len(g.ring))]
 	if e.seq != 0 && g.keys[e.key] == e.seq {
@@ -141,7 +147,11 @@ func (p *Pool) meetLocked(f *Frame) bool {
 // demand load (demand set), when no other frame can: a prefetch never
 // undoes what a scan said it will read.
 func (p *Pool) takeFrameLocked(demand bool) *Frame {
-	if f := p.free.popFront(); f != nil {
+	f := p.free.popFront()
+	if f == nil {
+		f = p.makeFrameLocked()
+	}
+	if f != nil {
 		f.queue = queueNone
 		p.fixed.usingLocked(p, f.slot)
 		return f

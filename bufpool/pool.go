@@ -23,7 +23,8 @@ type Pool struct {
 	fixed     *fixedArena      // immutable: the arena's registration with the engine (Options.FixedBuffers), or nil
 	fixedOff  string           // immutable: why Options.FixedBuffers is not in effect at all, or ""
 	win       *windows         // immutable: nil unless Options.Windows
-	frames    []Frame          // immutable slice; frame fields as documented on Frame
+	nframes   int              // immutable: the frames the arena holds
+	perFrame  int              // immutable: Frame.units words per frame
 	target    int              // immutable: probation's target length
 
 	pinnedFrames atomic.Int64 // frames with pins > 0
@@ -36,6 +37,8 @@ type Pool struct {
 	files       map[FileID]*file       // guarded by mu
 	lastID      FileID                 // guarded by mu
 	table       map[frameKey]*Frame    // guarded by mu: loading and resident frames
+	chunks      [][]Frame              // guarded by mu: the frames made so far, frameChunk to a chunk; a chunk never moves
+	made        int                    // guarded by mu: frames made, slots [0, made); the rest are free and not made yet
 	free        frameList              // guarded by mu
 	probation   frameList              // guarded by mu: S3-FIFO's small FIFO
 	main        frameList              // guarded by mu: the CLOCK queue
@@ -116,10 +119,11 @@ func New(opts Options) (*Pool, error) {
 		frameSize: o.FrameSize,
 		eng:       o.Engine,
 		arena:     arena,
-		frames:    make([]Frame, nframes),
+		nframes:   nframes,
+		perFrame:  (o.FrameSize/CheckUnit + 63) / 64,
 		target:    max(1, nframes*o.ProbationPercent/100),
 		files:     make(map[FileID]*file),
-		table:     make(map[frameKey]*Frame, nframes),
+		table:     make(map[frameKey]*Frame),
 		free:      frameList{slot: 0},
 		probation: frameList{slot: 0},
 		main:      frameList{slot: 0},
@@ -131,24 +135,6 @@ func New(opts Options) (*Pool, error) {
 	p.ghost.init(nframes)
 	p.stalled.L = &p.mu
 	p.work.L = &p.mu
-	perFrame := (o.FrameSize/CheckUnit + 63) / 64
-	var units []atomic.Uint64
-	if perFrame > 1 {
-		units = make([]atomic.Uint64, nframes*perFrame)
-	}
-	for i := range p.frames {
-		f := &p.frames[i]
-		f.pool, f.slot = p, i
-		if perFrame == 1 {
-			f.units = f.unit0[:]
-		} else {
-			f.units = units[i*perFrame : (i+1)*perFrame : (i+1)*perFrame]
-		}
-		f.buf = arena[i*o.FrameSize : (i+1)*o.FrameSize : (i+1)*o.FrameSize]
-		f.loaded.L = &p.mu
-		f.queue = queueFree
-		p.free.pushBack(f)
-	}
 	p.stats.Frames, p.stats.FrameSize = nframes, o.FrameSize
 	if p.eng == nil {
 		p.eng, err = ioengine.New(ioengine.Options{Mode: o.IOMode, Logf: o.Logf})
@@ -176,11 +162,61 @@ func New(opts Options) (*Pool, error) {
 	return p, nil
 }
 
+// frameChunk is how many frames are made at a time. A pool makes its
+// frames as it first needs them, in slot order, so that a cache that never
+// fills does not hold the Go memory of frames it never uses (a Frame is
+// about 260 bytes: 65 MB for a GiB of 4 KiB frames).
+const frameChunk = 4096
+
+// makeFrameLocked makes the next frame, slot made, out of every list, or
+// returns nil when every frame is made. The lowest slots are made first,
+// so that the arena in use stays a prefix (fixedArena).
+func (p *Pool) makeFrameLocked() *Frame {
+	if p.made == p.nframes {
+		return nil
+	}
+	i := p.made
+	if i%frameChunk == 0 {
+		n := min(frameChunk, p.nframes-i)
+		chunk := make([]Frame, n)
+		var units []atomic.Uint64
+		if p.perFrame > 1 {
+			units = make([]atomic.Uint64, n*p.perFrame)
+		}
+		for j := range chunk {
+			f := &chunk[j]
+			f.pool, f.slot = p, i+j
+			if p.perFrame == 1 {
+				f.units = f.unit0[:]
+			} else {
+				f.units = units[j*p.perFrame : (j+1)*p.perFrame : (j+1)*p.perFrame]
+			}
+			f.buf = p.arena[(i+j)*p.frameSize : (i+j+1)*p.frameSize : (i+j+1)*p.frameSize]
+			f.loaded.L = &p.mu
+		}
+		p.chunks = append(p.chunks, chunk)
+	}
+	p.made++
+	return &p.chunks[i/frameChunk][i%frameChunk]
+}
+
+// eachMadeLocked calls fn with every frame made, in slot order, until fn
+// returns false.
+func (p *Pool) eachMadeLocked(fn func(f *Frame) bool) {
+	for c := range p.chunks {
+		for j := range p.chunks[c] {
+			if i := c*frameChunk + j; i >= p.made || !fn(&p.chunks[c][j]) {
+				return
+			}
+		}
+	}
+}
+
 // FrameSize returns the bytes per frame.
 func (p *Pool) FrameSize() int { return p.frameSize }
 
 // Frames returns the number of frames.
-func (p *Pool) Frames() int { return len(p.frames) }
+func (p *Pool) Frames() int { return p.nframes }
 
 // Engine returns the engine the loads run on.
 func (p *Pool) Engine() *ioengine.Engine { return p.eng }
@@ -302,7 +338,7 @@ func (p *Pool) eachFrameOfLocked(fl *file, fn func(f *Frame) bool) {
 	if fl.frames == 0 {
 		return
 	}
-	if n := (fl.size + int64(p.frameSize) - 1) / int64(p.frameSize); n < int64(len(p.frames)) {
+	if n := (fl.size + int64(p.frameSize) - 1) / int64(p.frameSize); n < int64(p.made) {
 		for k := range n {
 			if f := p.table[makeKey(fl.id, k)]; f != nil && f.file == fl && !fn(f) {
 				return
@@ -310,11 +346,9 @@ func (p *Pool) eachFrameOfLocked(fl *file, fn func(f *Frame) bool) {
 		}
 		return
 	}
-	for i := range p.frames {
-		if f := &p.frames[i]; f.file == fl && (f.state == stateLoading || f.state == stateResident) && !fn(f) {
-			return
-		}
-	}
+	p.eachMadeLocked(func(f *Frame) bool {
+		return f.file != fl || (f.state != stateLoading && f.state != stateResident) || fn(f)
+	})
 }
 
 // Close waits for the loads in flight, stops the I/O goroutines, closes the
@@ -330,14 +364,15 @@ func (p *Pool) Close() error {
 		return nil
 	}
 	pinned, first := 0, (*Frame)(nil)
-	for i := range p.frames {
-		if f := &p.frames[i]; f.pins.Load() > 0 {
+	p.eachMadeLocked(func(f *Frame) bool {
+		if f.pins.Load() > 0 {
 			if pinned == 0 {
 				first = f
 			}
 			pinned++
 		}
-	}
+		return true
+	})
 	if pinned > 0 {
 		p.mu.Unlock()
 		name := "?"
@@ -366,9 +401,10 @@ func (p *Pool) Close() error {
 		}
 	}
 	p.mu.Lock()
-	for i := range p.frames {
-		p.frames[i].buf = nil
-	}
+	p.eachMadeLocked(func(f *Frame) bool {
+		f.buf = nil
+		return true
+	})
 	p.mu.Unlock()
 	if p.win != nil {
 		if err := p.win.releaseAll(); err != nil {
@@ -435,7 +471,7 @@ func (p *Pool) freeLocked(f *Frame) {
 	f.loadErr, f.prefetch, f.freq, f.loader = nil, false, 0, 0
 	f.want = 0
 	f.queue, f.home = queueFree, queueNone
-	p.free.pushFront(f) // before the frames never used: the arena in use stays a prefix (fixedArena)
+	p.free.pushFront(f) // before the frames not made yet: the arena in use stays a prefix (fixedArena)
 }
 
 // afterUnpinLocked runs when f's pin count reached zero and someone may
