@@ -203,11 +203,9 @@ func (p *Pool) makeFrameLocked() *Frame {
 // eachMadeLocked calls fn with every frame made, in slot order, until fn
 // returns false.
 func (p *Pool) eachMadeLocked(fn func(f *Frame) bool) {
-	for c := range p.chunks {
-		for j := range p.chunks[c] {
-			if i := c*frameChunk + j; i >= p.made || !fn(&p.chunks[c][j]) {
-				return
-			}
+	for i := range p.made {
+		if !fn(&p.chunks[i/frameChunk][i%frameChunk]) {
+			return
 		}
 	}
 }

@@ -875,18 +875,17 @@ func (db *DB) planDirect(reads []blockRead, order []int) *directCall {
 		return ra.h.Offset < rb.h.Offset
 	})
 	dc := &directCall{runs: make([]run, 0, len(order))}
-	members := order
-	for k, i := range members {
+	for k, i := range order {
 		r := reads[i]
 		if n := len(dc.runs); n > 0 {
 			last := &dc.runs[n-1]
 			if last.t == r.t && r.h.Offset <= last.end && r.h.Offset+r.h.Len-last.off <= maxRunBytes {
 				last.end = max(last.end, r.h.Offset+r.h.Len)
-				last.members = members[k-len(last.members) : k+1]
+				last.members = order[k-len(last.members) : k+1]
 				continue
 			}
 		}
-		dc.runs = append(dc.runs, run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: members[k : k+1]})
+		dc.runs = append(dc.runs, run{t: r.t, off: r.h.Offset, end: r.h.Offset + r.h.Len, members: order[k : k+1]})
 	}
 	for _, r := range dc.runs {
 		dc.bytes += r.end - r.off

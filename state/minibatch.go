@@ -61,6 +61,9 @@ func (mb *MiniBatch) Reset() {
 	mb.values.Reset()
 	clear(mb.entries)
 	mb.entries = mb.entries[:0]
+	if cap(mb.entries) > maxReusedKeys {
+		mb.entries = nil
+	}
 	if mb.want == nil || len(mb.want) > maxReusedKeys {
 		mb.want = map[string]bool{}
 	} else {
