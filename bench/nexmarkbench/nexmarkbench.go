@@ -44,7 +44,8 @@ type Options struct {
 	// generator's in-flight auctions and active people (default 100,000
 	// each), each worker's block cache (default 0: sized per query, a
 	// tenth of its working set over all workers), memtable (default 256
-	// KiB) and mini-batch (default 100 events).
+	// KiB) and mini-batch (default 1,000 events: the reference regime's,
+	// and Flink's async state buffer, execution.async-state.buffer-size).
 	LargeEvents      int64
 	LargeQueries     []string // default: Queries
 	InFlightAuctions int
@@ -259,7 +260,7 @@ func Run(o Options) error {
 		o.LargeMemtable = 256 << 10
 	}
 	if o.LargeBatch == 0 {
-		o.LargeBatch = 100
+		o.LargeBatch = 1000
 	}
 	if o.LargeMinSeconds == 0 {
 		o.LargeMinSeconds = 2

@@ -191,7 +191,7 @@ func benchRun(workload string, args []string, stdout, stderr io.Writer) error {
 		nxAuctions = fs.Int("in-flight-auctions", 100_000, "large state: the generator's in-flight auctions (the reference's numInFlightAuctions)")
 		nxPeople = fs.Int("active-people", 100_000, "large state: the generator's active people (numActivePeople)")
 		nxLargeCache = fs.String("large-cache", "auto", "large state: each worker's block cache; auto: sized per query, the working set 10× the caches (a sizing run in the all-cached mode measures it)")
-		nxLargeBatch = fs.Int("large-batch", 100, "large state: events per mini-batch")
+		nxLargeBatch = fs.Int("large-batch", 1000, "large state: events per mini-batch")
 		nxCheckpointEvery = fs.Duration("checkpoint-every", time.Second, "a job checkpoint each this much of every run's time (0: none)")
 		nxQueries = fs.String("queries", strings.Join(nexmark.QueryNames(), ","), "the queries, comma-separated")
 		nxEvents = fs.Int64("events", 2_000_000, "events generated per trial")
