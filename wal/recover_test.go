@@ -84,6 +84,12 @@ func TestRecoveryDamage(t *testing.T) {
 			modifyFile(t, segs[0], func(b []byte) []byte { b[off+5] ^= 1; return b })
 			return segs[0], result{openErr: ErrCorrupt, offset: off, lastAfter: base + 9}
 		}},
+		{"sealed entries zeroed before the seal's end", func(t *testing.T, dir string, segs []string) (string, result) {
+			base := mustBase(segs[1])
+			off := entryOffset(t, segs[1], base+3)
+			modifyFile(t, segs[1], func(b []byte) []byte { clear(b[off : off+EntryHeaderSize]); return b })
+			return segs[1], result{openErr: ErrCorrupt, offset: off, lastAfter: base + 2}
+		}},
 		{"bit flip in a trailer", func(t *testing.T, dir string, segs []string) (string, result) {
 			modifyFile(t, segs[1], func(b []byte) []byte { b[len(b)-TrailerSize+9] ^= 1; return b })
 			// Repair reseals the segment from its entries: nothing is lost
@@ -255,6 +261,30 @@ func dirSnapshot(t *testing.T, dir string) []byte {
 		out = append(append(append(out, name...), 0), b...)
 	}
 	return out
+}
+
+// TestSealedEntriesEndEarly checks that a sealed segment whose entries
+// stop before the end its trailer records (a zero entry header: what a
+// torn tail looks like in the last segment) is reported as damage naming
+// the entries a cut would lose, never as an end of entries.
+func TestSealedEntriesEndEarly(t *testing.T) {
+	dir := t.TempDir()
+	segs := buildLog(t, dir, 300)
+	base := mustBase(segs[1])
+	off := entryOffset(t, segs[1], base+3)
+	modifyFile(t, segs[1], func(b []byte) []byte { clear(b[off : off+EntryHeaderSize]); return b })
+	_, err := Open(dir, Options{SegmentSize: 64 << 10, Logf: t.Logf})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrEndOfEntries) || errors.Is(err, ErrTruncated) {
+		t.Fatalf("Open: %v, want damage (ErrCorrupt) and neither an end of entries nor a truncation", err)
+	}
+	last := mustBase(segs[2]) - 1
+	if ce.Path != segs[1] || ce.Offset != off || ce.LastSeq != base+2 || ce.FirstLost != base+3 || ce.LastLost != last || ce.Lost != last-base-2 {
+		t.Fatalf("Open: %+v, want %s at offset %d, entries %d to %d lost", ce, segs[1], off, base+3, last)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("a cut here would lose entries %d to %d", base+3, last)) {
+		t.Fatalf("Open's error %q does not say what a cut would lose", err)
+	}
 }
 
 func TestBadSegmentName(t *testing.T) {

@@ -150,7 +150,17 @@ func checkSealed(path string, img []byte, h format.SegmentHeader, t format.Trail
 	}
 	r := scanEntries(img, h.BaseSeq, int64(t.DataEnd))
 	if r.dataEnd != int64(t.DataEnd) {
-		return bad(r.dataEnd, r.last, "sealed segment: %w", r.stop)
+		// The seal says the entries go on to DataEnd: wherever they stop
+		// before it, acknowledged entries are damaged, never a torn tail.
+		stop := r.stop
+		if errors.Is(stop, ErrEndOfEntries) {
+			stop = fmt.Errorf("%w: the entries end at offset %d, the trailer says at %d", ErrCorrupt, r.dataEnd, t.DataEnd)
+		}
+		err := &CorruptError{Path: path, Offset: r.dataEnd, LastSeq: r.last, Err: fmt.Errorf("sealed segment: %w", stop)}
+		if t.LastSeq > r.last {
+			err.FirstLost, err.LastLost, err.Lost = r.last+1, t.LastSeq, t.LastSeq-r.last
+		}
+		return scanResult{}, err
 	}
 	if r.last != t.LastSeq {
 		return bad(r.dataEnd, r.last, "%w: sealed segment ends at seq %d, trailer says %d", ErrCorrupt, r.last, t.LastSeq)
