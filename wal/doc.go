@@ -170,7 +170,10 @@
 //
 //   - checks every sealed segment: header, trailer, every entry's CRC and
 //     sequence number, the data CRC, and that each segment starts where the
-//     previous one ended (LazyVerify defers the entry checks to first read);
+//     previous one ended (LazyVerify defers the entry checks to first read).
+//     Entries that stop before the end its trailer records are damage, even
+//     where they stop as a torn tail would (zeros, an entry cut short): a
+//     *CorruptError naming the entries a cut there would lose;
 //   - reads the last, unsealed segment to its first entry that is not valid.
 //     If it carries the clean-close mark, the entries must be exactly those
 //     the mark records: an entry it covers that is not valid is damage (a
