@@ -286,8 +286,9 @@ func TestCorruptOpen(t *testing.T) {
 	}
 }
 
-// checkOpenRefused fails unless Open(dir) fails naming file (and is, when
-// set).
+// checkOpenRefused fails unless Open(dir) fails with damage
+// (ringstore.ErrCorrupt, a *ringstore.CorruptError) naming file (and is,
+// when set).
 func checkOpenRefused(t *testing.T, dir, file string, is error) {
 	t.Helper()
 	for _, c := range []config{{"uring", ioengine.URing, corruptOptions()}, {"syscall-nocache", ioengine.Syscall, Options{NoBlockCache: true, MemtableSize: 4 << 20}}} {
@@ -305,6 +306,10 @@ func checkOpenRefused(t *testing.T, dir, file string, is error) {
 		}
 		if is != nil && !errors.Is(err, is) {
 			t.Errorf("%s: Open: %v: not errors.Is(err, %v)", c.name, err, is)
+		}
+		var ce *ringstore.CorruptError
+		if !errors.Is(err, ringstore.ErrCorrupt) || !errors.As(err, &ce) || ce.Path != file {
+			t.Errorf("%s: Open: %v: not damage (ringstore.ErrCorrupt) naming %s", c.name, err, file)
 		}
 		t.Logf("%s: Open: %v", c.name, err)
 	}

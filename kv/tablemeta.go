@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/kv/sstable"
 )
 
@@ -87,8 +88,9 @@ func (t *table) loadReader() (*sstable.Reader, error) {
 		return nil, fmt.Errorf("kv: table %s: %w", t.path, err)
 	}
 	if p := r.Properties(); p.Entries != t.meta.Entries || p.MaxSeq != t.meta.MaxSeq {
-		return nil, fmt.Errorf("kv: table %s is not the file the manifest describes (entries %d, max seq %d; manifest says %d, %d)",
-			t.path, p.Entries, p.MaxSeq, t.meta.Entries, t.meta.MaxSeq)
+		return nil, fmt.Errorf("kv: %w", &ringstore.CorruptError{Path: t.path, Offset: -1,
+			What: fmt.Sprintf("the table is not the file the manifest describes: %d entries up to seq %d, the manifest says %d up to %d",
+				p.Entries, p.MaxSeq, t.meta.Entries, t.meta.MaxSeq)})
 	}
 	return r, nil
 }

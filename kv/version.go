@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/ringstore/ringstore"
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/directio"
 	"github.com/ringstore/ringstore/internal/crashfs"
@@ -58,7 +59,10 @@ func (db *DB) openTable(meta manifest.FileMeta, hold bool) (*table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kv: table %s: %w", path, err)
 		}
-		return nil, fmt.Errorf("kv: table %s is not the file the manifest describes (size %d; manifest says %d)", path, st.Size(), meta.Size)
+		// A table cut short (or grown) is damage: its entries past the
+		// shorter length are not what the manifest committed.
+		return nil, fmt.Errorf("kv: %w", &ringstore.CorruptError{Path: path, Offset: min(st.Size(), int64(meta.Size)),
+			What: fmt.Sprintf("the table is not the file the manifest describes: %d bytes, the manifest says %d", st.Size(), meta.Size)})
 	}
 	rd, err := t.loadReader()
 	if err != nil {
