@@ -114,6 +114,7 @@ func FuzzDamagedStore(f *testing.F) {
 	for i := range files {
 		f.Add(uint8(i), uint32(0), uint8(1), false)
 		f.Add(uint8(i), uint32(len(images[i])/2), uint8(0x80), false)
+		f.Add(uint8(i), uint32(len(images[i])/2)|1<<31, uint8(0x04), false)
 		f.Add(uint8(i), uint32(len(images[i])-1), uint8(0xff), false)
 		f.Add(uint8(i), uint32(len(images[i])/3), uint8(0), true)
 	}
@@ -155,7 +156,9 @@ func FuzzDamagedStore(f *testing.F) {
 				t.Fatalf("%s with %s damaged: %v: not damage (ringstore.ErrCorrupt) naming a file of the store", what, damaged, err)
 			}
 		}
-		opts := Options{MemtableSize: 1 << 20, DisableAutoCompaction: true, CacheSize: 256 << 10,
+		// The offset's top bit picks the read path: the block cache, or
+		// reads into the calls' own buffers (NoBlockCache).
+		opts := Options{MemtableSize: 1 << 20, DisableAutoCompaction: true, CacheSize: 256 << 10, NoBlockCache: off&(1<<31) != 0,
 			Engine: testengine.New(t, ioengine.Syscall, ioengine.Options{}), Logf: func(string, ...any) {}}
 		db, err := Open(dir, opts)
 		if err != nil {
