@@ -126,7 +126,10 @@ type Options struct {
 // tests only.
 type UnsafeOptions struct {
 	// NoSync skips the fdatasync of each write's log entry (the log's
-	// wal.Options.Unsafe.NoSync). THIS IS UNSAFE.
+	// wal.Options.Unsafe.NoSync). THIS IS UNSAFE. Such a log leaves no
+	// clean-close mark either: damage to the last writes in it, even after
+	// a clean Close, reads at the next Open as a torn tail and those
+	// writes are dropped, not reported.
 	NoSync bool
 }
 
