@@ -115,6 +115,7 @@ func FuzzDamagedStore(f *testing.F) {
 		f.Add(uint8(i), uint32(0), uint8(1), false)
 		f.Add(uint8(i), uint32(len(images[i])/2), uint8(0x80), false)
 		f.Add(uint8(i), uint32(len(images[i])/2)|1<<31, uint8(0x04), false)
+		f.Add(uint8(i), uint32(len(images[i])/4)|3<<29, uint8(0x10), false)
 		f.Add(uint8(i), uint32(len(images[i])-1), uint8(0xff), false)
 		f.Add(uint8(i), uint32(len(images[i])/3), uint8(0), true)
 	}
@@ -156,10 +157,15 @@ func FuzzDamagedStore(f *testing.F) {
 				t.Fatalf("%s with %s damaged: %v: not damage (ringstore.ErrCorrupt) naming a file of the store", what, damaged, err)
 			}
 		}
-		// The offset's top bit picks the read path: the block cache, or
-		// reads into the calls' own buffers (NoBlockCache).
+		// The offset's top bits pick the read path: the block cache, or
+		// reads into the calls' own buffers (NoBlockCache); pread, or
+		// io_uring (a ring per run is slower, so it is the rarer).
+		mode := ioengine.Syscall
+		if off&(3<<29) == 3<<29 {
+			mode = ioengine.URing
+		}
 		opts := Options{MemtableSize: 1 << 20, DisableAutoCompaction: true, CacheSize: 256 << 10, NoBlockCache: off&(1<<31) != 0,
-			Engine: testengine.New(t, ioengine.Syscall, ioengine.Options{}), Logf: func(string, ...any) {}}
+			Engine: testengine.New(t, mode, ioengine.Options{}), Logf: func(string, ...any) {}}
 		db, err := Open(dir, opts)
 		if err != nil {
 			checkDamage("Open", err)
