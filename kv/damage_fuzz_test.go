@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,8 +27,7 @@ const damageKeys = 400
 // read as (nil: not found).
 func damageTemplate(tb testing.TB, dir string) map[string][]byte {
 	tb.Helper()
-	opts := Options{MemtableSize: 1 << 20, DisableAutoCompaction: true, CacheSize: 256 << 10}
-	db := openTest(tb, dir, config{mode: ioengine.Syscall, opts: opts})
+	db := openTest(tb, dir, config{mode: ioengine.Syscall, opts: corruptOptions()})
 	want := map[string][]byte{}
 	write := func(b *Batch) {
 		tb.Helper()
@@ -74,25 +74,6 @@ func damageTemplate(tb testing.TB, dir string) map[string][]byte {
 	return want
 }
 
-// storeFiles lists the regular files under dir, relative to it, sorted.
-func storeFiles(tb testing.TB, dir string) []string {
-	tb.Helper()
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		files = append(files, rel)
-		return err
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sort.Strings(files)
-	return files
-}
-
 // FuzzDamagedStore damages one file of a cleanly closed store (one byte
 // changed, or the file cut short) and checks what the store promises: Open
 // refuses it, or every key reads as it was written; a read that cannot is
@@ -102,14 +83,15 @@ func storeFiles(tb testing.TB, dir string) []string {
 func FuzzDamagedStore(f *testing.F) {
 	tmpl := f.TempDir()
 	want := damageTemplate(f, tmpl)
-	files := storeFiles(f, tmpl)
+	tree := treeState(f, tmpl)
+	files := slices.Sorted(maps.Keys(tree)) // made relative to tmpl below
 	images := make([][]byte, len(files))
-	for i, name := range files {
-		b, err := os.ReadFile(filepath.Join(tmpl, name))
+	for i, p := range files {
+		rel, err := filepath.Rel(tmpl, p)
 		if err != nil {
 			f.Fatal(err)
 		}
-		images[i] = b
+		files[i], images[i] = rel, tree[p]
 	}
 	for i := range files {
 		f.Add(uint8(i), uint32(0), uint8(1), false)
@@ -164,8 +146,9 @@ func FuzzDamagedStore(f *testing.F) {
 		if off&(3<<29) == 3<<29 {
 			mode = ioengine.URing
 		}
-		opts := Options{MemtableSize: 1 << 20, DisableAutoCompaction: true, CacheSize: 256 << 10, NoBlockCache: off&(1<<31) != 0,
-			Engine: testengine.New(t, mode, ioengine.Options{}), Logf: func(string, ...any) {}}
+		opts := corruptOptions()
+		opts.NoBlockCache = off&(1<<31) != 0
+		opts.Engine, opts.Logf = testengine.New(t, mode, ioengine.Options{}), func(string, ...any) {}
 		db, err := Open(dir, opts)
 		if err != nil {
 			checkDamage("Open", err)

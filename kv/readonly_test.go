@@ -17,7 +17,7 @@ import (
 )
 
 // treeState is every file under dir with its bytes.
-func treeState(t *testing.T, dir string) map[string][]byte {
+func treeState(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	m := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
