@@ -644,7 +644,8 @@ func (db *DB) writeTables(eng *ioengine.Engine, it internalIter, nums []uint64, 
 }
 
 // Compact runs compactions until none is needed (every level within its
-// target, L0 empty) and waits for them, even with DisableAutoCompaction.
+// target, L0 empty) and waits for them, even with DisableAutoCompaction,
+// and for the removal of the tables they replaced that no read holds.
 func (db *DB) Compact() error {
 	if err := db.Flush(); err != nil {
 		return err
@@ -658,7 +659,7 @@ func (db *DB) Compact() error {
 		if err := db.stoppedLocked(); err != nil {
 			return err
 		}
-		if !db.compacting && len(db.imm) == 0 && db.pickCompactionPeekLocked() {
+		if !db.compacting && len(db.imm) == 0 && db.pickCompactionPeekLocked() && db.cleanedLocked() {
 			return nil
 		}
 		db.cond.Wait()
@@ -667,7 +668,8 @@ func (db *DB) Compact() error {
 
 // WaitForCompactions returns once no compaction runs and none is due: L0
 // holds fewer than L0CompactionTrigger tables and every level is within its
-// target, the state the background compactions keep when they keep up. A
+// target, the state the background compactions keep when they keep up; and
+// the tables they replaced that no read holds are removed. A
 // store that has just taken a bulk load (a restore) calls it to pay the
 // load's compaction debt before it serves reads. Unlike Compact it forces
 // nothing, so other writers' flushes keep the usual triggers and the wait
@@ -690,7 +692,7 @@ func (db *DB) WaitForCompactions(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if db.opts.DisableAutoCompaction || (!db.compacting && !db.compactionDueLocked()) {
+		if db.opts.DisableAutoCompaction || (!db.compacting && !db.compactionDueLocked() && db.cleanedLocked()) {
 			return nil
 		}
 		db.cond.Wait()

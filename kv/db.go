@@ -168,12 +168,24 @@ type DB struct {
 	flushing    bool   // a flush has reserved its table's number and not installed it
 	installing  bool   // a version is being installed (its manifest written)
 	dirDirty    bool   // a file was removed since the directory was last flushed
+	// obsolete are the tables no version lists, queued for the cleaner
+	// goroutine (cleanLoop), which closes them and removes the files of
+	// those compacted away, woken through cleanWake (capacity 1; nil when
+	// no cleaner runs: read-only, and from Close on). cleaning: it holds a
+	// batch taken from obsolete.
+	obsolete  []obsoleteTable
+	cleaning  bool
+	cleanWake chan struct{}
+	cleanDone sync.WaitGroup
 	compactPtr  [numLevels][]byte
 	bgWG        sync.WaitGroup // the flush and compaction goroutines
 
 	// testInCompaction, set by tests (under mu), runs in every merging
 	// compaction once its inputs are chosen, with mu released.
 	testInCompaction func()
+	// testBeforeClean, set by tests (under mu), runs before the cleaner
+	// retires a batch of tables, with mu released.
+	testBeforeClean func()
 
 	// aheads are the ReadAheads whose reads past the cache are not waited
 	// for yet (Close finishes them); guarded by aheadMu.
@@ -359,6 +371,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db.visible.Store(db.lastSeq)
 	if !opts.ReadOnly {
+		db.cleanWake = make(chan struct{}, 1) // before the first drop
+		db.cleanDone.Add(1)
+		go db.cleanLoop(db.cleanWake)
 		db.bgWG.Add(2)
 		go db.flushLoop()
 		go db.compactLoop()
@@ -569,6 +584,7 @@ func (db *DB) closeResources() error {
 			first = err
 		}
 	}
+	db.stopCleaner()
 	if db.log != nil {
 		keep(db.log.Close())
 	}

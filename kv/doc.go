@@ -248,9 +248,12 @@
 //
 // All methods of DB are safe for concurrent use. DB.mu guards the memtable
 // list, the current version, snapshots and reference counts. It is released
-// for the flush and compaction I/O, the manifest write and the log truncation;
-// the last unref of a dropped table closes (and, when compacted away, removes)
-// its file with it held. A write stall waits on its condition variable.
+// for the flush and compaction I/O, the manifest write and the log truncation.
+// The last unref of a dropped table (often a read's release) queues it for a
+// third background goroutine, the cleaner, which closes it and, when it was
+// compacted away, removes its file, with DB.mu released; Compact and
+// WaitForCompactions wait for it, and Close retires what is left. A write
+// stall waits on its condition variable.
 // Memtable reads take no lock. Iterators and snapshots must be closed before Close (which fails
 // with ErrOpenIterators otherwise); Close gives back the memory of the
 // memtables that no read still holds. An Iterator is owned by one goroutine.

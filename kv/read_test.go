@@ -57,8 +57,8 @@ func TestReadsTakeNoLock(t *testing.T) {
 
 // TestReadSetKeepsTables: a read state taken before a compaction keeps the
 // tables it looks at, open and on disk, until it is released; the compacted
-// tables' files go at that release, and after Close reads fail with
-// ErrClosed.
+// tables' files go after that release, removed by the cleaner, not by the
+// release itself; and after Close reads fail with ErrClosed.
 func TestReadSetKeepsTables(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, config{"uring", ioengine.URing, Options{Unsafe: UnsafeOptions{NoSync: true}}})
@@ -91,7 +91,28 @@ func TestReadSetKeepsTables(t *testing.T) {
 	if db.reads.Load() == rs.readSet {
 		t.Fatal("the compaction did not publish a new read set")
 	}
+	// The cleaner waits on the hook: the release must return all the same,
+	// with the files still there.
+	cleanerAt, letGo := make(chan struct{}), make(chan struct{})
+	db.mu.Lock()
+	db.testBeforeClean = func() {
+		close(cleanerAt)
+		<-letGo
+	}
+	db.mu.Unlock()
 	db.release(rs)
+	select {
+	case <-cleanerAt:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no cleaner took the released tables")
+	}
+	for _, tb := range old {
+		if _, err := os.Stat(tb.path); err != nil {
+			t.Fatalf("the release removed %s itself, or the cleaner ran past its hook: %v", filepath.Base(tb.path), err)
+		}
+	}
+	close(letGo)
+	waitCleaned(db)
 	for _, tb := range old {
 		if _, err := os.Stat(tb.path); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("compacted %s still there after the last read released it: %v", filepath.Base(tb.path), err)
@@ -220,5 +241,14 @@ func TestBlockNotes(t *testing.T) {
 	}
 	if noted != rd.NumBlocks() {
 		t.Fatalf("%d of %d blocks have a note", noted, rd.NumBlocks())
+	}
+}
+
+// waitCleaned waits until the cleaner has retired every table queued.
+func waitCleaned(db *DB) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for !db.cleanedLocked() {
+		db.cond.Wait()
 	}
 }

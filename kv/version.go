@@ -24,7 +24,8 @@ const numLevels = manifest.NumLevels
 // DB's metaCache holds or drops (DB.reader), a second descriptor for data
 // block reads (O_DIRECT unless Options.BufferedIO) and its FileID in the
 // block cache. refs counts the versions that list it (guarded by DB.mu);
-// the last unref of an obsolete table closes and removes it.
+// the last unref of an obsolete table queues it for the cleaner goroutine,
+// which closes it and removes its file (dropTableLocked).
 type table struct {
 	meta                      manifest.FileMeta
 	path                      string
@@ -152,20 +153,104 @@ func (db *DB) unrefVersionLocked(v *version) {
 	}
 }
 
-// dropTableLocked closes a table no version lists any more and, if it left
-// the current version (it was compacted away), removes its file.
+// dropTableLocked hands a table no version lists any more to the cleaner,
+// which closes it and, if it left the current version (it was compacted
+// away), removes its file: the read whose release drops the last reference
+// does not wait for a close and an unlink, and DB.mu is not held over them.
+// Without a cleaner (a read-only store, and from Close on) it does that
+// work itself.
 func (db *DB) dropTableLocked(t *table) {
+	if db.cleanWake == nil {
+		if db.retireTable(t, t.gone) {
+			db.dirDirty = true
+		}
+		return
+	}
+	db.obsolete = append(db.obsolete, obsoleteTable{t: t, remove: t.gone})
+	select {
+	case db.cleanWake <- struct{}{}:
+	default: // a wake-up is pending: the cleaner takes the whole list
+	}
+}
+
+// obsoleteTable is a table waiting for the cleaner; remove is its gone,
+// final once no version lists it.
+type obsoleteTable struct {
+	t      *table
+	remove bool
+}
+
+// retireTable closes t and, if remove, removes its file; it reports whether
+// the file was removed. Failures are logged: the table is out of every
+// version, and Open removes a file the manifest does not name.
+func (db *DB) retireTable(t *table, remove bool) bool {
 	if err := t.close(db); err != nil {
 		db.opts.Logf("kv: closing %s: %v", t.path, err)
 	}
-	if t.gone {
-		if err := os.Remove(t.path); err != nil {
-			db.opts.Logf("kv: removing obsolete %s: %v", t.path, err)
-		} else {
-			crashfs.Removed(t.path)
-		}
-		db.dirDirty = true
+	if !remove {
+		return false
 	}
+	if err := os.Remove(t.path); err != nil {
+		db.opts.Logf("kv: removing obsolete %s: %v", t.path, err)
+		return true // the directory may have changed all the same
+	}
+	crashfs.Removed(t.path)
+	return true
+}
+
+// cleanLoop retires the tables dropTableLocked queues until Close closes
+// wake (cleanWake, which Close sets to nil first).
+func (db *DB) cleanLoop(wake <-chan struct{}) {
+	defer db.cleanDone.Done()
+	for range wake {
+		db.cleanObsolete()
+	}
+}
+
+// cleanObsolete retires the queued tables, with DB.mu released for the
+// closes and unlinks. The next install flushes the directory.
+func (db *DB) cleanObsolete() {
+	db.mu.Lock()
+	ts := db.obsolete
+	db.obsolete = nil
+	db.cleaning = len(ts) > 0
+	hook := db.testBeforeClean
+	db.mu.Unlock()
+	if len(ts) == 0 {
+		return
+	}
+	if hook != nil {
+		hook()
+	}
+	removed := false
+	for _, o := range ts {
+		if db.retireTable(o.t, o.remove) {
+			removed = true
+		}
+	}
+	db.mu.Lock()
+	db.cleaning = false
+	db.dirDirty = db.dirDirty || removed
+	db.cond.Broadcast()
+	db.mu.Unlock()
+}
+
+// cleanedLocked reports whether the cleaner has nothing queued or in hand.
+func (db *DB) cleanedLocked() bool { return len(db.obsolete) == 0 && !db.cleaning }
+
+// stopCleaner ends the cleaner and retires what it left; later drops
+// retire their tables themselves.
+func (db *DB) stopCleaner() {
+	db.mu.Lock()
+	wake := db.cleanWake
+	db.cleanWake = nil
+	db.mu.Unlock()
+	if wake == nil {
+		return
+	}
+	close(wake)
+	db.cleanDone.Wait()
+	db.cleanObsolete()
 }
 
 // newVersion returns a version with the tables of levels, taking a ref on
