@@ -90,7 +90,7 @@ func (db *DB) flushLocked() error {
 	var ts []*table
 	for _, m := range metas {
 		var t *table
-		if t, err = db.openTable(m, false); err != nil {
+		if t, err = db.openTable(m, db.meta.readFrom.Load()); err != nil {
 			break
 		}
 		ts = append(ts, t)
@@ -481,7 +481,7 @@ func (db *DB) compactLocked(c *compaction) error {
 			break
 		}
 		var t *table
-		if t, err = db.openTable(meta, false); err == nil {
+		if t, err = db.openTable(meta, db.meta.readFrom.Load()); err == nil {
 			ts = append(ts, t)
 		}
 	}

@@ -16,7 +16,10 @@ import (
 // budget grows with the data otherwise (about 1.2 bytes of filter per key
 // and the last key plus ~20 bytes of index per 4 KiB data block), while a store that only
 // writes, as a restore does, needs no table's metadata but its compaction
-// inputs'.
+// inputs'. So a new table of a flush or compaction keeps the Reader its
+// writer checked only once a read has needed a table's metadata (readFrom):
+// in a store that serves reads its first reads would load it again, on the
+// reader's path.
 //
 // A dropped Reader is only unlinked from its table: a read that holds it
 // goes on with it (the Go heap keeps it until the last user is done), so
@@ -32,6 +35,9 @@ type metaCache struct {
 	hand   int      // guarded by mu: the CLOCK hand, an index into ring
 	loads  atomic.Uint64
 	evicts atomic.Uint64
+	// readFrom is set by the first read that needs a table's metadata
+	// (DB.reader; a compaction's walk does not set it).
+	readFrom atomic.Bool
 }
 
 // tableMeta is a table's slot in the metaCache.
@@ -46,6 +52,9 @@ type tableMeta struct {
 // reader returns t's metadata, loading it (and dropping others' past the
 // budget) if it is not held.
 func (db *DB) reader(t *table) (*sstable.Reader, error) {
+	if !db.meta.readFrom.Load() {
+		db.meta.readFrom.Store(true)
+	}
 	if r := t.m.rd.Load(); r != nil {
 		if !t.m.used.Load() {
 			t.m.used.Store(true)

@@ -101,6 +101,53 @@ func TestTableMetaBudget(t *testing.T) {
 	check("after the scan")
 }
 
+// A store that only writes holds no new table's metadata; once a read has
+// needed one, the tables of later flushes and compactions keep what their
+// writer checked, so their first reads load nothing.
+func TestNewTablesMetaHeldOnceRead(t *testing.T) {
+	const per = 2000
+	dir := t.TempDir()
+	db := openTest(t, dir, config{mode: ioengine.URing, opts: metaOptions(8 << 20)})
+	defer db.Close()
+	fillTables(t, db, 2, per)
+	if held := db.meta.heldBytes(); held != 0 {
+		t.Fatalf("after flushes only: %d bytes of metadata held, want 0", held)
+	}
+	get := func(k int) {
+		t.Helper()
+		if v, err := db.Get(keyOf(k)); err != nil || string(v) != fmt.Sprintf("value-%d", k) {
+			t.Fatalf("Get(%s) = %q, %v", keyOf(k), v, err)
+		}
+	}
+	get(0)
+	get(1)
+	loads := db.meta.loads.Load()
+	if loads == 0 {
+		t.Fatal("the first reads loaded no metadata")
+	}
+	for k := 2 * per; k < 3*per; k++ { // a third table, of new keys
+		if err := db.Put(keyOf(k), []byte(fmt.Sprintf("value-%d", k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	get(2*per + 7)
+	if l := db.meta.loads.Load(); l != loads {
+		t.Fatalf("a read of the flushed table loaded its metadata (%d loads, %d before)", l, loads)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{3, per + 5, 2*per + 9} {
+		get(k)
+	}
+	if l := db.meta.loads.Load(); l != loads {
+		t.Fatalf("reads of the compaction's outputs loaded their metadata (%d loads, %d before)", l, loads)
+	}
+}
+
 // A table's metadata damaged after the table was opened (and its metadata
 // checked) is found when a read loads it: a *sstable.CorruptError naming the
 // file and the offset in the section, from Get and from a compaction.
