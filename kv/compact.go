@@ -88,9 +88,10 @@ func (db *DB) flushLocked() error {
 		metas, err = db.writeTables(db.flushEng, &memIter{it: mt.NewIterator()}, []uint64{num}, 0, nil)
 	}
 	var ts []*table
+	hold := db.meta.holdNewTables()
 	for _, m := range metas {
 		var t *table
-		if t, err = db.openTable(m, db.meta.readFrom.Load()); err != nil {
+		if t, err = db.openTable(m, hold); err != nil {
 			break
 		}
 		ts = append(ts, t)
@@ -476,12 +477,13 @@ func (db *DB) compactLocked(c *compaction) error {
 		cl.close()
 	}
 	var ts []*table
+	hold := db.meta.holdNewTables()
 	for _, meta := range metas {
 		if err != nil {
 			break
 		}
 		var t *table
-		if t, err = db.openTable(meta, db.meta.readFrom.Load()); err == nil {
+		if t, err = db.openTable(meta, hold); err == nil {
 			ts = append(ts, t)
 		}
 	}

@@ -70,9 +70,10 @@
 // bloom filter, with no I/O when the table's metadata is held. A table's
 // metadata (its block index and bloom filter) is held in a cache bounded
 // by Options.TableMetaCacheSize: the tables opened by Open hold theirs, new
-// tables of flushes and compactions keep what their writer checked once a
-// read has needed a table's metadata (a store that only writes, as a
-// restore, holds none but its running compaction's), and past the budget
+// tables of flushes and compactions keep what their writer checked when a
+// read has needed a table's metadata since the last flush or compaction (a
+// store that only writes, as a restore, holds none but its running
+// compaction's), and past the budget
 // the least recently read are dropped
 // and read again (one pread of the sections, every checksum checked again)
 // when next needed. MultiGet reads in rounds: each round takes, for

@@ -17,9 +17,9 @@ import (
 // and the last key plus ~20 bytes of index per 4 KiB data block), while a store that only
 // writes, as a restore does, needs no table's metadata but its compaction
 // inputs'. So a new table of a flush or compaction keeps the Reader its
-// writer checked only once a read has needed a table's metadata (readFrom):
-// in a store that serves reads its first reads would load it again, on the
-// reader's path.
+// writer checked only when a read has needed a table's metadata since the
+// last flush or compaction (readSince): in a store that serves reads its
+// first reads would load it again, on the reader's path.
 //
 // A dropped Reader is only unlinked from its table: a read that holds it
 // goes on with it (the Go heap keeps it until the last user is done), so
@@ -35,9 +35,10 @@ type metaCache struct {
 	hand   int      // guarded by mu: the CLOCK hand, an index into ring
 	loads  atomic.Uint64
 	evicts atomic.Uint64
-	// readFrom is set by the first read that needs a table's metadata
-	// (DB.reader; a compaction's walk does not set it).
-	readFrom atomic.Bool
+	// readSince is set by every read that needs a table's metadata
+	// (DB.reader; a compaction's walk does not set it) and taken by each
+	// flush and compaction (heldSinceRead).
+	readSince atomic.Bool
 }
 
 // tableMeta is a table's slot in the metaCache.
@@ -52,8 +53,8 @@ type tableMeta struct {
 // reader returns t's metadata, loading it (and dropping others' past the
 // budget) if it is not held.
 func (db *DB) reader(t *table) (*sstable.Reader, error) {
-	if !db.meta.readFrom.Load() {
-		db.meta.readFrom.Store(true)
+	if !db.meta.readSince.Load() {
+		db.meta.readSince.Store(true)
 	}
 	if r := t.m.rd.Load(); r != nil {
 		if !t.m.used.Load() {
@@ -74,6 +75,11 @@ func (db *DB) reader(t *table) (*sstable.Reader, error) {
 	db.meta.hold(t, r)
 	return r, nil
 }
+
+// holdNewTables reports whether the tables a flush or compaction is about
+// to open keep their checked metadata: whether a read has needed a table's
+// metadata since the last flush or compaction asked.
+func (c *metaCache) holdNewTables() bool { return c.readSince.Swap(false) }
 
 // transientReader returns t's metadata for a walk that needs it once (a
 // compaction's input, which the compaction removes): the held Reader if

@@ -101,10 +101,11 @@ func TestTableMetaBudget(t *testing.T) {
 	check("after the scan")
 }
 
-// A store that only writes holds no new table's metadata; once a read has
-// needed one, the tables of later flushes and compactions keep what their
-// writer checked, so their first reads load nothing.
-func TestNewTablesMetaHeldOnceRead(t *testing.T) {
+// A store that only writes holds no new table's metadata; a flush or
+// compaction after reads that needed a table's metadata keeps what its
+// writer checked, so the first reads of its tables load nothing; one with
+// no such read since the last drops it again.
+func TestNewTablesMetaHeld(t *testing.T) {
 	const per = 2000
 	dir := t.TempDir()
 	db := openTest(t, dir, config{mode: ioengine.URing, opts: metaOptions(8 << 20)})
@@ -119,33 +120,39 @@ func TestNewTablesMetaHeldOnceRead(t *testing.T) {
 			t.Fatalf("Get(%s) = %q, %v", keyOf(k), v, err)
 		}
 	}
-	get(0)
-	get(1)
-	loads := db.meta.loads.Load()
-	if loads == 0 {
-		t.Fatal("the first reads loaded no metadata")
-	}
-	for k := 2 * per; k < 3*per; k++ { // a third table, of new keys
-		if err := db.Put(keyOf(k), []byte(fmt.Sprintf("value-%d", k))); err != nil {
+	// flushKeys writes a table of the keys [from, from+per).
+	flushKeys := func(from int) {
+		t.Helper()
+		for k := from; k < from+per; k++ {
+			if err := db.Put(keyOf(k), []byte(fmt.Sprintf("value-%d", k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
+	loadsBy := func(what string, want uint64, keys ...int) {
+		t.Helper()
+		before := db.meta.loads.Load()
+		for _, k := range keys {
+			get(k)
+		}
+		if l := db.meta.loads.Load() - before; l != want {
+			t.Fatalf("%s: %d metadata loads, want %d", what, l, want)
+		}
 	}
-	get(2*per + 7)
-	if l := db.meta.loads.Load(); l != loads {
-		t.Fatalf("a read of the flushed table loaded its metadata (%d loads, %d before)", l, loads)
-	}
+	loadsBy("the first reads", 2, 0, 1)
+	flushKeys(2 * per)
+	loadsBy("a read of a table flushed after reads", 0, 2*per+7)
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []int{3, per + 5, 2*per + 9} {
-		get(k)
-	}
-	if l := db.meta.loads.Load(); l != loads {
-		t.Fatalf("reads of the compaction's outputs loaded their metadata (%d loads, %d before)", l, loads)
-	}
+	loadsBy("reads of the outputs of a compaction after reads", 0, 3, per+5, 2*per+9)
+	flushKeys(3 * per) // reads came before it: held
+	flushKeys(4 * per) // none since the last flush: dropped
+	loadsBy("a read of a table flushed after reads", 0, 3*per+1)
+	loadsBy("a read of a table flushed with no read since the flush before", 1, 4*per+1)
 }
 
 // A table's metadata damaged after the table was opened (and its metadata

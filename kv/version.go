@@ -45,7 +45,7 @@ func tableName(num uint64) string { return fmt.Sprintf("%06d.sst", num) }
 // the file the manifest describes: its size, and its metadata sections read
 // and checked whole. hold keeps the decoded metadata in the metaCache (the
 // tables of a store being opened, which its first reads need, and the new
-// tables of flushes and compactions once the store serves reads); else the
+// tables of flushes and compactions while the store serves reads); else the
 // first read that needs it loads it again (a store that only writes never
 // reads its metadata).
 func (db *DB) openTable(meta manifest.FileMeta, hold bool) (*table, error) {
