@@ -168,17 +168,18 @@ type DB struct {
 	flushing    bool   // a flush has reserved its table's number and not installed it
 	installing  bool   // a version is being installed (its manifest written)
 	dirDirty    bool   // a file was removed since the directory was last flushed
+	compactPtr  [numLevels][]byte
+	bgWG        sync.WaitGroup // the flush and compaction goroutines
+
 	// obsolete are the tables no version lists, queued for the cleaner
 	// goroutine (cleanLoop), which closes them and removes the files of
 	// those compacted away, woken through cleanWake (capacity 1; nil when
 	// no cleaner runs: read-only, and from Close on). cleaning: it holds a
 	// batch taken from obsolete.
-	obsolete  []obsoleteTable
-	cleaning  bool
-	cleanWake chan struct{}
+	obsolete  []obsoleteTable // guarded by mu
+	cleaning  bool            // guarded by mu
+	cleanWake chan struct{}   // guarded by mu
 	cleanDone sync.WaitGroup
-	compactPtr  [numLevels][]byte
-	bgWG        sync.WaitGroup // the flush and compaction goroutines
 
 	// testInCompaction, set by tests (under mu), runs in every merging
 	// compaction once its inputs are chosen, with mu released.

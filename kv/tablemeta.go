@@ -37,7 +37,7 @@ type metaCache struct {
 	evicts atomic.Uint64
 	// readSince is set by every read that needs a table's metadata
 	// (DB.reader; a compaction's walk does not set it) and taken by each
-	// flush and compaction (heldSinceRead).
+	// flush and compaction (holdNewTables).
 	readSince atomic.Bool
 }
 
