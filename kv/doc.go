@@ -73,8 +73,7 @@
 // tables of flushes and compactions keep what their writer checked when a
 // read has needed a table's metadata since the last flush or compaction (a
 // store that only writes, as a restore, holds none but its running
-// compaction's), and past the budget
-// the least recently read are dropped
+// compaction's), and past the budget the least recently read are dropped
 // and read again (one pread of the sections, every checksum checked again)
 // when next needed. MultiGet reads in rounds: each round takes, for
 // every key not yet resolved, the data block of its next candidate table, and
