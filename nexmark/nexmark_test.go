@@ -115,6 +115,9 @@ func TestRunConfigErrors(t *testing.T) {
 		{RunConfig{Query: "q1", Events: 10, SourceLead: -1}, "source lead -1"},
 		{RunConfig{Query: "q1", Events: 10, ReadAheadBatches: lookAheadLimit + 1}, fmt.Sprintf("read-ahead of %d mini-batches", lookAheadLimit+1)},
 		{RunConfig{Query: "q1", Events: 10, Parallelism: 200, KeyGroups: 128}, "parallelism 200 over 128 key groups"},
+		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{File: "f", PerEvent: -1}}, "-1 reads beside each event"},
+		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{File: "f", PerEvent: 17}}, "17 reads beside each event: at least 0 and at most 16"},
+		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{PerEvent: 1}}, "no file to read them from"},
 	} {
 		_, err := Run(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

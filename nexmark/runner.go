@@ -117,6 +117,11 @@ type RunConfig struct {
 	// the caller measures over exactly that span what the run does not
 	// (the machine's CPU time, the device's counters).
 	MeasureSpan func() (end func())
+	// BesideReads, if its PerEvent is set, makes each stateful worker read
+	// that many random blocks of a file for each event it processes,
+	// beside its state's: an instrument that prices a block read
+	// (BesideReads).
+	BesideReads BesideReads
 
 	source func(id int64) Event // tests: the events instead of Gen's
 }
@@ -151,6 +156,12 @@ type Result struct {
 	// all (a query with one key).
 	ReadingWorkers float64
 	Backend        ioengine.Backend
+	// WorkerEvents counts the events the workers processed: the stream's
+	// events that the query's operators take (a query of bids takes no
+	// person). BesideBlocks counts the blocks RunConfig.BesideReads read,
+	// PerEvent for each of those.
+	WorkerEvents int64
+	BesideBlocks int64
 }
 
 // A run's defaults: the workers (a stream processor's subtasks) and the
@@ -197,7 +208,7 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	case q.Stateful && c.Dir == "":
 		return c, fmt.Errorf("nexmark: %s keeps state and needs a directory", c.Query)
 	}
-	return c, nil
+	return c, c.BesideReads.check()
 }
 
 // sourceMessages is the depth of the source's channel to each worker:
@@ -239,6 +250,9 @@ type worker struct {
 	// starts: the source reads it.
 	from []int64
 	wm   int64 // the watermark it has reached
+	// beside makes RunConfig.BesideReads' reads (nil: none).
+	beside *besideReader
+	events int64 // processed
 }
 
 // takes says whether the worker processes event id of key group g.
@@ -363,6 +377,7 @@ func (w *worker) lookAhead(in <-chan batchMsg) {
 // load while it waits and while it is processed.
 func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 	if len(m.events) > 0 {
+		w.events += int64(len(m.events))
 		w.cur = (w.cur + 1) % len(w.slots)
 		s := &w.slots[w.cur]
 		ahead := w.cfg.ReadAhead && s.mb != nil // a stateless query reads nothing
@@ -378,6 +393,11 @@ func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 		}
 		if ahead {
 			w.lookAhead(in)
+		}
+		if w.beside != nil {
+			if err := w.beside.batch(w.eng, len(m.events)); err != nil {
+				return err
+			}
 		}
 		if err := loadWanted(s.mb, &w.loadTime); err != nil {
 			return err
@@ -434,6 +454,9 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 	if err == nil && w.backend == nil {
 		w.backend, err = state.Open(live, opts)
 	}
+	if err == nil && cfg.BesideReads.PerEvent > 0 {
+		w.beside, err = openBesideReader(cfg.BesideReads, i, cfg.Batch, w.eng)
+	}
 	if err == nil {
 		w.op, err = q.Open(w.backend)
 		n := 1
@@ -455,8 +478,12 @@ func openWorker(i int, q Query, cfg RunConfig, j *jobCheckpoint) (*worker, error
 // close closes the worker's state and engine.
 func (w *worker) close() error {
 	var err error
+	if w.beside != nil {
+		err = w.beside.close()
+		w.beside = nil
+	}
 	if w.backend != nil {
-		err = w.backend.Close()
+		err = errors.Join(err, w.backend.Close())
 	}
 	if w.eng != nil {
 		err = errors.Join(err, w.eng.Close())
@@ -748,6 +775,10 @@ func Run(cfg RunConfig) (Result, error) {
 				res.ReadCalls += c.EngineCalls
 			}
 			res.Backend = st.KV.Backend
+		}
+		res.WorkerEvents += w.events
+		if w.beside != nil {
+			res.BesideBlocks += w.beside.reads
 		}
 		// After a StopAt the restore starts from the checkpoints, not from
 		// what Close leaves in the live directory.

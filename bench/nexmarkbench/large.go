@@ -14,13 +14,17 @@ import (
 // people) raised so that the state a query reads, not only the state it
 // holds, is many times its caches; each stateful query in six modes.
 const (
-	modeOn      = "on"        // io_uring, the reads of the next readAheadBatches mini-batches run ahead (RunConfig.ReadAhead)
-	modeOnSync  = "on-sync"   // io_uring: each worker's Load submits its reads and waits
-	modeOff     = "off"       // pread, one after another
-	modePool3   = "off-pool3" // pread by 3 goroutines per worker (ForSt's read threads)
-	modePool16  = "off-pool16"
-	modeCached  = "cached" // io_uring, caches bigger than the state: the CPU's floor
-	largePrefix = "large-"
+	modeOn     = "on"        // io_uring, the reads of the next readAheadBatches mini-batches run ahead (RunConfig.ReadAhead)
+	modeOnSync = "on-sync"   // io_uring: each worker's Load submits its reads and waits
+	modeOff    = "off"       // pread, one after another
+	modePool3  = "off-pool3" // pread by 3 goroutines per worker (ForSt's read threads)
+	modePool16 = "off-pool16"
+	modeCached = "cached" // io_uring, caches bigger than the state: the CPU's floor
+	// modeCachedReads is modeCached with the block reads ON makes beyond
+	// it made beside its state's (nexmark.BesideReads): what those reads
+	// cost these CPUs, measured.
+	modeCachedReads = "cached-reads"
+	largePrefix     = "large-"
 	// readAheadBatches are the mini-batches past the one it processes whose
 	// reads an ON worker keeps in flight (nexmark.RunConfig.ReadAheadBatches).
 	readAheadBatches = 4
@@ -49,6 +53,7 @@ var largeModes = []struct {
 	{modePool3, "pread, 3 read goroutines", true},
 	{modePool16, "pread, 16 read goroutines", true},
 	{modeCached, "io_uring, every block cached", true},
+	{modeCachedReads, "io_uring, every block cached, ON's further reads beside", true},
 }
 
 // statelessEventsFactor: a stateless query runs this many times the large
@@ -72,8 +77,9 @@ const statelessRepeat = 3
 const referenceRepeat = 2
 
 // largeConfig is the child configuration of a large-state mode; cache is
-// each worker's block cache, events a stateful query's events (sizeLarge).
-func largeConfig(o Options, q, mode string, cache, events int64) (childConfig, string) {
+// each worker's block cache, events a stateful query's events, beside the
+// reads an event modeCachedReads makes beside its state's (sizeLarge).
+func largeConfig(o Options, q, mode string, cache, events int64, beside float64) (childConfig, string) {
 	c := childConfig{Query: q, Events: events, Parallelism: o.Parallelism, Batch: o.LargeBatch, Cache: cache, Memtable: o.LargeMemtable,
 		Dir: o.Dir, InFlightAuctions: o.InFlightAuctions, ActivePeople: o.ActivePeople, CheckpointEvery: o.CheckpointEvery}
 	if !isStateful(q) {
@@ -87,6 +93,8 @@ func largeConfig(o Options, q, mode string, cache, events int64) (childConfig, s
 		c.WantURing = true
 	case modeCached:
 		c.WantURing, c.Cache = true, cachedCache
+	case modeCachedReads:
+		c.WantURing, c.Cache, c.BesidePerEvent = true, cachedCache, beside
 	case modePool3, modePool16:
 		c.ReadWorkers = map[string]int{modePool3: 3, modePool16: 16}[mode]
 		env = "RINGSTORE_IO_URING=false"
@@ -180,13 +188,26 @@ type LargeQuery struct {
 	// between this and CPUCeiling.
 	OnCPUBound        float64 `json:"on_cpu_bound_eps,omitempty"`
 	OnCPUBoundVsLimit float64 `json:"on_cpu_bound_vs_limit,omitempty"`
-	OnVsOff           float64 `json:"on_vs_off"`
-	OnVsOffBest       float64 `json:"on_vs_off_best"`
-	BestPool          string  `json:"best_pool"`
-	OnVsPool          float64 `json:"on_vs_best_pool"`
-	CPUVsPool         float64 `json:"on_cpu_vs_best_pool"`
-	AllOnSlower       bool    `json:"all_on_slower"`
-	ChecksumEqual     bool    `json:"checksum_equal"`
+	// ReadsCeiling is the events/s (median) of modeCachedReads: the
+	// all-cached mode making, beside its state's, BesidePerEvent random
+	// block reads an event, as many as ON made beyond the all-cached mode
+	// in the sizing run (sizeLarge; BesidePerEvent is what the mode made,
+	// for each event its workers processed).
+	// It is what the all-cached work and those reads make on these CPUs,
+	// measured rather than modelled as CPUCeiling is: where it is under
+	// BarVsLimit × Limit, those reads' own price on these CPUs is more
+	// than the bar allows. OnVsReadsCeiling is ON ÷ it.
+	ReadsCeiling        float64 `json:"reads_ceiling_eps,omitempty"`
+	ReadsCeilingVsLimit float64 `json:"reads_ceiling_vs_limit,omitempty"`
+	OnVsReadsCeiling    float64 `json:"on_vs_reads_ceiling,omitempty"`
+	BesidePerEvent      float64 `json:"beside_reads_per_event,omitempty"`
+	OnVsOff             float64 `json:"on_vs_off"`
+	OnVsOffBest         float64 `json:"on_vs_off_best"`
+	BestPool            string  `json:"best_pool"`
+	OnVsPool            float64 `json:"on_vs_best_pool"`
+	CPUVsPool           float64 `json:"on_cpu_vs_best_pool"`
+	AllOnSlower         bool    `json:"all_on_slower"`
+	ChecksumEqual       bool    `json:"checksum_equal"`
 }
 
 // LargeReport is the large-state regime's part of the report.
@@ -412,6 +433,15 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 					qr.OnCPUBoundVsLimit = qr.OnCPUBound / qr.Limit
 				}
 			}
+			if c := bench.Find(results, largePrefix+q+"-"+modeCachedReads); c != nil && len(c.Trials) > 0 && qr.Limit > 0 {
+				cm := c.Median()
+				qr.ReadsCeiling = qr.EPS[modeCachedReads]
+				qr.ReadsCeilingVsLimit = qr.ReadsCeiling / qr.Limit
+				qr.OnVsReadsCeiling = qr.EPS[modeOn] / qr.ReadsCeiling
+				if we := cm.Extra[xWorkerEvents]; we > 0 {
+					qr.BesidePerEvent = cm.Extra[xBesideBlocks] / we
+				}
+			}
 			for _, p := range []string{modePool3, modePool16} {
 				if qr.EPS[p] > 0 && (qr.BestPool == "" || qr.EPS[p] > qr.EPS[qr.BestPool]) {
 					qr.BestPool = p
@@ -450,8 +480,12 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 		least = slices.Min(vsLimit)
 	}
 	sg := geomean(stateless)
+	limitNote := ""
+	if under := lr.ReadsCeilingUnderBar(); len(under) > 0 {
+		limitNote = fmt.Sprintf("the all-cached mode with ON's further reads beside it made under %.1f× the limit in %s: there those reads' own price on these CPUs is more than the bar allows", BarVsLimit, strings.Join(under, ", "))
+	}
 	lr.Bars = []bench.Bar{
-		bench.NewBar("large state: the least ON ÷ its limit (the lesser of all-cached and the device floor) over the stateful queries", least, BarVsLimit, false, len(vsLimit) > 0, ""),
+		bench.NewBar("large state: the least ON ÷ its limit (the lesser of all-cached and the device floor) over the stateful queries", least, BarVsLimit, false, len(vsLimit) > 0, limitNote),
 		bench.NewBar(fmt.Sprintf("large state: ON ÷ the better read pool, events/s, geomean over the queries where OFF spends ≥ %.0f%% in state reads", 100*readBoundShare), geomean(vsPool), BarVsPool, false, len(vsPool) > 0, ""),
 		bench.NewBar("large state: ON ÷ the better read pool, CPU per event, geomean over the same queries", geomean(cpuVsPool), BarCPUVsPool, true, len(cpuVsPool) > 0, ""),
 		bench.NewBar("large state: stateless queries' ON/OFF geomean, at least", sg, BarStatelessLo, false, len(stateless) > 0, ""),
@@ -535,8 +569,8 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 		dv = append(dv, fmt.Sprintf("%.0f at depth %d%s%s", lr.DeviceIOPS[d], d, depth, cpu))
 	}
 	fmt.Fprintf(w, "device (random 4 KiB O_DIRECT reads, IOPS): %s\n\n", strings.Join(dv, ", "))
-	t := bench.Table{Header: []string{"query", "events", "ON", "ON, no read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "ON's depth", "device floor",
-		"ON ÷ limit", "CPU ceiling ÷ limit", "ON/OFF", "ON ÷ best pool", "CPU µs/event ON", "CPU µs/event pool", "OFF in state reads (bound)", "state MiB", "working set MiB", "cache KiB/worker", "× cache", "output"}}
+	t := bench.Table{Header: []string{"query", "events", "ON", "ON, no read-ahead", "OFF", "OFF, 3 readers", "OFF, 16 readers", "all cached", "all cached, reads beside", "ON's depth", "device floor",
+		"ON ÷ limit", "reads ceiling ÷ limit", "ON ÷ reads ceiling", "CPU ceiling ÷ limit", "ON/OFF", "ON ÷ best pool", "CPU µs/event ON", "CPU µs/event pool", "OFF in state reads (bound)", "state MiB", "working set MiB", "cache KiB/worker", "× cache", "output"}}
 	for _, q := range lr.Queries {
 		out := "equal"
 		if !q.ChecksumEqual {
@@ -551,11 +585,15 @@ func writeLarge(w io.Writer, lr *LargeReport) {
 			share = fmt.Sprintf("%.0f%% (%.2f×)", 100*q.OffLoadShare, q.GainBound)
 		}
 		t.Add(q.Query, dash(float64(q.Events), "%.0f"), dash(q.EPS[modeOn], "%.0f"), dash(q.EPS[modeOnSync], "%.0f"), dash(q.EPS[modeOff], "%.0f"), dash(q.EPS[modePool3], "%.0f"), dash(q.EPS[modePool16], "%.0f"),
-			dash(q.EPS[modeCached], "%.0f"), dash(q.Depth, "%.1f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"), dash(q.CPUCeilingVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
+			dash(q.EPS[modeCached], "%.0f"), dash(q.EPS[modeCachedReads], "%.0f"), dash(q.Depth, "%.1f"), dash(q.DeviceFloor, "%.0f"), dash(q.OnVsLimit, "%.2f"),
+			dash(q.ReadsCeilingVsLimit, "%.2f"), dash(q.OnVsReadsCeiling, "%.2f"), dash(q.CPUCeilingVsLimit, "%.2f"), ratio, dash(q.OnVsPool, "%.2f×"),
 			dash(q.CPUus[modeOn], "%.1f"), dash(q.CPUus[q.BestPool], "%.1f"), share, dash(q.StateBytes/(1<<20), "%.1f"), dash(q.WorkingSet/(1<<20), "%.1f"), dash(q.CacheBytes/float64(lr.Parallelism)/1024, "%.0f"), dash(q.WSVsCache, "%.1f"), out)
 	}
 	t.Write(w)
 	fmt.Fprintf(w, "\nlarge state, geometric mean ON/OFF over the tested queries: best-of %.3f×, median-of %.3f×\n", lr.GeomeanBest, lr.GeomeanMedian)
+	if under := lr.ReadsCeilingUnderBar(); len(under) > 0 {
+		fmt.Fprintf(w, "the all-cached mode with ON's further reads beside it under %.1f× the limit, so those reads' own price on these CPUs is more than the limit bar allows: %s\n", BarVsLimit, strings.Join(under, ", "))
+	}
 	if under := lr.CeilingUnderBar(); len(under) > 0 {
 		fmt.Fprintf(w, "CPU ceiling under %.1f× the limit, so the limit bar cannot be met there: %s\n", BarVsLimit, strings.Join(under, ", "))
 	}
@@ -590,6 +628,13 @@ func (lr *LargeReport) CeilingUnderBar() []string {
 	return lr.underBar(func(q *LargeQuery) float64 { return q.CPUCeilingVsLimit })
 }
 
+// ReadsCeilingUnderBar lists the tested stateful queries whose measured
+// reads ceiling (LargeQuery.ReadsCeiling) is under BarVsLimit × the limit,
+// each with its ratio.
+func (lr *LargeReport) ReadsCeilingUnderBar() []string {
+	return lr.underBar(func(q *LargeQuery) float64 { return q.ReadsCeilingVsLimit })
+}
+
 // OwnCPUUnderBar lists the tested stateful queries where ON's own CPU
 // per event bounds it under BarVsLimit × their limit, each with the ratio.
 func (lr *LargeReport) OwnCPUUnderBar() []string {
@@ -612,7 +657,8 @@ func (lr *LargeReport) underBar(vsLimit func(*LargeQuery) float64) []string {
 func deviceMode(batch int) string { return fmt.Sprintf("%sdevice-b%d", largePrefix, batch) }
 
 // largeBenchModes are the large regime's modes: each query's, then the
-// device's, which read the file *deviceFile names when they run.
+// device's. The device modes and modeCachedReads read the file *deviceFile
+// names when they run.
 func largeBenchModes(o Options, sizes map[string]largeSize, deviceFile *string) []bench.Mode {
 	var modes []bench.Mode
 	for _, q := range o.LargeQueries {
@@ -621,9 +667,16 @@ func largeBenchModes(o Options, sizes map[string]largeSize, deviceFile *string) 
 			if m.stateful && !st {
 				continue
 			}
-			c, env := largeConfig(o, q, m.name, sizes[q].cache, sizes[q].events)
+			c, env := largeConfig(o, q, m.name, sizes[q].cache, sizes[q].events, sizes[q].beside)
 			name := largePrefix + q + "-" + m.name
 			mode := bench.Mode{Name: name, Label: "large state, " + q + ", " + m.label, Exec: bench.ChildExec(Workload, c, env)}
+			if m.name == modeCachedReads {
+				mode.Exec = func() (bench.Trial, error) {
+					c := c
+					c.BesideFile = *deviceFile
+					return bench.ChildExec(Workload, c, env)()
+				}
+			}
 			if !st {
 				mode.Repeat = statelessRepeat
 			}
@@ -641,7 +694,10 @@ func largeBenchModes(o Options, sizes map[string]largeSize, deviceFile *string) 
 
 // largeSize is a stateful query's configuration in the large regime:
 // each worker's cache and the events per trial.
-type largeSize struct{ cache, events int64 }
+type largeSize struct {
+	cache, events int64
+	beside        float64
+}
 
 // sizeLarge sizes each stateful query of the large regime. Its events:
 // o.LargeEvents, or more where a run of the all-cached mode (its fastest)
@@ -651,6 +707,9 @@ type largeSize struct{ cache, events int64 }
 // worker's cache is sized so that the working set is sizingRatio times the
 // caches together (at least 32 KiB each). A query whose events grew is
 // run again at its events for the working set, which grows with them.
+// Then a run of ON at those caches and events measures the block reads an
+// event it makes beyond the all-cached run's: modeCachedReads makes as
+// many beside its state's.
 func sizeLarge(o Options) (map[string]largeSize, error) {
 	sizes := map[string]largeSize{}
 	for _, q := range o.LargeQueries {
@@ -658,29 +717,23 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 			continue
 		}
 		s := largeSize{cache: o.LargeCache, events: o.LargeEvents}
-		if o.LargeCache > 0 && o.LargeMinSeconds <= 0 {
-			sizes[q] = s
-			continue
-		}
-		run := func() (bench.Trial, error) {
-			c, env := largeConfig(o, q, modeCached, 0, s.events)
+		run := func(mode string, what string) (bench.Trial, error) {
+			c, env := largeConfig(o, q, mode, s.cache, s.events, 0)
 			t, err := bench.ChildExec(Workload, c, env)()
 			if err != nil {
-				return t, fmt.Errorf("bench nexmark: sizing the caches of %s: %w", q, err)
+				return t, fmt.Errorf("bench nexmark: sizing %s of %s: %w", what, q, err)
 			}
 			return t, nil
 		}
-		t, err := run()
+		t, err := run(modeCached, "the caches")
 		if err != nil {
 			return nil, err
 		}
 		if n := largeEvents(o.LargeEvents, t.Seconds, o.LargeMinSeconds); n != s.events {
 			fmt.Fprintf(o.Progress, "large state, %s: its all-cached run took %.2f s, so %d events\n", q, t.Seconds, n)
 			s.events = n
-			if o.LargeCache == 0 {
-				if t, err = run(); err != nil {
-					return nil, err
-				}
+			if t, err = run(modeCached, "the caches"); err != nil {
+				return nil, err
 			}
 		}
 		if o.LargeCache == 0 {
@@ -689,6 +742,18 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 			s.cache = max(per, 32<<10)
 			fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, ws/(1<<20), s.cache>>10)
 		}
+		// The reads beside modeCachedReads' state: those ON makes beyond
+		// the all-cached mode's, an event, from a run of ON at its caches.
+		on, err := run(modeOn, "the reads beside the all-cached mode")
+		if err != nil {
+			return nil, err
+		}
+		// An event the workers processed: BesideReads' unit (a query
+		// takes some of the stream's events only).
+		if on.Extra[xWorkerEvents] > 0 && t.Extra[xWorkerEvents] > 0 {
+			s.beside = min(maxBeside, max(0, on.Extra[xBlockReads]/on.Extra[xWorkerEvents]-t.Extra[xBlockReads]/t.Extra[xWorkerEvents]))
+		}
+		fmt.Fprintf(o.Progress, "large state, %s: ON read %.4f blocks more than all-cached for each event its workers processed, so as many beside the all-cached state\n", q, s.beside)
 		sizes[q] = s
 	}
 	return sizes, nil
@@ -708,6 +773,10 @@ func largeEvents(base int64, seconds, minSeconds float64) int64 {
 	n := int64(math.Ceil(float64(base)*minSeconds/seconds/step)) * step
 	return max(base, min(n, maxLargeEventsFactor*base))
 }
+
+// maxBeside bounds the reads an event modeCachedReads makes beside its
+// state's (nexmark.BesideReads' bound).
+const maxBeside = 16
 
 // maxLargeEventsFactor bounds largeEvents: a query's slowest modes (pread,
 // one read at a time) run several times longer than its all-cached one.

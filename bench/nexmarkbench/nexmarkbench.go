@@ -97,6 +97,10 @@ type childConfig struct {
 	ReadAhead        bool          `json:"read_ahead,omitempty"`
 	ReadWorkers      int           `json:"read_workers,omitempty"`
 	CheckpointEvery  time.Duration `json:"checkpoint_every,omitempty"`
+	// Reads beside the state's (nexmark.BesideReads): BesidePerEvent
+	// random blocks of BesideFile an event.
+	BesideFile     string  `json:"beside_file,omitempty"`
+	BesidePerEvent float64 `json:"beside_per_event,omitempty"`
 	// A device measurement instead of a query: batches of DeviceBatch
 	// reads of DeviceFile by Parallelism callers.
 	DeviceFile  string        `json:"device_file,omitempty"`
@@ -106,21 +110,23 @@ type childConfig struct {
 
 // Keys of bench.Trial.Extra.
 const (
-	xLoadSeconds = "load_seconds"
-	xStateBytes  = "state_bytes"
-	xCacheBytes  = "cache_bytes"
-	xCacheHits   = "cache_hits"
-	xCacheMisses = "cache_misses"
-	xBlockReads  = "block_reads"
-	xMultiGets   = "multi_gets"
-	xReadCalls   = "read_calls"
-	xReadAhead   = "read_ahead_blocks"
-	xReading     = "reading_workers"
-	xRows        = "rows"
-	xSumHi       = "sum_hi"
-	xSumLo       = "sum_lo"
-	xXorHi       = "xor_hi"
-	xXorLo       = "xor_lo"
+	xLoadSeconds  = "load_seconds"
+	xStateBytes   = "state_bytes"
+	xCacheBytes   = "cache_bytes"
+	xCacheHits    = "cache_hits"
+	xCacheMisses  = "cache_misses"
+	xBlockReads   = "block_reads"
+	xMultiGets    = "multi_gets"
+	xReadCalls    = "read_calls"
+	xReadAhead    = "read_ahead_blocks"
+	xReading      = "reading_workers"
+	xBesideBlocks = "beside_blocks"
+	xWorkerEvents = "worker_events"
+	xRows         = "rows"
+	xSumHi        = "sum_hi"
+	xSumLo        = "sum_lo"
+	xXorHi        = "xor_hi"
+	xXorLo        = "xor_lo"
 )
 
 func child(raw json.RawMessage) (bench.Trial, error) {
@@ -153,7 +159,8 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	}
 	res, err := nexmark.Run(nexmark.RunConfig{Query: c.Query, Events: c.Events, Parallelism: c.Parallelism, Batch: c.Batch,
 		Dir: dir, Cache: c.Cache, Memtable: c.Memtable, IOMode: ioengine.Auto, ReadAhead: c.ReadAhead, ReadAheadBatches: readAheadBatches, ReadWorkers: c.ReadWorkers,
-		CheckpointEvery: c.CheckpointEvery, Gen: nexmark.GenConfig{InFlightAuctions: c.InFlightAuctions, ActivePeople: c.ActivePeople}, CPUTime: bench.CPUTime, MeasureSpan: span})
+		CheckpointEvery: c.CheckpointEvery, Gen: nexmark.GenConfig{InFlightAuctions: c.InFlightAuctions, ActivePeople: c.ActivePeople}, CPUTime: bench.CPUTime, MeasureSpan: span,
+		BesideReads: nexmark.BesideReads{File: c.BesideFile, PerEvent: c.BesidePerEvent}})
 	if err != nil {
 		return bench.Trial{}, err
 	}
@@ -166,7 +173,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds, MachineCPUSeconds: machineCPU, Extra: map[string]float64{
 		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
 		xCacheHits: float64(res.CacheHits), xCacheMisses: float64(res.CacheMisses), xBlockReads: float64(res.BlockReads),
-		bench.ExtraDeviceReadsInFlight: dev.Depth(res.Seconds), bench.ExtraDeviceBusy: dev.Busy(res.Seconds), bench.ExtraDeviceWrittenBytes: dev.WrittenBytes(), xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers,
+		bench.ExtraDeviceReadsInFlight: dev.Depth(res.Seconds), bench.ExtraDeviceBusy: dev.Busy(res.Seconds), bench.ExtraDeviceWrittenBytes: dev.WrittenBytes(), xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers, xBesideBlocks: float64(res.BesideBlocks), xWorkerEvents: float64(res.WorkerEvents),
 		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
 	}}, nil
 }
@@ -338,8 +345,9 @@ func Run(o Options) error {
 		return err
 	}
 	for _, m := range modes {
-		if strings.HasPrefix(m.Name, largePrefix+"device-") {
-			// The device modes read a file of the run's own, made once.
+		if strings.HasPrefix(m.Name, largePrefix+"device-") || strings.HasSuffix(m.Name, "-"+modeCachedReads) {
+			// The device modes and the reads beside the all-cached
+			// mode's read a file of the run's own, made once.
 			if deviceFile, err = writeDeviceFile(o.Dir, o.DeviceFileSize); err != nil {
 				return err
 			}
@@ -458,8 +466,8 @@ func summarize(o Options, results []bench.ModeResult, machine bench.Machine, not
 		fmt.Sprintf("Every run takes a job checkpoint each %v of its time (flush, hard links, manifest), inside the measurement. A query whose OFF run took under %.2f s, or built under %d KiB of state, is not tested: its ratio is not shown and it is left out of the geomeans and the bars.", o.CheckpointEvery, minSeconds, minStateBytes>>10),
 	)
 	if o.Regime != "default" {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("Large state: the generator with %d in-flight auctions and %d active people, %d events (%s), mini-batches of %d, a %d KiB memtable per worker, and caches %s. Modes: ON (io_uring on an engine inline on each worker's thread; while a worker processes a mini-batch the reads of its next %d are in flight: kv.DB.ReadAhead, submitted from the worker's thread, the blocks its cache lacks read past the cache and put in it by the Load that uses them), ON without read-ahead (each Load submits its reads and waits), OFF (pread, one read after another), OFF with 3 and 16 read goroutines per worker splitting each Load's reads (ForSt's read pool), and every block cached (io_uring, 1 GiB caches: the CPU's floor). The device's floor: its IOPS (random 4 KiB O_DIRECT reads on io_uring, %d callers, at %d depths, the best trial at each: a stall of the device only lowers a trial) at the depth ON kept in flight, ÷ the block reads per event the query needs; both depths are the device's own count of the reads it had in flight, the mean over the run (its stat file's read time ÷ the run's time; where it cannot be read, the depth submitted: the workers ON's reads were spread over × block reads per Load × the %d mini-batches read ahead): the fewer of ON's and OFF's (a block ON reads ahead and its cache evicts before the Load that wanted it is read twice; that is ON's waste, and a floor for it would be lower). A query's limit is the lesser of the all-cached rate and the device floor. Its CPU ceiling is the all-cached mode's CPUs busy ÷ (that mode's CPU per event + the device modes' CPU per read at as many reads per engine call as ON made, interpolated between their batches, × the block reads per event the query needs beyond the all-cached mode's), or ÷ ON's own CPU per event where that is less; all of them the machine's CPU time where it was measured (a read's completion is handled in interrupts and softirqs that no process's CPU time has): the most events/s a mode that reads those blocks could reach on these CPUs, paying only the kernel's and the engine's cost of each read; where it is under %.1f× the limit, the limit bar cannot be met. ON's own CPU bound is that mode's CPUs busy ÷ ON's own CPU per event: where it is under %.1f× the limit, ON's cost per event keeps it under the bar however its reads overlap its work, and the gap between it and the ceiling is what a read costs ON beyond the device modes' price. Working set: the distinct blocks the all-cached mode loaded; a query whose working set is under %.0f× its caches is not tested. CPU per event is the process's CPU time from the first event to the last output, ÷ the events (the opening and closing of the stores are not in it, as they are not in events/s); the JSON's cpus_busy is that CPU time ÷ the wall time. Ratios in the bars are of medians of trials. A stateless query runs %d trials per round in each mode (its trials are short, and ON and OFF run the same code).",
-			o.InFlightAuctions, o.ActivePeople, o.LargeEvents, eventsNote(o), o.LargeBatch, o.LargeMemtable>>10, cacheNote(o), readAheadBatches, o.Parallelism, len(deviceBatches), readAheadBatches, BarVsLimit, BarVsLimit, minWSVsCache, statelessRepeat))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Large state: the generator with %d in-flight auctions and %d active people, %d events (%s), mini-batches of %d, a %d KiB memtable per worker, and caches %s. Modes: ON (io_uring on an engine inline on each worker's thread; while a worker processes a mini-batch the reads of its next %d are in flight: kv.DB.ReadAhead, submitted from the worker's thread, the blocks its cache lacks read past the cache and put in it by the Load that uses them), ON without read-ahead (each Load submits its reads and waits), OFF (pread, one read after another), OFF with 3 and 16 read goroutines per worker splitting each Load's reads (ForSt's read pool), every block cached (io_uring, 1 GiB caches: the CPU's floor), and every block cached with ON's further reads beside (the all-cached mode, each worker also reading as many random 4 KiB blocks of the device's file an event as a sizing run of ON read beyond the all-cached mode's, O_DIRECT on its own inline engine, submitted as it starts a mini-batch's Load and waited for and checksummed as it starts the next: the all-cached work and those reads on these CPUs, nothing else; its rate ÷ the limit is the reads ceiling, and where that is under %.1f× the limit those reads' own price on these CPUs is more than the limit bar allows). The device's floor: its IOPS (random 4 KiB O_DIRECT reads on io_uring, %d callers, at %d depths, the best trial at each: a stall of the device only lowers a trial) at the depth ON kept in flight, ÷ the block reads per event the query needs; both depths are the device's own count of the reads it had in flight, the mean over the run (its stat file's read time ÷ the run's time; where it cannot be read, the depth submitted: the workers ON's reads were spread over × block reads per Load × the %d mini-batches read ahead): the fewer of ON's and OFF's (a block ON reads ahead and its cache evicts before the Load that wanted it is read twice; that is ON's waste, and a floor for it would be lower). A query's limit is the lesser of the all-cached rate and the device floor. Its CPU ceiling is the all-cached mode's CPUs busy ÷ (that mode's CPU per event + the device modes' CPU per read at as many reads per engine call as ON made, interpolated between their batches, × the block reads per event the query needs beyond the all-cached mode's), or ÷ ON's own CPU per event where that is less; all of them the machine's CPU time where it was measured (a read's completion is handled in interrupts and softirqs that no process's CPU time has): the most events/s a mode that reads those blocks could reach on these CPUs, paying only the kernel's and the engine's cost of each read; where it is under %.1f× the limit, the limit bar cannot be met. ON's own CPU bound is that mode's CPUs busy ÷ ON's own CPU per event: where it is under %.1f× the limit, ON's cost per event keeps it under the bar however its reads overlap its work, and the gap between it and the ceiling is what a read costs ON beyond the device modes' price. Working set: the distinct blocks the all-cached mode loaded; a query whose working set is under %.0f× its caches is not tested. CPU per event is the process's CPU time from the first event to the last output, ÷ the events (the opening and closing of the stores are not in it, as they are not in events/s); the JSON's cpus_busy is that CPU time ÷ the wall time. Ratios in the bars are of medians of trials. A stateless query runs %d trials per round in each mode (its trials are short, and ON and OFF run the same code).",
+			o.InFlightAuctions, o.ActivePeople, o.LargeEvents, eventsNote(o), o.LargeBatch, o.LargeMemtable>>10, cacheNote(o), readAheadBatches, BarVsLimit, o.Parallelism, len(deviceBatches), readAheadBatches, BarVsLimit, BarVsLimit, minWSVsCache, statelessRepeat))
 	}
 	return rep, runErr
 }

@@ -489,3 +489,45 @@ func TestLargeDeviceFloorBestTrial(t *testing.T) {
 		t.Errorf("device IOPS %.0f and floor %.0f at depth %.1f, want %.0f and %.0f", q.DeviceIOPS, q.DeviceFloor, q.Depth, want, want/0.1)
 	}
 }
+
+// TestLargeReadsCeiling: the all-cached mode with ON's further reads beside
+// it gives the measured reads ceiling (its rate ÷ the limit) and ON's ratio
+// to it, the reads it made an event, and where the ceiling is under the
+// bar × the limit the limit bar says so.
+func TestLargeReadsCeiling(t *testing.T) {
+	mode := func(name string, ops int64, seconds, cpu float64, extra map[string]float64) bench.ModeResult {
+		extra[xRows] = 1
+		return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, Extra: extra}}}
+	}
+	results := []bench.ModeResult{
+		mode(largePrefix+"q9-"+modeOn, 1e6, 4.5, 6.5, map[string]float64{xBlockReads: 0.33e6, xMultiGets: 1e4, xReading: 4}),
+		mode(largePrefix+"q9-"+modeOff, 1e6, 10, 9, map[string]float64{xBlockReads: 0.34e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
+		mode(largePrefix+"q9-"+modeCached, 1e6, 3, 5.4, map[string]float64{xBlockReads: 0.03e6, xCacheMisses: 1e4}),
+		mode(largePrefix+"q9-"+modeCachedReads, 1e6, 3.6, 6, map[string]float64{xBlockReads: 0.03e6, xBesideBlocks: 0.3e6, xWorkerEvents: 1e6}),
+	}
+	lr, err := summarizeLarge(Options{LargeQueries: []string{"q9"}, Trials: 1, Parallelism: 4}, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := lr.Queries[0]
+	if want := 1e6 / 3.6; math.Abs(q.ReadsCeiling-want) > 1e-6 || math.Abs(q.ReadsCeilingVsLimit-3/3.6) > 1e-9 {
+		t.Errorf("reads ceiling %.0f events/s, %.3f of the limit; want %.0f, %.3f", q.ReadsCeiling, q.ReadsCeilingVsLimit, want, 3/3.6)
+	}
+	if math.Abs(q.OnVsReadsCeiling-3.6/4.5) > 1e-9 || math.Abs(q.BesidePerEvent-0.3) > 1e-9 {
+		t.Errorf("ON ÷ reads ceiling %.3f, reads beside an event %.3f; want %.3f, 0.3", q.OnVsReadsCeiling, q.BesidePerEvent, 3.6/4.5)
+	}
+	if got := lr.ReadsCeilingUnderBar(); len(got) != 1 || got[0] != "q9 (0.83)" {
+		t.Errorf("queries whose reads ceiling is under the bar: %v, want q9 (0.83)", got)
+	}
+	if b := lr.Bars[0]; b.Met || !strings.Contains(b.Why, "q9 (0.83)") {
+		t.Errorf("limit bar %+v: want not met, naming q9's reads ceiling", b)
+	}
+	// Without the mode, no ceiling and nothing said.
+	lr, err = summarizeLarge(Options{LargeQueries: []string{"q9"}, Trials: 1, Parallelism: 4}, results[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := lr.Queries[0]; q.ReadsCeiling != 0 || lr.Bars[0].Why != "" {
+		t.Errorf("without the mode: ceiling %v, bar note %q", q.ReadsCeiling, lr.Bars[0].Why)
+	}
+}
