@@ -13,8 +13,9 @@ import (
 
 // BesideReads are reads a run makes beside its state's, as a measuring
 // instrument: for each event a stateful worker processes (Result's
-// WorkerEvents, not the stream's events it filters out), PerEvent random
-// 4 KiB blocks of File, O_DIRECT, on the worker's own engine (inline on
+// WorkerEvents, not the stream's events it filters out), PerEvent reads of
+// Size bytes at random Size-aligned offsets of File, O_DIRECT, on the
+// worker's own engine (inline on
 // io_uring, into memory registered with it, as the state's reads past its
 // cache are). A worker submits a mini-batch's share when it starts the
 // batch's Load and, when it starts the next batch, waits for them and
@@ -29,11 +30,28 @@ import (
 type BesideReads struct {
 	File     string
 	PerEvent float64 // at most maxBesidePerEvent
+	// Size is each read's bytes: a multiple of 4 KiB, at most
+	// maxBesideSize; 0: 4 KiB. The state's reads past its cache coalesce
+	// adjacent blocks into one read, so a read of its is often larger than
+	// a block.
+	Size int
 }
 
 // maxBesidePerEvent bounds BesideReads.PerEvent: more reads an event than
-// any query's state makes.
-const maxBesidePerEvent = 16
+// any query's state makes. maxBesideSize bounds BesideReads.Size: the
+// state's largest coalesced read.
+const (
+	maxBesidePerEvent = 16
+	maxBesideSize     = 256 << 10
+)
+
+// size is b's read size.
+func (b BesideReads) size() int {
+	if b.Size == 0 {
+		return directio.BlockSize
+	}
+	return b.Size
+}
 
 func (b BesideReads) check() error {
 	switch {
@@ -43,6 +61,8 @@ func (b BesideReads) check() error {
 		return fmt.Errorf("nexmark: %v reads beside each event: at least 0 and at most %d", b.PerEvent, maxBesidePerEvent)
 	case b.File == "":
 		return fmt.Errorf("nexmark: %v reads beside each event, and no file to read them from", b.PerEvent)
+	case b.Size < 0 || b.Size%directio.BlockSize != 0 || b.Size > maxBesideSize:
+		return fmt.Errorf("nexmark: reads beside of %d bytes: a multiple of %d, at most %d", b.Size, directio.BlockSize, maxBesideSize)
 	}
 	return nil
 }
@@ -51,7 +71,8 @@ func (b BesideReads) check() error {
 // many as a batch can need, into mem; pend the ones in flight.
 type besideReader struct {
 	f        *os.File
-	blocks   uint64
+	size     int    // each read's bytes
+	slots    uint64 // the file's size-aligned reads
 	perEvent float64
 	mem      []byte
 	region   *ioengine.Region // nil: the engine could not register mem
@@ -70,28 +91,29 @@ func openBesideReader(b BesideReads, i, batch int, eng *ioengine.Engine) (*besid
 	if err != nil {
 		return nil, fmt.Errorf("nexmark: reads beside: %w", err)
 	}
+	size := b.size()
 	st, err := f.Stat()
-	if err == nil && st.Size() < directio.BlockSize {
-		err = fmt.Errorf("%s holds %d bytes, less than a block of %d", b.File, st.Size(), directio.BlockSize)
+	if err == nil && st.Size() < int64(size) {
+		err = fmt.Errorf("%s holds %d bytes, less than a read of %d", b.File, st.Size(), size)
 	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("nexmark: reads beside: %w", err)
 	}
 	n := int(math.Ceil(b.PerEvent*float64(batch))) + 1
-	mem, err := directio.Alloc(n * directio.BlockSize)
+	mem, err := directio.Alloc(n * size)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("nexmark: reads beside: %w", err)
 	}
-	r := &besideReader{f: f, blocks: uint64(st.Size() / directio.BlockSize), perEvent: b.PerEvent, mem: mem,
+	r := &besideReader{f: f, size: size, slots: uint64(st.Size() / int64(size)), perEvent: b.PerEvent, mem: mem,
 		rng: rand.New(rand.NewPCG(uint64(i), 0x6265736964))}
 	// Registered where the engine can, as the state's direct memory is:
 	// the reads go as READ_FIXED, paying no page pinning each.
 	r.region, _ = eng.RegisterMemory(mem)
 	r.reqs = make([]ioengine.Request, n)
 	for j := range r.reqs {
-		r.reqs[j] = ioengine.Request{Op: ioengine.OpRead, Fd: int(f.Fd()), Buf: mem[j*directio.BlockSize : (j+1)*directio.BlockSize]}
+		r.reqs[j] = ioengine.Request{Op: ioengine.OpRead, Fd: int(f.Fd()), Buf: mem[j*size : (j+1)*size]}
 	}
 	return r, nil
 }
@@ -110,7 +132,7 @@ func (r *besideReader) batch(eng *ioengine.Engine, events int) error {
 	}
 	reqs := r.reqs[:n]
 	for j := range reqs {
-		reqs[j].Off = int64(r.rng.Uint64N(r.blocks)) * directio.BlockSize
+		reqs[j].Off = int64(r.rng.Uint64N(r.slots)) * int64(r.size)
 	}
 	p, err := eng.Start(reqs)
 	if err != nil {

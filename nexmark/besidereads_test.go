@@ -29,8 +29,8 @@ func TestBesideReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.BesideBlocks != 0 {
-		t.Fatalf("a run without reads beside read %d blocks beside", plain.BesideBlocks)
+	if plain.BesideReads != 0 {
+		t.Fatalf("a run without reads beside read %d blocks beside", plain.BesideReads)
 	}
 	res, err := run(BesideReads{File: file, PerEvent: 0.5})
 	if err != nil {
@@ -39,10 +39,20 @@ func TestBesideReads(t *testing.T) {
 	if res.WorkerEvents < cfg.Events*9/10 || res.WorkerEvents > cfg.Events || res.WorkerEvents != plain.WorkerEvents {
 		t.Errorf("workers processed %d of %d events (%d without the reads beside): q20 takes every bid and auction", res.WorkerEvents, cfg.Events, plain.WorkerEvents)
 	}
-	if want := res.WorkerEvents / 2; res.BesideBlocks > want || res.BesideBlocks < want-int64(cfg.Parallelism) {
-		t.Errorf("read %d blocks beside %d events at 0.5 an event, want %d (less one a worker at most)", res.BesideBlocks, res.WorkerEvents, want)
+	if want := res.WorkerEvents / 2; res.BesideReads > want || res.BesideReads < want-int64(cfg.Parallelism) {
+		t.Errorf("read %d blocks beside %d events at 0.5 an event, want %d (less one a worker at most)", res.BesideReads, res.WorkerEvents, want)
 	}
-	if res.Sink != plain.Sink {
+	if res.ReadRequests != plain.ReadRequests && (res.ReadRequests == 0 || plain.ReadRequests == 0) {
+		t.Errorf("the state's read requests: %d with reads beside, %d without", res.ReadRequests, plain.ReadRequests)
+	}
+	big, err := run(BesideReads{File: file, PerEvent: 0.01, Size: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := big.WorkerEvents / 100; big.BesideReads > want || big.BesideReads < want-int64(cfg.Parallelism) {
+		t.Errorf("read %d times 64 KiB beside %d events at 0.01 an event, want %d", big.BesideReads, big.WorkerEvents, want)
+	}
+	if res.Sink != plain.Sink || big.Sink != plain.Sink {
 		t.Errorf("output with reads beside %+v, without %+v", res.Sink, plain.Sink)
 	}
 	small := filepath.Join(dir, "small.dat")
@@ -53,5 +63,9 @@ func TestBesideReads(t *testing.T) {
 		if _, err := run(BesideReads{File: f, PerEvent: 1}); err == nil || !strings.Contains(err.Error(), filepath.Base(f)) {
 			t.Errorf("reads beside from %s: %v, want an error naming it", f, err)
 		}
+	}
+	// Reads as large as the file.
+	if _, err := run(BesideReads{File: file, PerEvent: 1, Size: maxBesideSize}); err != nil {
+		t.Errorf("reads of %d beside from a file of 256 KiB: %v", maxBesideSize, err)
 	}
 }

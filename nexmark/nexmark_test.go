@@ -118,6 +118,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{File: "f", PerEvent: -1}}, "-1 reads beside each event"},
 		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{File: "f", PerEvent: 17}}, "17 reads beside each event: at least 0 and at most 16"},
 		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{PerEvent: 1}}, "no file to read them from"},
+		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{File: "f", PerEvent: 1, Size: 5000}}, "reads beside of 5000 bytes: a multiple of 4096"},
+		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{File: "f", PerEvent: 1, Size: 512 << 10}}, "reads beside of 524288 bytes"},
 	} {
 		_, err := Run(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

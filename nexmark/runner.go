@@ -156,12 +156,16 @@ type Result struct {
 	// all (a query with one key).
 	ReadingWorkers float64
 	Backend        ioengine.Backend
+	// ReadRequests and ReadBytes count the reads the workers' engines
+	// made for their state (the caches' loads, the reads past them, the
+	// tables' metadata): a read of adjacent blocks is one request.
+	ReadRequests, ReadBytes uint64
 	// WorkerEvents counts the events the workers processed: the stream's
 	// events that the query's operators take (a query of bids takes no
-	// person). BesideBlocks counts the blocks RunConfig.BesideReads read,
+	// person). BesideReads counts the reads RunConfig.BesideReads made,
 	// PerEvent for each of those.
 	WorkerEvents int64
-	BesideBlocks int64
+	BesideReads  int64
 }
 
 // A run's defaults: the workers (a stream processor's subtasks) and the
@@ -778,7 +782,20 @@ func Run(cfg RunConfig) (Result, error) {
 		}
 		res.WorkerEvents += w.events
 		if w.beside != nil {
-			res.BesideBlocks += w.beside.reads
+			errs[i] = errors.Join(errs[i], w.beside.finish()) // so the engine has counted them
+		}
+		if w.eng != nil {
+			// The worker's engine makes its state's reads and, if any,
+			// the reads beside them; its store has no log, and its
+			// flushes and compactions have engines of their own.
+			st := w.eng.Stats()
+			res.ReadRequests += st.Requests
+			res.ReadBytes += st.Bytes
+		}
+		if w.beside != nil {
+			res.BesideReads += w.beside.reads
+			res.ReadRequests -= uint64(w.beside.reads)
+			res.ReadBytes -= uint64(w.beside.reads) * uint64(w.beside.size)
 		}
 		// After a StopAt the restore starts from the checkpoints, not from
 		// what Close leaves in the live directory.

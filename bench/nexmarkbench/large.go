@@ -76,11 +76,10 @@ const statelessRepeat = 3
 // once in 924 queries (a run fails by chance about once in 42).
 const referenceRepeat = 2
 
-// largeConfig is the child configuration of a large-state mode; cache is
-// each worker's block cache, events a stateful query's events, beside the
-// reads an event modeCachedReads makes beside its state's (sizeLarge).
-func largeConfig(o Options, q, mode string, cache, events int64, beside float64) (childConfig, string) {
-	c := childConfig{Query: q, Events: events, Parallelism: o.Parallelism, Batch: o.LargeBatch, Cache: cache, Memtable: o.LargeMemtable,
+// largeConfig is the child configuration of a large-state mode of a
+// stateful query sized s (sizeLarge).
+func largeConfig(o Options, q, mode string, s largeSize) (childConfig, string) {
+	c := childConfig{Query: q, Events: s.events, Parallelism: o.Parallelism, Batch: o.LargeBatch, Cache: s.cache, Memtable: o.LargeMemtable,
 		Dir: o.Dir, InFlightAuctions: o.InFlightAuctions, ActivePeople: o.ActivePeople, CheckpointEvery: o.CheckpointEvery}
 	if !isStateful(q) {
 		c.Events = o.LargeEvents * statelessEventsFactor
@@ -94,7 +93,7 @@ func largeConfig(o Options, q, mode string, cache, events int64, beside float64)
 	case modeCached:
 		c.WantURing, c.Cache = true, cachedCache
 	case modeCachedReads:
-		c.WantURing, c.Cache, c.BesidePerEvent = true, cachedCache, beside
+		c.WantURing, c.Cache, c.BesidePerEvent, c.BesideSize = true, cachedCache, s.beside, s.besideSize
 	case modePool3, modePool16:
 		c.ReadWorkers = map[string]int{modePool3: 3, modePool16: 16}[mode]
 		env = "RINGSTORE_IO_URING=false"
@@ -190,9 +189,9 @@ type LargeQuery struct {
 	OnCPUBoundVsLimit float64 `json:"on_cpu_bound_vs_limit,omitempty"`
 	// ReadsCeiling is the events/s (median) of modeCachedReads: the
 	// all-cached mode making, beside its state's, BesidePerEvent random
-	// block reads an event, as many as ON made beyond the all-cached mode
-	// in the sizing run (sizeLarge; BesidePerEvent is what the mode made,
-	// for each event its workers processed).
+	// reads an event, as many as ON made beyond the all-cached mode in the
+	// sizing run and of their mean size (sizeLarge; BesidePerEvent is
+	// what the mode made, for each event its workers processed).
 	// It is what the all-cached work and those reads make on these CPUs,
 	// measured rather than modelled as CPUCeiling is: where it is under
 	// BarVsLimit × Limit, those reads' own price on these CPUs is more
@@ -201,13 +200,17 @@ type LargeQuery struct {
 	ReadsCeilingVsLimit float64 `json:"reads_ceiling_vs_limit,omitempty"`
 	OnVsReadsCeiling    float64 `json:"on_vs_reads_ceiling,omitempty"`
 	BesidePerEvent      float64 `json:"beside_reads_per_event,omitempty"`
-	OnVsOff             float64 `json:"on_vs_off"`
-	OnVsOffBest         float64 `json:"on_vs_off_best"`
-	BestPool            string  `json:"best_pool"`
-	OnVsPool            float64 `json:"on_vs_best_pool"`
-	CPUVsPool           float64 `json:"on_cpu_vs_best_pool"`
-	AllOnSlower         bool    `json:"all_on_slower"`
-	ChecksumEqual       bool    `json:"checksum_equal"`
+	// ReadRequestsPerEvent is ON's read requests an event (a read of
+	// adjacent blocks is one): fewer than its block reads where its reads
+	// coalesce.
+	ReadRequestsPerEvent float64 `json:"on_read_requests_per_event,omitempty"`
+	OnVsOff              float64 `json:"on_vs_off"`
+	OnVsOffBest          float64 `json:"on_vs_off_best"`
+	BestPool             string  `json:"best_pool"`
+	OnVsPool             float64 `json:"on_vs_best_pool"`
+	CPUVsPool            float64 `json:"on_cpu_vs_best_pool"`
+	AllOnSlower          bool    `json:"all_on_slower"`
+	ChecksumEqual        bool    `json:"checksum_equal"`
 }
 
 // LargeReport is the large-state regime's part of the report.
@@ -359,6 +362,7 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 			}
 			if onm.Ops > 0 {
 				qr.BlockReadsPerEvent = onm.Extra[xBlockReads] / float64(onm.Ops)
+				qr.ReadRequestsPerEvent = onm.Extra[xReadRequests] / float64(onm.Ops)
 			}
 			if om.Ops > 0 {
 				qr.OffBlockReadsPerEvent = om.Extra[xBlockReads] / float64(om.Ops)
@@ -439,7 +443,7 @@ func summarizeLarge(o Options, results []bench.ModeResult) (*LargeReport, error)
 				qr.ReadsCeilingVsLimit = qr.ReadsCeiling / qr.Limit
 				qr.OnVsReadsCeiling = qr.EPS[modeOn] / qr.ReadsCeiling
 				if we := cm.Extra[xWorkerEvents]; we > 0 {
-					qr.BesidePerEvent = cm.Extra[xBesideBlocks] / we
+					qr.BesidePerEvent = cm.Extra[xBesideReads] / we
 				}
 			}
 			for _, p := range []string{modePool3, modePool16} {
@@ -667,7 +671,7 @@ func largeBenchModes(o Options, sizes map[string]largeSize, deviceFile *string) 
 			if m.stateful && !st {
 				continue
 			}
-			c, env := largeConfig(o, q, m.name, sizes[q].cache, sizes[q].events, sizes[q].beside)
+			c, env := largeConfig(o, q, m.name, sizes[q])
 			name := largePrefix + q + "-" + m.name
 			mode := bench.Mode{Name: name, Label: "large state, " + q + ", " + m.label, Exec: bench.ChildExec(Workload, c, env)}
 			if m.name == modeCachedReads {
@@ -696,7 +700,10 @@ func largeBenchModes(o Options, sizes map[string]largeSize, deviceFile *string) 
 // each worker's cache and the events per trial.
 type largeSize struct {
 	cache, events int64
-	beside        float64
+	// The reads modeCachedReads makes beside its state's: an event its
+	// workers process, and each one's bytes (nexmark.BesideReads).
+	beside     float64
+	besideSize int
 }
 
 // sizeLarge sizes each stateful query of the large regime. Its events:
@@ -718,7 +725,7 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 		}
 		s := largeSize{cache: o.LargeCache, events: o.LargeEvents}
 		run := func(mode string, what string) (bench.Trial, error) {
-			c, env := largeConfig(o, q, mode, s.cache, s.events, 0)
+			c, env := largeConfig(o, q, mode, s)
 			t, err := bench.ChildExec(Workload, c, env)()
 			if err != nil {
 				return t, fmt.Errorf("bench nexmark: sizing %s of %s: %w", what, q, err)
@@ -742,18 +749,18 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 			s.cache = max(per, 32<<10)
 			fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, ws/(1<<20), s.cache>>10)
 		}
-		// The reads beside modeCachedReads' state: those ON makes beyond
-		// the all-cached mode's, an event, from a run of ON at its caches.
+		// The reads beside modeCachedReads' state: the read requests ON
+		// makes beyond the all-cached mode's, for each event its workers
+		// processed (a query takes some of the stream's events only), of
+		// their mean size, from a run of ON at its caches. A request is
+		// what the engine and the device pay for; ON's reads of adjacent
+		// blocks go as one.
 		on, err := run(modeOn, "the reads beside the all-cached mode")
 		if err != nil {
 			return nil, err
 		}
-		// An event the workers processed: BesideReads' unit (a query
-		// takes some of the stream's events only).
-		if on.Extra[xWorkerEvents] > 0 && t.Extra[xWorkerEvents] > 0 {
-			s.beside = min(maxBeside, max(0, on.Extra[xBlockReads]/on.Extra[xWorkerEvents]-t.Extra[xBlockReads]/t.Extra[xWorkerEvents]))
-		}
-		fmt.Fprintf(o.Progress, "large state, %s: ON read %.4f blocks more than all-cached for each event its workers processed, so as many beside the all-cached state\n", q, s.beside)
+		s.beside, s.besideSize = besideReads(on, t)
+		fmt.Fprintf(o.Progress, "large state, %s: ON made %.4f reads of %.1f KiB more than all-cached for each event its workers processed, so as many beside the all-cached state\n", q, s.beside, float64(s.besideSize)/1024)
 		sizes[q] = s
 	}
 	return sizes, nil
@@ -774,9 +781,30 @@ func largeEvents(base int64, seconds, minSeconds float64) int64 {
 	return max(base, min(n, maxLargeEventsFactor*base))
 }
 
-// maxBeside bounds the reads an event modeCachedReads makes beside its
-// state's (nexmark.BesideReads' bound).
-const maxBeside = 16
+// besideReads is what modeCachedReads reads beside its state's, from a
+// run of ON and one of the all-cached mode: the read requests an event the
+// workers processed that ON made beyond the all-cached mode's, and their
+// mean size in whole blocks (at least one, at most maxBesideSize).
+func besideReads(on, cached bench.Trial) (perEvent float64, size int) {
+	we, wc := on.Extra[xWorkerEvents], cached.Extra[xWorkerEvents]
+	if we <= 0 || wc <= 0 {
+		return 0, 0
+	}
+	perEvent = min(maxBeside, max(0, on.Extra[xReadRequests]/we-cached.Extra[xReadRequests]/wc))
+	if perEvent == 0 {
+		return 0, 0
+	}
+	bytes := max(0, on.Extra[xReadBytes]/we-cached.Extra[xReadBytes]/wc) / perEvent
+	blocks := min(maxBesideSize/4096, max(1, int(math.Round(bytes/4096))))
+	return perEvent, blocks * 4096
+}
+
+// maxBeside and maxBesideSize bound the reads modeCachedReads makes
+// beside its state's (nexmark.BesideReads' bounds).
+const (
+	maxBeside     = 16
+	maxBesideSize = 256 << 10
+)
 
 // maxLargeEventsFactor bounds largeEvents: a query's slowest modes (pread,
 // one read at a time) run several times longer than its all-cached one.

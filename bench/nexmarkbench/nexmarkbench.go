@@ -101,6 +101,7 @@ type childConfig struct {
 	// random blocks of BesideFile an event.
 	BesideFile     string  `json:"beside_file,omitempty"`
 	BesidePerEvent float64 `json:"beside_per_event,omitempty"`
+	BesideSize     int     `json:"beside_size,omitempty"`
 	// A device measurement instead of a query: batches of DeviceBatch
 	// reads of DeviceFile by Parallelism callers.
 	DeviceFile  string        `json:"device_file,omitempty"`
@@ -120,8 +121,10 @@ const (
 	xReadCalls    = "read_calls"
 	xReadAhead    = "read_ahead_blocks"
 	xReading      = "reading_workers"
-	xBesideBlocks = "beside_blocks"
+	xBesideReads  = "beside_reads"
 	xWorkerEvents = "worker_events"
+	xReadRequests = "read_requests"
+	xReadBytes    = "read_bytes"
 	xRows         = "rows"
 	xSumHi        = "sum_hi"
 	xSumLo        = "sum_lo"
@@ -160,7 +163,7 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	res, err := nexmark.Run(nexmark.RunConfig{Query: c.Query, Events: c.Events, Parallelism: c.Parallelism, Batch: c.Batch,
 		Dir: dir, Cache: c.Cache, Memtable: c.Memtable, IOMode: ioengine.Auto, ReadAhead: c.ReadAhead, ReadAheadBatches: readAheadBatches, ReadWorkers: c.ReadWorkers,
 		CheckpointEvery: c.CheckpointEvery, Gen: nexmark.GenConfig{InFlightAuctions: c.InFlightAuctions, ActivePeople: c.ActivePeople}, CPUTime: bench.CPUTime, MeasureSpan: span,
-		BesideReads: nexmark.BesideReads{File: c.BesideFile, PerEvent: c.BesidePerEvent}})
+		BesideReads: nexmark.BesideReads{File: c.BesideFile, PerEvent: c.BesidePerEvent, Size: c.BesideSize}})
 	if err != nil {
 		return bench.Trial{}, err
 	}
@@ -173,7 +176,8 @@ func child(raw json.RawMessage) (bench.Trial, error) {
 	return bench.Trial{Ops: res.Events, Seconds: res.Seconds, CPUSeconds: res.CPUSeconds, MachineCPUSeconds: machineCPU, Extra: map[string]float64{
 		xLoadSeconds: res.LoadSeconds, xStateBytes: float64(res.StateBytes), xCacheBytes: float64(res.CacheBytes),
 		xCacheHits: float64(res.CacheHits), xCacheMisses: float64(res.CacheMisses), xBlockReads: float64(res.BlockReads),
-		bench.ExtraDeviceReadsInFlight: dev.Depth(res.Seconds), bench.ExtraDeviceBusy: dev.Busy(res.Seconds), bench.ExtraDeviceWrittenBytes: dev.WrittenBytes(), xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers, xBesideBlocks: float64(res.BesideBlocks), xWorkerEvents: float64(res.WorkerEvents),
+		bench.ExtraDeviceReadsInFlight: dev.Depth(res.Seconds), bench.ExtraDeviceBusy: dev.Busy(res.Seconds), bench.ExtraDeviceWrittenBytes: dev.WrittenBytes(), xMultiGets: float64(res.MultiGets), xReadCalls: float64(res.ReadCalls), xReadAhead: float64(res.ReadAheadBlocks), xReading: res.ReadingWorkers, xBesideReads: float64(res.BesideReads), xWorkerEvents: float64(res.WorkerEvents),
+		xReadRequests: float64(res.ReadRequests), xReadBytes: float64(res.ReadBytes),
 		xRows: float64(res.Sink.Rows), xSumHi: sh, xSumLo: sl, xXorHi: xh, xXorLo: xl,
 	}}, nil
 }

@@ -503,7 +503,7 @@ func TestLargeReadsCeiling(t *testing.T) {
 		mode(largePrefix+"q9-"+modeOn, 1e6, 4.5, 6.5, map[string]float64{xBlockReads: 0.33e6, xMultiGets: 1e4, xReading: 4}),
 		mode(largePrefix+"q9-"+modeOff, 1e6, 10, 9, map[string]float64{xBlockReads: 0.34e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
 		mode(largePrefix+"q9-"+modeCached, 1e6, 3, 5.4, map[string]float64{xBlockReads: 0.03e6, xCacheMisses: 1e4}),
-		mode(largePrefix+"q9-"+modeCachedReads, 1e6, 3.6, 6, map[string]float64{xBlockReads: 0.03e6, xBesideBlocks: 0.3e6, xWorkerEvents: 1e6}),
+		mode(largePrefix+"q9-"+modeCachedReads, 1e6, 3.6, 6, map[string]float64{xBlockReads: 0.03e6, xBesideReads: 0.3e6, xWorkerEvents: 1e6}),
 	}
 	lr, err := summarizeLarge(Options{LargeQueries: []string{"q9"}, Trials: 1, Parallelism: 4}, results)
 	if err != nil {
@@ -529,5 +529,34 @@ func TestLargeReadsCeiling(t *testing.T) {
 	}
 	if q := lr.Queries[0]; q.ReadsCeiling != 0 || lr.Bars[0].Why != "" {
 		t.Errorf("without the mode: ceiling %v, bar note %q", q.ReadsCeiling, lr.Bars[0].Why)
+	}
+}
+
+// TestBesideReads: the reads beside the all-cached mode are the read
+// requests an event its workers processed that ON made beyond it, of their
+// mean size in whole blocks, within nexmark.BesideReads' bounds.
+func TestBesideReads(t *testing.T) {
+	trial := func(events, requests, bytes float64) bench.Trial {
+		return bench.Trial{Extra: map[string]float64{xWorkerEvents: events, xReadRequests: requests, xReadBytes: bytes}}
+	}
+	for _, c := range []struct {
+		on, cached bench.Trial
+		perEvent   float64
+		size       int
+	}{
+		// 0.05 more requests an event, 3 blocks each on average.
+		{trial(1e6, 0.06e6, 0.06e6*3*4096), trial(1e6, 0.01e6, 0.01e6*3*4096), 0.05, 3 * 4096},
+		// Reads a little larger than a block round to one.
+		{trial(2e6, 0.2e6, 0.2e6*4500), trial(1e6, 0, 0), 0.1, 4096},
+		// Reads larger than the bound are cut to it.
+		{trial(1e6, 0.01e6, 0.01e6*(1<<20)), trial(1e6, 0, 0), 0.01, maxBesideSize},
+		// ON made no more than all-cached, or no events.
+		{trial(1e6, 0.01e6, 0.01e6*4096), trial(1e6, 0.02e6, 0.02e6*4096), 0, 0},
+		{trial(0, 0, 0), trial(1e6, 0, 0), 0, 0},
+	} {
+		perEvent, size := besideReads(c.on, c.cached)
+		if math.Abs(perEvent-c.perEvent) > 1e-9 || size != c.size {
+			t.Errorf("on %v, cached %v: %v reads of %d bytes an event, want %v of %d", c.on.Extra, c.cached.Extra, perEvent, size, c.perEvent, c.size)
+		}
 	}
 }
