@@ -15,18 +15,18 @@ import (
 // instrument: for each event a stateful worker processes (Result's
 // WorkerEvents, not the stream's events it filters out), PerEvent reads of
 // Size bytes at random Size-aligned offsets of File, O_DIRECT, on the
-// worker's own engine (inline on
-// io_uring, into memory registered with it, as the state's reads past its
-// cache are). A worker submits a mini-batch's share when it starts the
-// batch's Load and, when it starts the next batch, waits for them and
-// checksums each block, as the state's reads are checked. A fraction of a
-// read carries to the next batch.
+// worker's own engine (inline on io_uring, into memory registered with it,
+// as the state's reads past its cache are). A worker submits a
+// mini-batch's share when it starts the batch's Load and, when it starts
+// the next batch, waits for them and checksums what they read, as the
+// state's reads are checked. A fraction of a read carries to the next
+// batch.
 //
-// They price a block read on the CPUs the query runs on: a run whose state
-// is all cached, with the reads a smaller cache adds beside it, does the
+// They price a read on the CPUs the query runs on: a run whose state is
+// all cached, with the reads a smaller cache adds beside it, does the
 // cached run's work and those reads' and nothing else (no cache to fill,
 // no read-ahead to keep). The nexmark benchmark's large regime reads its
-// CPU ceiling from such a run.
+// reads ceiling from such a run.
 type BesideReads struct {
 	File     string
 	PerEvent float64 // at most maxBesidePerEvent

@@ -117,10 +117,9 @@ type RunConfig struct {
 	// the caller measures over exactly that span what the run does not
 	// (the machine's CPU time, the device's counters).
 	MeasureSpan func() (end func())
-	// BesideReads, if its PerEvent is set, makes each stateful worker read
-	// that many random blocks of a file for each event it processes,
-	// beside its state's: an instrument that prices a block read
-	// (BesideReads).
+	// BesideReads, if its PerEvent is set, makes each stateful worker make
+	// that many random reads of a file for each event it processes,
+	// beside its state's: an instrument that prices a read (BesideReads).
 	BesideReads BesideReads
 
 	source func(id int64) Event // tests: the events instead of Gen's

@@ -12,7 +12,7 @@ import (
 
 // The large-state regime: Nexmark's own knobs (in-flight auctions, active
 // people) raised so that the state a query reads, not only the state it
-// holds, is many times its caches; each stateful query in six modes.
+// holds, is many times its caches; each stateful query in seven modes.
 const (
 	modeOn     = "on"        // io_uring, the reads of the next readAheadBatches mini-batches run ahead (RunConfig.ReadAhead)
 	modeOnSync = "on-sync"   // io_uring: each worker's Load submits its reads and waits
@@ -20,7 +20,7 @@ const (
 	modePool3  = "off-pool3" // pread by 3 goroutines per worker (ForSt's read threads)
 	modePool16 = "off-pool16"
 	modeCached = "cached" // io_uring, caches bigger than the state: the CPU's floor
-	// modeCachedReads is modeCached with the block reads ON makes beyond
+	// modeCachedReads is modeCached with the read requests ON makes beyond
 	// it made beside its state's (nexmark.BesideReads): what those reads
 	// cost these CPUs, measured.
 	modeCachedReads = "cached-reads"
@@ -714,9 +714,9 @@ type largeSize struct {
 // worker's cache is sized so that the working set is sizingRatio times the
 // caches together (at least 32 KiB each). A query whose events grew is
 // run again at its events for the working set, which grows with them.
-// Then a run of ON at those caches and events measures the block reads an
-// event it makes beyond the all-cached run's: modeCachedReads makes as
-// many beside its state's.
+// Then a run of ON at those caches and events measures the read requests
+// it makes beyond the all-cached run's (besideReads): modeCachedReads
+// makes as many beside its state's.
 func sizeLarge(o Options) (map[string]largeSize, error) {
 	sizes := map[string]largeSize{}
 	for _, q := range o.LargeQueries {

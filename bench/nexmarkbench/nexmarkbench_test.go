@@ -250,23 +250,34 @@ func TestLargeSlowerCountsTestedQueries(t *testing.T) {
 	}
 }
 
+// cpuMode is a mode of one trial of ops in seconds with cpu seconds of
+// CPU and extra (its rows set, so that its output checks).
+func cpuMode(name string, ops int64, seconds, cpu float64, extra map[string]float64) bench.ModeResult {
+	extra[xRows] = 1
+	return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, Extra: extra}}}
+}
+
+// q9Modes are q9's ON, OFF and all-cached modes in the large regime: ON
+// at 222,222 events/s reading 0.33 blocks an event, the all-cached mode
+// at 333,333 (the limit) reading 0.03.
+func q9Modes() []bench.ModeResult {
+	return []bench.ModeResult{
+		cpuMode(largePrefix+"q9-"+modeOn, 1e6, 4.5, 6.5, map[string]float64{xBlockReads: 0.33e6, xMultiGets: 1e4, xReading: 4}),
+		cpuMode(largePrefix+"q9-"+modeOff, 1e6, 10, 9, map[string]float64{xBlockReads: 0.34e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
+		cpuMode(largePrefix+"q9-"+modeCached, 1e6, 3, 5.4, map[string]float64{xBlockReads: 0.03e6, xCacheMisses: 1e4}),
+	}
+}
+
 // TestLargeCPUCeiling: a stateful query's CPU ceiling is the all-cached
 // mode's CPUs busy ÷ (its CPU per event + the device's least CPU per read ×
 // the block reads the query needs beyond the all-cached mode's), and a
 // ceiling under the bar × the limit is reported as making the bar
 // unreachable.
 func TestLargeCPUCeiling(t *testing.T) {
-	mode := func(name string, ops int64, seconds, cpu float64, extra map[string]float64) bench.ModeResult {
-		extra[xRows] = 1
-		return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, Extra: extra}}}
-	}
-	results := []bench.ModeResult{
-		mode(largePrefix+"q9-"+modeOn, 1e6, 4.5, 6.5, map[string]float64{xBlockReads: 0.33e6, xMultiGets: 1e4, xReading: 4}),
-		mode(largePrefix+"q9-"+modeOff, 1e6, 10, 9, map[string]float64{xBlockReads: 0.34e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
-		mode(largePrefix+"q9-"+modeCached, 1e6, 3, 5.4, map[string]float64{xBlockReads: 0.03e6, xCacheMisses: 1e4}),
-		mode(deviceMode(1), 1e5, 1, 0.5, map[string]float64{}), // 5 µs per read
-		mode(deviceMode(64), 1e6, 1, 3, map[string]float64{}),  // 3 µs per read: the least
-	}
+	results := append(q9Modes(),
+		cpuMode(deviceMode(1), 1e5, 1, 0.5, map[string]float64{}), // 5 µs per read
+		cpuMode(deviceMode(64), 1e6, 1, 3, map[string]float64{}),  // 3 µs per read: the least
+	)
 	lr, err := summarizeLarge(Options{LargeQueries: []string{"q9"}, Trials: 1, Parallelism: 4}, results)
 	if err != nil {
 		t.Fatal(err)
@@ -495,16 +506,8 @@ func TestLargeDeviceFloorBestTrial(t *testing.T) {
 // to it, the reads it made an event, and where the ceiling is under the
 // bar × the limit the limit bar says so.
 func TestLargeReadsCeiling(t *testing.T) {
-	mode := func(name string, ops int64, seconds, cpu float64, extra map[string]float64) bench.ModeResult {
-		extra[xRows] = 1
-		return bench.ModeResult{Mode: bench.Mode{Name: name}, Trials: []bench.Trial{{Ops: ops, Seconds: seconds, CPUSeconds: cpu, Extra: extra}}}
-	}
-	results := []bench.ModeResult{
-		mode(largePrefix+"q9-"+modeOn, 1e6, 4.5, 6.5, map[string]float64{xBlockReads: 0.33e6, xMultiGets: 1e4, xReading: 4}),
-		mode(largePrefix+"q9-"+modeOff, 1e6, 10, 9, map[string]float64{xBlockReads: 0.34e6, xCacheBytes: 1 << 20, xLoadSeconds: 30}),
-		mode(largePrefix+"q9-"+modeCached, 1e6, 3, 5.4, map[string]float64{xBlockReads: 0.03e6, xCacheMisses: 1e4}),
-		mode(largePrefix+"q9-"+modeCachedReads, 1e6, 3.6, 6, map[string]float64{xBlockReads: 0.03e6, xBesideReads: 0.3e6, xWorkerEvents: 1e6}),
-	}
+	results := append(q9Modes(),
+		cpuMode(largePrefix+"q9-"+modeCachedReads, 1e6, 3.6, 6, map[string]float64{xBlockReads: 0.03e6, xBesideReads: 0.3e6, xWorkerEvents: 1e6}))
 	lr, err := summarizeLarge(Options{LargeQueries: []string{"q9"}, Trials: 1, Parallelism: 4}, results)
 	if err != nil {
 		t.Fatal(err)
