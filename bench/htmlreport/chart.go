@@ -11,29 +11,31 @@ import (
 type series int
 
 const (
-	sURing   series = iota // ringstore on io_uring (nexmark: ON)
-	sSQPoll                // ringstore on io_uring with a kernel SQPOLL thread
-	sSyscall               // plain system calls, no io_uring: pread, pwrite, fdatasync (nexmark: OFF)
-	sPool                  // O_DIRECT through ringstore's buffer pool
-	sMmap                  // a read-only mapping through the page cache
-	sPeer                  // another project's engine
-	sFio                   // fio, a tool that is not ours, doing the same I/O
-	sDevice                // the device alone: its floor
-	sCPU                   // every block in memory: the CPU's floor
+	sURing    series = iota // ringstore on io_uring (nexmark: ON)
+	sSQPoll                 // ringstore on io_uring with a kernel SQPOLL thread
+	sSyscall                // plain system calls, no io_uring: pread, pwrite, fdatasync (nexmark: OFF)
+	sPool                   // O_DIRECT through ringstore's buffer pool
+	sMmap                   // a read-only mapping through the page cache
+	sPeer                   // another project's engine
+	sFio                    // fio, a tool that is not ours, doing the same I/O
+	sDevice                 // the device alone: its floor
+	sCPU                    // every block in memory: the CPU's floor
+	sCPUReads               // every block in memory, with the reads a smaller cache adds made beside: the reads' price
 	nSeries
 )
 
 // palette gives each series its legend name and colour; indexed by series.
 var palette = [nSeries]struct{ name, color string }{
-	sURing:   {"ringstore, io_uring", "#2e86de"},
-	sSQPoll:  {"ringstore, io_uring SQPOLL", "#7fb3e6"},
-	sSyscall: {"system calls, no io_uring", "#e67e22"},
-	sPool:    {"O_DIRECT + buffer pool", "#16a085"},
-	sMmap:    {"mmap", "#8e44ad"},
-	sPeer:    {"other engines", "#95a5a6"},
-	sFio:     {"fio", "#1e6f3f"},
-	sDevice:  {"device alone (floor)", "#58d68d"},
-	sCPU:     {"all in memory (CPU floor)", "#d4ac0d"},
+	sURing:    {"ringstore, io_uring", "#2e86de"},
+	sSQPoll:   {"ringstore, io_uring SQPOLL", "#7fb3e6"},
+	sSyscall:  {"system calls, no io_uring", "#e67e22"},
+	sPool:     {"O_DIRECT + buffer pool", "#16a085"},
+	sMmap:     {"mmap", "#8e44ad"},
+	sPeer:     {"other engines", "#95a5a6"},
+	sFio:      {"fio", "#1e6f3f"},
+	sDevice:   {"device alone (floor)", "#58d68d"},
+	sCPU:      {"all in memory (CPU floor)", "#d4ac0d"},
+	sCPUReads: {"all in memory, with the further reads beside", "#f0d878"},
 }
 
 // scale is how a chart maps values to lengths.

@@ -345,7 +345,7 @@ var largeModes = []struct {
 	{"off-pool3", "OFF, 3 readers", sSyscall},
 	{"off-pool16", "OFF, 16 readers", sSyscall},
 	{"cached", "all cached", sCPU},
-	{"cached-reads", "all cached, ON's further reads beside", sCPU},
+	{"cached-reads", "all cached, ON's further reads beside", sCPUReads},
 }
 
 // largeByMode is a large-state query's per-mode map under key.
