@@ -29,20 +29,20 @@ import (
 // reads ceiling from such a run.
 type BesideReads struct {
 	File     string
-	PerEvent float64 // at most maxBesidePerEvent
+	PerEvent float64 // at most MaxBesidePerEvent
 	// Size is each read's bytes: a multiple of 4 KiB, at most
-	// maxBesideSize; 0: 4 KiB. The state's reads past its cache coalesce
+	// MaxBesideSize; 0: 4 KiB. The state's reads past its cache coalesce
 	// adjacent blocks into one read, so a read of its is often larger than
 	// a block.
 	Size int
 }
 
-// maxBesidePerEvent bounds BesideReads.PerEvent: more reads an event than
-// any query's state makes. maxBesideSize bounds BesideReads.Size: the
+// MaxBesidePerEvent bounds BesideReads.PerEvent: more reads an event than
+// any query's state makes. MaxBesideSize bounds BesideReads.Size: the
 // state's largest coalesced read.
 const (
-	maxBesidePerEvent = 16
-	maxBesideSize     = 256 << 10
+	MaxBesidePerEvent = 16
+	MaxBesideSize     = 256 << 10
 )
 
 // size is b's read size.
@@ -57,12 +57,12 @@ func (b BesideReads) check() error {
 	switch {
 	case b.PerEvent == 0:
 		return nil
-	case b.PerEvent < 0 || b.PerEvent > maxBesidePerEvent || math.IsNaN(b.PerEvent):
-		return fmt.Errorf("nexmark: %v reads beside each event: at least 0 and at most %d", b.PerEvent, maxBesidePerEvent)
+	case b.PerEvent < 0 || b.PerEvent > MaxBesidePerEvent || math.IsNaN(b.PerEvent):
+		return fmt.Errorf("nexmark: %v reads beside each event: at least 0 and at most %d", b.PerEvent, MaxBesidePerEvent)
 	case b.File == "":
 		return fmt.Errorf("nexmark: %v reads beside each event, and no file to read them from", b.PerEvent)
-	case b.Size < 0 || b.Size%directio.BlockSize != 0 || b.Size > maxBesideSize:
-		return fmt.Errorf("nexmark: reads beside of %d bytes: a multiple of %d, at most %d", b.Size, directio.BlockSize, maxBesideSize)
+	case b.Size < 0 || b.Size%directio.BlockSize != 0 || b.Size > MaxBesideSize:
+		return fmt.Errorf("nexmark: reads beside of %d bytes: a multiple of %d, at most %d", b.Size, directio.BlockSize, MaxBesideSize)
 	}
 	return nil
 }

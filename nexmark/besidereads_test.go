@@ -65,7 +65,7 @@ func TestBesideReads(t *testing.T) {
 		}
 	}
 	// Reads as large as the file.
-	if _, err := run(BesideReads{File: file, PerEvent: 1, Size: maxBesideSize}); err != nil {
-		t.Errorf("reads of %d beside from a file of 256 KiB: %v", maxBesideSize, err)
+	if _, err := run(BesideReads{File: file, PerEvent: 1, Size: MaxBesideSize}); err != nil {
+		t.Errorf("reads of %d beside from a file of 256 KiB: %v", MaxBesideSize, err)
 	}
 }

@@ -155,9 +155,11 @@ type Result struct {
 	// all (a query with one key).
 	ReadingWorkers float64
 	Backend        ioengine.Backend
-	// ReadRequests and ReadBytes count the reads the workers' engines
-	// made for their state (the caches' loads, the reads past them, the
-	// tables' metadata): a read of adjacent blocks is one request.
+	// ReadRequests and ReadBytes count the requests the workers' engines
+	// made for their state: its reads (the caches' loads, the reads past
+	// them, the tables' metadata; a read of adjacent blocks is one
+	// request) and the few directory syncs of its checkpoints, which carry
+	// no bytes.
 	ReadRequests, ReadBytes uint64
 	// WorkerEvents counts the events the workers processed: the stream's
 	// events that the query's operators take (a query of bids takes no

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ringstore/ringstore/bench"
+	"github.com/ringstore/ringstore/nexmark"
 )
 
 // The large-state regime: Nexmark's own knobs (in-flight auctions, active
@@ -714,9 +715,11 @@ type largeSize struct {
 // worker's cache is sized so that the working set is sizingRatio times the
 // caches together (at least 32 KiB each). A query whose events grew is
 // run again at its events for the working set, which grows with them.
-// Then a run of ON at those caches and events measures the read requests
-// it makes beyond the all-cached run's (besideReads): modeCachedReads
-// makes as many beside its state's.
+// Then, where modeCachedReads is among the selected modes, a run of ON at
+// those caches and events measures the read requests it makes beyond the
+// all-cached run's (besideReads): modeCachedReads makes as many beside
+// its state's. With o.LargeCache set, no o.LargeMinSeconds and no
+// modeCachedReads, nothing is run.
 func sizeLarge(o Options) (map[string]largeSize, error) {
 	sizes := map[string]largeSize{}
 	for _, q := range o.LargeQueries {
@@ -724,6 +727,11 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 			continue
 		}
 		s := largeSize{cache: o.LargeCache, events: o.LargeEvents}
+		beside := o.Modes.Keep(largePrefix + q + "-" + modeCachedReads)
+		if o.LargeCache > 0 && o.LargeMinSeconds <= 0 && !beside {
+			sizes[q] = s // nothing to measure
+			continue
+		}
 		run := func(mode string, what string) (bench.Trial, error) {
 			c, env := largeConfig(o, q, mode, s)
 			t, err := bench.ChildExec(Workload, c, env)()
@@ -739,8 +747,11 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 		if n := largeEvents(o.LargeEvents, t.Seconds, o.LargeMinSeconds); n != s.events {
 			fmt.Fprintf(o.Progress, "large state, %s: its all-cached run took %.2f s, so %d events\n", q, t.Seconds, n)
 			s.events = n
-			if t, err = run(modeCached, "the caches"); err != nil {
-				return nil, err
+			if o.LargeCache == 0 || beside {
+				// Its working set and its reads grow with the events.
+				if t, err = run(modeCached, "the caches"); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if o.LargeCache == 0 {
@@ -748,6 +759,10 @@ func sizeLarge(o Options) (map[string]largeSize, error) {
 			per := int64(ws/sizingRatio/float64(o.Parallelism)) &^ 4095
 			s.cache = max(per, 32<<10)
 			fmt.Fprintf(o.Progress, "large state, %s: working set %.1f MiB, so %d KiB of cache per worker\n", q, ws/(1<<20), s.cache>>10)
+		}
+		if !beside {
+			sizes[q] = s
+			continue
 		}
 		// The reads beside modeCachedReads' state: the read requests ON
 		// makes beyond the all-cached mode's, for each event its workers
@@ -784,27 +799,20 @@ func largeEvents(base int64, seconds, minSeconds float64) int64 {
 // besideReads is what modeCachedReads reads beside its state's, from a
 // run of ON and one of the all-cached mode: the read requests an event the
 // workers processed that ON made beyond the all-cached mode's, and their
-// mean size in whole blocks (at least one, at most maxBesideSize).
+// mean size in whole blocks (at least one, at most nexmark.MaxBesideSize).
 func besideReads(on, cached bench.Trial) (perEvent float64, size int) {
 	we, wc := on.Extra[xWorkerEvents], cached.Extra[xWorkerEvents]
 	if we <= 0 || wc <= 0 {
 		return 0, 0
 	}
-	perEvent = min(maxBeside, max(0, on.Extra[xReadRequests]/we-cached.Extra[xReadRequests]/wc))
+	perEvent = min(nexmark.MaxBesidePerEvent, max(0, on.Extra[xReadRequests]/we-cached.Extra[xReadRequests]/wc))
 	if perEvent == 0 {
 		return 0, 0
 	}
 	bytes := max(0, on.Extra[xReadBytes]/we-cached.Extra[xReadBytes]/wc) / perEvent
-	blocks := min(maxBesideSize/4096, max(1, int(math.Round(bytes/4096))))
+	blocks := min(nexmark.MaxBesideSize/4096, max(1, int(math.Round(bytes/4096))))
 	return perEvent, blocks * 4096
 }
-
-// maxBeside and maxBesideSize bound the reads modeCachedReads makes
-// beside its state's (nexmark.BesideReads' bounds).
-const (
-	maxBeside     = 16
-	maxBesideSize = 256 << 10
-)
 
 // maxLargeEventsFactor bounds largeEvents: a query's slowest modes (pread,
 // one read at a time) run several times longer than its all-cached one.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/ringstore/ringstore/bench"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/ioengine"
+	"github.com/ringstore/ringstore/nexmark"
 )
 
 // TestMain lets the test binary serve as the benchmark's child process.
@@ -147,6 +149,25 @@ func TestRunLargeTiny(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "working set") {
 		t.Errorf("the caches were not sized:\n%s", progress)
+	}
+	if !strings.Contains(progress.String(), "large state, q9: ON made") {
+		t.Errorf("the reads beside q9's all-cached mode were not sized:\n%s", progress)
+	}
+	for _, q := range lr.Queries {
+		if q.Stateful && q.ReadsCeiling <= 0 {
+			t.Errorf("%s: no reads ceiling: %+v", q.Query, q)
+		}
+	}
+	// Without the mode of the reads beside, and with fixed caches and
+	// events, nothing is sized before the trials.
+	progress.Reset()
+	err = Run(Options{Queries: []string{"q9"}, Regime: "large", LargeEvents: 5_000, LargeMinSeconds: -1, LargeCache: 64 << 10, InFlightAuctions: 5_000, ActivePeople: 5_000, Trials: 1,
+		LargeMemtable: 64 << 10, LargeBatch: 100, Modes: bench.Selection("large-q9-on,large-q9-cached"), Dir: dir, Out: io.Discard, Progress: progress})
+	if err != nil {
+		t.Fatalf("Run of two modes: %v\n%s", err, progress)
+	}
+	if p := progress.String(); strings.Contains(p, "large state, q9:") {
+		t.Errorf("a run with fixed caches and events, without the reads beside, sized q9:\n%s", p)
 	}
 }
 
@@ -552,7 +573,7 @@ func TestBesideReads(t *testing.T) {
 		// Reads a little larger than a block round to one.
 		{trial(2e6, 0.2e6, 0.2e6*4500), trial(1e6, 0, 0), 0.1, 4096},
 		// Reads larger than the bound are cut to it.
-		{trial(1e6, 0.01e6, 0.01e6*(1<<20)), trial(1e6, 0, 0), 0.01, maxBesideSize},
+		{trial(1e6, 0.01e6, 0.01e6*(1<<20)), trial(1e6, 0, 0), 0.01, nexmark.MaxBesideSize},
 		// ON made no more than all-cached, or no events.
 		{trial(1e6, 0.01e6, 0.01e6*4096), trial(1e6, 0.02e6, 0.02e6*4096), 0, 0},
 		{trial(0, 0, 0), trial(1e6, 0, 0), 0, 0},
