@@ -66,11 +66,16 @@ type memTable struct {
 	// releases its memory (memtable.Memtable.Release).
 	refs atomic.Int32
 	held *atomic.Int64 // the DB's count of memtables not released
+	// id numbers the DB's memtables in the order they are made; mem and
+	// imm hold a run of consecutive ids (a flush takes the oldest).
+	id uint64
 }
 
-// newMemTable returns an empty memtable holding the DB's reference.
+// newMemTable returns an empty memtable holding the DB's reference. Called
+// with mu held, or by Open before the DB is shared.
 func (db *DB) newMemTable() *memTable {
-	m := &memTable{Memtable: memtable.SizedNew(db.opts.MemtableSize), held: &db.memHeld}
+	db.memIDs++
+	m := &memTable{Memtable: memtable.SizedNew(db.opts.MemtableSize), held: &db.memHeld, id: db.memIDs}
 	m.refs.Store(1)
 	db.memHeld.Add(1)
 	return m
@@ -152,6 +157,7 @@ type DB struct {
 	mem     *memTable
 	imm     []*memTable  // full memtables waiting for their flush, oldest first
 	memHeld atomic.Int64 // memtables not released (memTable.refs)
+	memIDs  uint64       // the last memTable.id given; guarded by mu (Open: before the DB is shared)
 	// unreserve gives back the memtable memory the store reserved on the
 	// free list (memtable.Reserve; nil read-only).
 	unreserve   func()

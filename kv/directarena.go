@@ -11,8 +11,8 @@ import (
 )
 
 // directArenaBytes is the memory a store on io_uring registers for its
-// reads past the cache: two read aheads of a full 1 MiB call each
-// (maxOverflowBytes), or many smaller ones. A call that finds no run free
+// reads past the cache: two full 1 MiB rounds (maxOverflowBytes), half of
+// a read ahead's most (maxAheadBytes), or many smaller calls. A call that finds no run free
 // reads into Go memory, as on the syscall backend.
 const directArenaBytes = 2 << 20
 

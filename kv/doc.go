@@ -106,7 +106,7 @@
 // caller's thread); it changes what is cached, never what a read returns.
 // A key's first block that the cache holds it pins, searches and lets go
 // at once (bufpool.Pool.PinEachResident), keeping what it found; the
-// blocks the cache lacks it reads past it, up to 1 MiB, into memory of its
+// blocks the cache lacks it reads past it, up to 4 MiB, into memory of its
 // own, so that however far ahead a reader runs, it holds no frame of the
 // cache; a block an earlier open read ahead is reading so it takes from
 // that one instead of reading it again. A MultiGet given it (ReadOptions.ReadAhead) looks in the
@@ -119,7 +119,12 @@
 // deletion the read ahead found where no table that may hold the key has
 // an entry above the read ahead's seq: until Done that seq is held as a
 // snapshot's (DB.aheadSnaps, which does not hold Close), so compactions
-// keep every later version of the key, a deletion too, above it.
+// keep every later version of the key, a deletion too, above it. It also
+// holds the memtables it looked in until Done: while no memtable made
+// after them has been flushed, every write since the read ahead is in
+// those or the live ones, so the MultiGet reads a key in no live memtable
+// from the flushed ones it holds, or else takes what the read ahead found,
+// with no table lookup, after any flush or compaction.
 //
 // An iterator merges the memtables and one iterator per L0 table and per
 // lower level. Its first seek prefetches the first block of every table
@@ -153,7 +158,7 @@
 // run long enough, where the kernel refuses the registration
 // (RLIMIT_MEMLOCK; logged, and Stats.DirectFixedOff says why) and on the
 // syscall backend, they land in aligned Go memory in size classes of 4 KiB
-// to 1 MiB, recycled through a sync.Pool. Either goes back once the blocks
+// to 4 MiB, recycled through a sync.Pool. Either goes back once the blocks
 // are handed over — the values taken from them are copies — so reading
 // past a small cache does not allocate about a block per block read. The
 // memory of a read that failed is never reused: a ring that failed may not

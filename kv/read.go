@@ -270,17 +270,38 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	pending, lookups, cands := sc.pending[:0], sc.lookups[:0], sc.cands[:0]
 	// What the call grew goes back with the scratch.
 	defer func() { sc.pending, sc.cands = pending, cands }()
+	// flushed are the memtables the read ahead looked in that were flushed
+	// since; while they and the live ones hold every write since its seq
+	// (sinceFlushed), what it found for a key no memtable holds is still
+	// the key's newest version, whatever flushes and compactions changed.
+	flushed, sinceAhead := ro.ReadAhead.sinceFlushed(rs.mems)
 	for i, k := range keys {
 		if len(k) > sstable.MaxKeyLen {
 			return nil, nil, fmt.Errorf("kv: key %d of %d bytes is over the limit %d", i, len(k), sstable.MaxKeyLen)
 		}
-		if v, kind, ok := memGet(rs.mems, k, rs.seq); ok {
+		v, kind, ok := memGet(rs.mems, k, rs.seq)
+		if !ok && len(flushed) > 0 {
+			// No later memtable was flushed: its newest version in the
+			// tables is the flushed memtables' (a flush copies one whole).
+			if v, kind, ok = memGet(flushed, k, rs.seq); ok {
+				db.stats.readAheadLookups.Add(1)
+			}
+		}
+		if ok {
 			if kind == sstable.KindSet {
 				values[i], found[i] = va.keep(v), true
 			}
 			continue
 		}
 		al, sameVersion, settled := ro.ReadAhead.lookFor(rs.v, rs.seq, i, k)
+		if al != nil && !sameVersion && settled && sinceAhead && al.found() {
+			// No write of the key since the read ahead: what it found in
+			// its first block is the newest version still.
+			db.stats.readAheadLookups.Add(1)
+			lk := lookup{i: i, key: k}
+			lk.takeSettled(al, values, found, &va)
+			continue
+		}
 		if al != nil && sameVersion {
 			db.stats.readAheadLookups.Add(1)
 			lk := lookup{i: i, key: k, cands: al.cands, filtered: true}
@@ -975,7 +996,7 @@ func (dc *directCall) release() {
 
 // directMem is aligned memory for reads past the cache: pages of the
 // store's registered arena (directArena), or else Go memory in size classes
-// of directio.BlockSize << k up to maxOverflowBytes, recycled through
+// of directio.BlockSize << k up to maxAheadBytes, recycled through
 // directMems: the reads of a cached store's rounds and read-aheads past
 // its cache would otherwise allocate (and the collector reclaim) about a
 // block of Go memory per block read. The class of Go memory follows from
@@ -990,7 +1011,7 @@ type directMem struct {
 
 var directMems [directMemClasses]sync.Pool
 
-const directMemClasses = 9 // 4 KiB … 1 MiB (maxOverflowBytes)
+const directMemClasses = 11 // 4 KiB … 4 MiB (maxAheadBytes)
 
 // directMemClass is the class of the smallest size at least n, or -1 when
 // n is over the largest.

@@ -29,8 +29,18 @@ import (
 // or compaction too while no table that may hold the key has an entry
 // above its seq. Until Done the read ahead's seq is held as a snapshot's
 // (not one that holds Close): compactions keep the versions it saw, so a
-// later write of a key is never dropped from under that check. A
-// ReadAhead belongs to one goroutine.
+// later write of a key is never dropped from under that check.
+//
+// Until Done it also holds the memtables it looked in. Every write since
+// its seq is in those or in the memtables made after them, so while none
+// of the later ones has been flushed (ReadAhead.sinceFlushed), a MultiGet
+// that finds a key in no live memtable looks in the ones flushed since the
+// read ahead — the key's newest version in the tables is theirs, if they
+// hold one — and otherwise takes the value or deletion the read ahead
+// found, whatever flushes and compactions did meanwhile: no version of the
+// key was written since. A key the read ahead found in a memtable then
+// flushed is thus read from memory, not from its new table. A ReadAhead
+// belongs to one goroutine.
 type ReadAhead struct {
 	db *DB
 
@@ -52,6 +62,10 @@ type ReadAhead struct {
 	// a reference to each until Done.
 	own    *aheadReads
 	joined []*aheadReads
+	// mems are the memtables it looked in, newest first, each referenced
+	// until Done: a MultiGet after a flush of some of them still reads
+	// them (ReadAhead.sinceFlushed).
+	mems []*memTable
 }
 
 // aheadReads are the blocks one ReadAhead reads past the cache, in memory
@@ -163,7 +177,7 @@ func (al *aheadLookup) found() bool { return al.got == gotValue || al.got == got
 //     MultiGet looks in the memtables again and, where the key was not
 //     written meanwhile, takes that value without reading the block or
 //     holding its frame in between;
-//   - a block the cache lacks is read past it, up to 1 MiB, into memory of
+//   - a block the cache lacks is read past it, up to 4 MiB, into memory of
 //     the ReadAhead's own: running ahead takes no frame from the cache,
 //     however far ahead it runs. A MultiGet given the ReadAhead uses the
 //     block and, once it has checked it, puts it in the cache
@@ -199,6 +213,10 @@ func (db *DB) ReadAheadInto(values *ValueBuffer, keys [][]byte) *ReadAhead {
 	if err != nil {
 		ra.release()
 		return ra // the MultiGet reports it
+	}
+	ra.mems = append(make([]*memTable, 0, len(rs.mems)), rs.mems...)
+	for _, m := range ra.mems {
+		m.ref()
 	}
 	// The reads past the cache hold the read set until they are waited
 	// for: its last release would close their tables, and a table's close
@@ -326,7 +344,7 @@ looks:
 		}
 		switch {
 		case ok:
-		case directBytes+r.h.Len <= maxOverflowBytes:
+		case directBytes+r.h.Len <= maxAheadBytes:
 			directBytes += r.h.Len
 			if own == nil {
 				own = newAheadReads(db)
@@ -543,6 +561,28 @@ func (ra *ReadAhead) holdsAcross(cands []*table) bool {
 	return true
 }
 
+// sinceFlushed returns the memtables ra looked in that a flush has taken
+// out of live (a read set's memtables, newest first), newest first, and
+// whether they hold every write made since ra's seq that live does not:
+// whether no memtable made after ra's newest has been flushed. When they
+// do, a key that neither live nor they hold at a read's seq has no version
+// above ra's seq: what ra found for it is still its newest. Nil and false
+// where ra looked in no memtable.
+func (ra *ReadAhead) sinceFlushed(live []*memTable) ([]*memTable, bool) {
+	if ra == nil || len(ra.mems) == 0 || len(live) == 0 {
+		return nil, false
+	}
+	oldestLive := live[len(live)-1].id
+	if oldestLive > ra.mems[0].id+1 {
+		return nil, false // a memtable ra never saw was flushed
+	}
+	n := 0
+	for n < len(ra.mems) && ra.mems[n].id >= oldestLive {
+		n++
+	}
+	return ra.mems[n:], true
+}
+
 // release lets go of the read ahead's seq, once.
 func (ra *ReadAhead) release() {
 	if !ra.held {
@@ -590,9 +630,19 @@ func (ra *ReadAhead) Done() {
 		ar.unref()
 	}
 	ra.release()
-	ra.v, ra.keys, ra.looks, ra.joined = nil, nil, nil, nil
+	for _, m := range ra.mems {
+		m.unref()
+	}
+	ra.v, ra.keys, ra.looks, ra.joined, ra.mems = nil, nil, nil, nil, nil
 	if sc := ra.scratch; sc != nil {
 		ra.scratch = nil
 		sc.release()
 	}
 }
+
+// maxAheadBytes bounds the blocks one ReadAhead reads past the cache, the
+// memory it holds until Done: a batch whose first blocks come to more
+// leaves the keys past that to its MultiGet. A batch just after a
+// compaction, which rewrote the tables its keys' blocks were cached from,
+// can need several times what one in the steady state does.
+const maxAheadBytes = 4 << 20

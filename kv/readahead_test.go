@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -841,4 +842,113 @@ func TestReadAheadJoinsOpenReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadAheadReadsFlushedMemtables: a read ahead holds the memtables it
+// looked in until Done. After a flush of them its MultiGet reads the keys
+// they hold from them, not from their new table, writes made after the
+// read ahead included, and takes what the read ahead found for the others:
+// nothing is read. Once a memtable made after the read ahead has been
+// flushed as well, the MultiGet looks in the tables again, and still reads
+// every key as written.
+func TestReadAheadReadsFlushedMemtables(t *testing.T) {
+	db := openSharedCacheStore(t)
+	defer db.Close()
+	var inTables, inMem [][]byte
+	want := map[string]string{}
+	for j := 0; j < 20; j++ {
+		k := sharedCacheKey(j * (sharedCacheKeys / 20))
+		inTables = append(inTables, k)
+		want[string(k)] = string(sharedCacheVal(j * (sharedCacheKeys / 20)))
+	}
+	if _, _, err := db.MultiGet(inTables); err != nil { // their blocks cached
+		t.Fatal(err)
+	}
+	var b Batch
+	for j := 0; j < 20; j++ {
+		k, v := fmt.Sprintf("mem%04d", j), fmt.Sprintf("in memory %d", j)
+		inMem = append(inMem, []byte(k))
+		b.Put([]byte(k), []byte(v))
+		want[k] = v
+	}
+	if err := db.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	held := db.Stats().HeldMemtables
+	keys := append(slices.Clone(inTables), inMem...)
+	check := func(when string, vals [][]byte, found []bool) {
+		t.Helper()
+		for i, k := range keys {
+			w, ok := want[string(k)]
+			if found[i] != ok || string(vals[i]) != w {
+				t.Fatalf("%s: %s = %q (found %v), want %q (found %v)", when, k, vals[i], found[i], w, ok)
+			}
+		}
+	}
+	write := func(put bool, k []byte, v string) {
+		t.Helper()
+		var err error
+		if put {
+			err, want[string(k)] = db.Put(k, []byte(v)), v
+		} else {
+			err = db.Delete(k)
+			delete(want, string(k))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ra := db.ReadAhead(keys)
+	// Into the memtable the read ahead looked in: a rewrite and a deletion
+	// of a key it found there and of one it found in a table. Then that
+	// memtable is flushed.
+	write(true, inMem[3], "rewritten")
+	write(false, inMem[7], "")
+	write(true, inTables[5], "rewritten")
+	write(false, inTables[9], "")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Stats().HeldMemtables; n != held+1 {
+		t.Errorf("%d memtables held after the flush, want %d: the read ahead holds the one flushed", n, held+1)
+	}
+	before := db.Stats()
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	ra.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after a flush of the memtable the read ahead held", vals, found)
+	after := db.Stats()
+	if n := after.BlockReads - before.BlockReads; n != 0 {
+		t.Errorf("%d blocks read after the flush, want none", n)
+	}
+	if n := after.ReadAheadLookups - before.ReadAheadLookups; n != uint64(len(keys)) {
+		t.Errorf("%d keys taken from the read ahead and its memtables, want all %d", n, len(keys))
+	}
+	if n := after.HeldMemtables; n != held {
+		t.Errorf("%d memtables held after Done, want %d", n, held)
+	}
+
+	// A memtable made after the read ahead, flushed too: the MultiGet
+	// cannot know what it held, and looks in the tables.
+	ra = db.ReadAhead(keys)
+	defer ra.Done()
+	write(true, inMem[4], "rewritten again")
+	if err := db.Flush(); err == nil {
+		write(true, inTables[6], "rewritten again")
+		err = db.Flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ra.sinceFlushed(db.reads.Load().mems); ok {
+		t.Fatal("after two flushes the read ahead claims its memtables hold every write since it")
+	}
+	vals, found, err = db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after a flush of a memtable made after the read ahead", vals, found)
 }

@@ -153,25 +153,32 @@ func TestMultiGetValuesAreTheCallers(t *testing.T) {
 }
 
 // TestReadAheadCutHoldsNothing: a ReadAhead whose reads past the cache
-// reach maxOverflowBytes leaves the rest of its keys to the MultiGet and
+// reach maxAheadBytes leaves the rest of its keys to the MultiGet and
 // cuts its lists; what it cut off is cleared there, so that its scratch,
 // released at Done with only the lists' lengths cleared, holds no table,
 // key or block past them.
 func TestReadAheadCutHoldsNothing(t *testing.T) {
 	db := openSharedCacheStore(t)
 	defer db.Close()
-	n := 2 * maxOverflowBytes / 4096 // keys on distinct blocks, none cached
+	// Every sixth key: their blocks, none cached, come to more than
+	// maxAheadBytes (all the store's, some 1,170 of about 17 keys each),
+	// and the scratch they grow stays within what is kept for reuse
+	// (maxScratchKeys), so its release is what clears it.
+	n := sharedCacheKeys / 6
 	keys := make([][]byte, n)
 	for j := range keys {
-		keys[j] = sharedCacheKey(j * (sharedCacheKeys / n))
+		keys[j] = sharedCacheKey(6 * j)
 	}
 	ra := db.ReadAhead(keys)
-	sc := ra.scratch
-	if sc == nil || len(ra.looks) == 0 || len(ra.looks) >= n {
+	sc, looked := ra.scratch, len(ra.looks)
+	if sc == nil || looked == 0 || looked >= n {
 		ra.Done()
-		t.Fatalf("the read ahead looked at %d of %d keys; want it cut past %d bytes of reads", len(ra.looks), n, maxOverflowBytes)
+		t.Fatalf("the read ahead looked at %d of %d keys; want it cut past %d bytes of reads", looked, n, maxAheadBytes)
 	}
 	ra.Done()
+	if cap(sc.looks) > maxScratchKeys {
+		t.Fatalf("the scratch grew to %d looks, past the %d kept for reuse: its release does not clear it", cap(sc.looks), maxScratchKeys)
+	}
 	for i, l := range sc.looks[:cap(sc.looks)] {
 		if l.cands != nil || l.first.t != nil || l.first.rd != nil || l.read.from != nil || l.value != nil {
 			t.Fatalf("released look %d holds %+v", i, l)
