@@ -294,13 +294,23 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			continue
 		}
 		al, sameVersion, settled := ro.ReadAhead.lookFor(rs.v, rs.seq, i, k)
-		if al != nil && !sameVersion && settled && sinceAhead && al.found() {
+		if al != nil && !sameVersion && sinceAhead {
 			// No write of the key since the read ahead: what it found in
-			// its first block is the newest version still.
-			db.stats.readAheadLookups.Add(1)
-			lk := lookup{i: i, key: k}
-			lk.takeSettled(al, values, found, &va)
-			continue
+			// its first block, or finds there now, is the newest version
+			// still, though that block's table may be gone.
+			if settled && al.found() {
+				db.stats.readAheadLookups.Add(1)
+				lk := lookup{i: i, key: k}
+				lk.takeSettled(al, values, found, &va)
+				continue
+			}
+			if got, ok := ro.ReadAhead.searchRead(al, k, rs.seq); ok {
+				db.stats.readAheadLookups.Add(1)
+				if got.Kind == sstable.KindSet {
+					values[i], found[i] = va.keep(got.Value), true
+				}
+				continue
+			}
 		}
 		if al != nil && sameVersion {
 			db.stats.readAheadLookups.Add(1)

@@ -583,6 +583,31 @@ func (ra *ReadAhead) sinceFlushed(live []*memTable) ([]*memTable, bool) {
 	return ra.mems[n:], true
 }
 
+// searchRead looks key up at seq, a read's at or after ra's, in the first
+// block ra read past the cache for it (al, ra's lookup of key), and
+// returns what it found there, if it found the key's version: with no
+// write of the key since ra (sinceFlushed), that is its newest, whatever
+// became of the block's table meanwhile — the block is ra's memory until
+// Done, and looking it up needs only its table's Reader. A block whose read
+// failed, that fails its check or that holds no version of the key gives
+// nothing: the MultiGet looks the key up in its own version, and meets and
+// reports any damage there.
+func (ra *ReadAhead) searchRead(al *aheadLookup, key []byte, seq uint64) (sstable.Lookup, bool) {
+	r := al.first
+	if seq < ra.seq || al.got != gotNothing || al.read.from == nil || r.t == nil || r.t.meta.MaxSeq > seq {
+		return sstable.Lookup{}, false
+	}
+	buf := al.read.from.buf(al.read.j)
+	if buf == nil {
+		return sstable.Lookup{}, false
+	}
+	got, err := r.rd.GetInBlock(r.bi, buf, key, seq)
+	if err != nil || !got.Found {
+		return sstable.Lookup{}, false
+	}
+	return got, true
+}
+
 // release lets go of the read ahead's seq, once.
 func (ra *ReadAhead) release() {
 	if !ra.held {

@@ -952,3 +952,52 @@ func TestReadAheadReadsFlushedMemtables(t *testing.T) {
 	}
 	check("after a flush of a memtable made after the read ahead", vals, found)
 }
+
+// TestReadAheadReadPastTheCacheAcrossACompaction: the blocks a read ahead
+// read past the cache still answer its MultiGet after a compaction has
+// rewritten their tables, where no key of the batch was written since: the
+// MultiGet looks the keys up in the read ahead's blocks and reads nothing.
+// Writes of other keys since the read ahead (into the memtable it holds)
+// do not change that.
+func TestReadAheadReadPastTheCacheAcrossACompaction(t *testing.T) {
+	db := openSharedCacheStore(t)
+	defer db.Close()
+	// 40 keys on distinct blocks, none cached.
+	var keys [][]byte
+	for j := 0; j < 40; j++ {
+		keys = append(keys, sharedCacheKey(j*(sharedCacheKeys/40)))
+	}
+	ra := db.ReadAhead(keys)
+	defer ra.Done()
+	ra.Wait() // its reads past the cache are counted now, not in the MultiGet's
+	if st := db.Stats(); st.ReadAheadBlocks < 30 {
+		t.Fatalf("the read ahead read %d blocks past the cache, want most of the 40", st.ReadAheadBlocks)
+	}
+	var b Batch
+	for j := range keys {
+		b.Put(sharedCacheKey(j*(sharedCacheKeys/40)+1), []byte("between"))
+	}
+	err := db.Write(&b)
+	if err == nil {
+		err = db.Compact()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.v == db.current {
+		t.Fatal("the compaction left the read ahead's version in place")
+	}
+	before := db.Stats()
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSharedCacheValues(t, "MultiGet after a compaction, given the read ahead", keys, vals, found)
+	after := db.Stats()
+	if n := after.BlockReads - before.BlockReads; n != 0 {
+		t.Errorf("%d blocks read after the compaction, want none", n)
+	}
+	if n := after.ReadAheadLookups - before.ReadAheadLookups; n != uint64(len(keys)) {
+		t.Errorf("%d keys taken from the read ahead after the compaction, want all %d", n, len(keys))
+	}
+}
