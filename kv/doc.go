@@ -124,7 +124,8 @@
 // after them has been flushed, every write since the read ahead is in
 // those or the live ones, so the MultiGet reads a key in no live memtable
 // from the flushed ones it holds, or else takes what the read ahead found,
-// with no table lookup, after any flush or compaction.
+// with no table lookup, after any flush or compaction — looking the key up
+// in the block the read ahead read past the cache where it had not yet.
 //
 // An iterator merges the memtables and one iterator per L0 table and per
 // lower level. Its first seek prefetches the first block of every table

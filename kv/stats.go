@@ -64,7 +64,8 @@ type Stats struct {
 	ReadAheadJoined uint64
 	// ReadAheadLookups counts the keys whose tables and first block (or
 	// what it held) a MultiGet took from its ReadAhead
-	// (ReadOptions.ReadAhead).
+	// (ReadOptions.ReadAhead), or found in the memtables the ReadAhead
+	// held after their flush.
 	ReadAheadLookups uint64
 	Cache            *bufpool.Stats // nil without a block cache
 	// DirectFixed: reads past the cache go into memory registered with the
