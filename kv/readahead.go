@@ -39,9 +39,9 @@ import (
 // hold one — and otherwise takes the value or deletion the read ahead
 // found, or finds now in the block it read past the cache for the key
 // (ReadAhead.searchRead), whatever flushes and compactions did meanwhile:
-// no version of the key was written since. A key the read ahead found in a memtable then
-// flushed is thus read from memory, not from its new table. A ReadAhead
-// belongs to one goroutine.
+// no version of the key was written since. A key the read ahead found in a
+// memtable then flushed is thus read from memory, not from its new table.
+// A ReadAhead belongs to one goroutine.
 type ReadAhead struct {
 	db *DB
 
