@@ -607,11 +607,20 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 	which := make([]int, 0, len(reads))
 	frames := make([]*bufpool.Frame, 0, len(reads))
 	var direct []int
+	// checked are the blocks read past the cache that a lookup of this call
+	// has checked: the lookups of other keys in one of them skip its
+	// checksum, as they would in a cached frame.
+	var checked []*byte
 	for i, r := range reads {
 		if !r.skip && r.buf != nil {
-			if err := fn(i, r.buf, false); err != nil {
+			verified := slices.Contains(checked, &r.buf[0])
+			if err := fn(i, r.buf, verified); err != nil {
 				return err
 			}
+			if verified {
+				continue // in the cache already, as the lookup that checked it left it
+			}
+			checked = append(checked, &r.buf[0])
 			// Checked: the cache takes it, as it would have taken its load.
 			if !noFill {
 				db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, r.buf)
