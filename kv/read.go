@@ -610,17 +610,17 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 	// checked are the blocks read past the cache that a lookup of this call
 	// has checked: the lookups of other keys in one of them skip its
 	// checksum, as they would in a cached frame.
-	var checked []*byte
+	var checked blocksChecked
 	for i, r := range reads {
 		if !r.skip && r.buf != nil {
-			verified := slices.Contains(checked, &r.buf[0])
+			verified := checked.has(&r.buf[0])
 			if err := fn(i, r.buf, verified); err != nil {
 				return err
 			}
 			if verified {
 				continue // in the cache already, as the lookup that checked it left it
 			}
-			checked = append(checked, &r.buf[0])
+			checked.add(&r.buf[0])
 			// Checked: the cache takes it, as it would have taken its load.
 			if !noFill {
 				db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, r.buf)
@@ -809,6 +809,38 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 		return db.readBlocksDirect(sub, fn)
 	}
 	return nil
+}
+
+// blocksChecked is a set of blocks in memory, by their first byte: a list
+// while it is short, a map past that (a read ahead's round may hold a
+// thousand blocks).
+type blocksChecked struct {
+	list []*byte
+	set  map[*byte]bool
+}
+
+const maxBlocksCheckedList = 32
+
+func (c *blocksChecked) has(b *byte) bool {
+	if c.set != nil {
+		return c.set[b]
+	}
+	return slices.Contains(c.list, b)
+}
+
+func (c *blocksChecked) add(b *byte) {
+	switch {
+	case c.set != nil:
+		c.set[b] = true
+	case len(c.list) < maxBlocksCheckedList:
+		c.list = append(c.list, b)
+	default:
+		c.set = make(map[*byte]bool, 2*maxBlocksCheckedList)
+		for _, x := range c.list {
+			c.set[x] = true
+		}
+		c.set[b] = true
+	}
 }
 
 // pinnedBlock returns the bytes of block r from the pinned frames that
