@@ -51,9 +51,13 @@ func (p *Pool) Present(spans []Span, dst []bool) []bool {
 // prefetch, Insert takes only frames it can evict without waiting and
 // never one with open announcements; it reports how many frames it
 // filled. The pool does not check the bytes: they must be the file's.
+// checked says the caller verified them (a checksum over the span): the
+// frames it fills start checked (Frame.Checked), as a pinner's MarkChecked
+// would leave them, and a pinner need not verify them again; otherwise they
+// start unchecked, as a load leaves them.
 // A bad span is counted in Stats.PrefetchRejected and filled nothing;
 // with Options.Windows, or after Close, Insert does nothing.
-func (p *Pool) Insert(s Span, data []byte) int {
+func (p *Pool) Insert(s Span, data []byte, checked bool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || p.win != nil || s.Len == 0 {
@@ -81,6 +85,9 @@ func (p *Pool) Insert(s Span, data []byte) int {
 		copy(f.buf[:f.n], data[at:])
 		p.loading--
 		f.state = stateResident
+		if checked {
+			f.MarkChecked()
+		}
 		p.stats.Inserted++
 		n++
 	}

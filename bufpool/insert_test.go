@@ -81,7 +81,7 @@ func TestInsert(t *testing.T) {
 		p := newPool(t, eng, Options{FrameSize: fs, Budget: 8 * fs})
 		tf := register(t, p, dir, "f", 32*fs, 2)
 		s := Span{tf.id, 2 * fs, 2 * fs}
-		if n := p.Insert(s, tf.data[s.Off:s.Off+s.Len]); n != 2 {
+		if n := p.Insert(s, tf.data[s.Off:s.Off+s.Len], false); n != 2 {
 			t.Fatalf("Insert of 2 frames into an empty pool: %d filled", n)
 		}
 		if !resident(p, s) {
@@ -92,9 +92,21 @@ func TestInsert(t *testing.T) {
 		if st := p.Stats(); st.Misses != before.Misses || st.Hits != before.Hits+2 || st.Inserted != 2 {
 			t.Fatalf("Pin of inserted frames: before %s, after %s", before, st)
 		}
+		// Bytes the caller did not verify start unchecked, as a load
+		// leaves them; those it verified start checked.
+		if checked := insertedChecked(t, p, s); checked {
+			t.Errorf("frames inserted unchecked are Checked")
+		}
+		c := Span{tf.id, 4 * fs, fs}
+		if n := p.Insert(c, tf.data[c.Off:c.Off+c.Len], true); n != 1 {
+			t.Fatalf("Insert of a checked frame: %d filled", n)
+		}
+		if checked := insertedChecked(t, p, c); !checked {
+			t.Errorf("a frame inserted checked is not Checked")
+		}
 		// Already resident: left as it is.
 		junk := bytes.Repeat([]byte{0xEE}, 2*fs)
-		if n := p.Insert(s, junk); n != 0 {
+		if n := p.Insert(s, junk, false); n != 0 {
 			t.Fatalf("Insert over resident frames filled %d", n)
 		}
 		pinOnce(t, p, tf, s)
@@ -108,7 +120,7 @@ func TestInsert(t *testing.T) {
 			{Span{tf.id, 8 * fs, fs}, tf.data[8*fs : 8*fs+100]},
 			{Span{tf.id + 9, 0, fs}, tf.data[:fs]},
 		} {
-			if n := p.Insert(c.s, c.data); n != 0 {
+			if n := p.Insert(c.s, c.data, false); n != 0 {
 				t.Errorf("Insert(%v) of a bad span filled %d", c.s, n)
 			}
 		}
@@ -121,15 +133,31 @@ func TestInsert(t *testing.T) {
 		p.Announce([]Span{all})
 		pinOnce(t, p, tf, all)
 		p.Announce([]Span{all})
-		if n := p.Insert(Span{tf.id, 20 * fs, fs}, tf.data[20*fs:21*fs]); n != 0 {
+		if n := p.Insert(Span{tf.id, 20 * fs, fs}, tf.data[20*fs:21*fs], false); n != 0 {
 			t.Fatalf("Insert took one of eight announced frames: %s", p.Stats())
 		}
 		p.Retract([]Span{all})
-		if n := p.Insert(Span{tf.id, 20 * fs, fs}, tf.data[20*fs:21*fs]); n != 1 {
+		if n := p.Insert(Span{tf.id, 20 * fs, fs}, tf.data[20*fs:21*fs], false); n != 1 {
 			t.Fatalf("Insert after the announcements were withdrawn: %d filled, %s", n, p.Stats())
 		}
 		pinOnce(t, p, tf, Span{tf.id, 20 * fs, fs})
 	})
+}
+
+// insertedChecked pins s and says whether every frame of it is Checked.
+func insertedChecked(t *testing.T, p *Pool, s Span) bool {
+	t.Helper()
+	frames, err := p.Pin([]Span{s}, nil)
+	if err != nil {
+		t.Fatalf("Pin(%v): %v", s, err)
+	}
+	defer unpinAll(frames)
+	for _, f := range frames {
+		if !f.Checked() {
+			return false
+		}
+	}
+	return true
 }
 
 // TestPinEachResident: of a batch of spans, those whose frames are all

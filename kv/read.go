@@ -165,6 +165,9 @@ func (db *DB) MultiGet(keys [][]byte) (values [][]byte, found []bool, err error)
 func (db *DB) MultiGetWith(ro ReadOptions, keys [][]byte) ([][]byte, []bool, error) {
 	db.stats.multiGets.Add(1)
 	db.stats.multiGetKeys.Add(uint64(len(keys)))
+	if ro.ReadAhead != nil && ro.NoFillCache {
+		ro.ReadAhead.noFill = true
+	}
 	return db.multiGet(ro, keys, ro.NoFillCache)
 }
 
@@ -621,9 +624,10 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 				continue // in the cache already, as the lookup that checked it left it
 			}
 			checked.add(&r.buf[0])
-			// Checked: the cache takes it, as it would have taken its load.
+			// Checked: the cache takes it, as it would have taken its load,
+			// and the next lookup of it need not check it again.
 			if !noFill {
-				db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, r.buf)
+				db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, r.buf, true)
 			}
 		}
 	}

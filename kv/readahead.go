@@ -67,6 +67,9 @@ type ReadAhead struct {
 	// until Done: a MultiGet after a flush of some of them still reads
 	// them (ReadAhead.sinceFlushed).
 	mems []*memTable
+	// noFill: a MultiGet given it asked to keep what it read out of the
+	// cache (ReadOptions.NoFillCache); Done then puts nothing there.
+	noFill bool
 }
 
 // aheadReads are the blocks one ReadAhead reads past the cache, in memory
@@ -183,7 +186,9 @@ func (al *aheadLookup) found() bool { return al.got == gotValue || al.got == got
 //     however far ahead it runs. A MultiGet given the ReadAhead uses the
 //     block and, once it has checked it, puts it in the cache
 //     (bufpool.Pool.Insert), as its own load would have; only such a
-//     MultiGet uses it.
+//     MultiGet uses it. Done puts in the cache, unchecked, those the
+//     MultiGet had no use for (its keys written since), so that no later
+//     read reads them again.
 //
 // The keys past that are left to the MultiGet, as are those whose first
 // block failed its check or held a version spilling into the next. The
@@ -475,6 +480,23 @@ func (ar *aheadReads) wait() {
 	})
 }
 
+// insertUnused puts in the cache, unchecked, the blocks ar read that are
+// not there: those its MultiGet did not take through the cache (a key
+// written since, found in a memtable; a value found in the block after a
+// flush or compaction). A later read ahead then finds them there instead
+// of reading them again. A block of a table no longer registered with the
+// cache is turned away by it (bufpool.Pool.Insert).
+func (ar *aheadReads) insertUnused() {
+	if ar.dc == nil {
+		return
+	}
+	for j, r := range ar.dreads {
+		if buf := ar.bufs[j]; buf != nil {
+			ar.db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, buf, false)
+		}
+	}
+}
+
 // unref drops a read ahead's use of ar; the last one gives its memory
 // back. The reads are waited for by then: their first read ahead waits
 // before it lets go.
@@ -638,7 +660,9 @@ func (ra *ReadAhead) Wait() {
 }
 
 // Done finishes its reads past the cache — by then the MultiGet has
-// usually waited for them —, releases the tables the ReadAhead held, and
+// usually waited for them —, puts those the MultiGet did not in the cache
+// (unless it was given ReadOptions.NoFillCache), releases the tables the
+// ReadAhead held, and
 // gives back its use of the memory those reads and the ones it joined went
 // into, for other reads to reuse: Done must not run while a MultiGet given
 // the ReadAhead runs. The values it found are the MultiGet's caller's. Safe
@@ -650,6 +674,9 @@ func (ra *ReadAhead) Done() {
 	if own := ra.own; own != nil {
 		ra.own = nil
 		own.wait() // unused, they may be in flight
+		if !ra.noFill {
+			own.insertUnused()
+		}
 		own.unref()
 	}
 	for _, ar := range ra.joined {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/internal/testdir"
 	"github.com/ringstore/ringstore/internal/testengine"
 	"github.com/ringstore/ringstore/ioengine"
@@ -999,5 +1000,64 @@ func TestReadAheadReadPastTheCacheAcrossACompaction(t *testing.T) {
 	}
 	if n := after.ReadAheadLookups - before.ReadAheadLookups; n != uint64(len(keys)) {
 		t.Errorf("%d keys taken from the read ahead after the compaction, want all %d", n, len(keys))
+	}
+}
+
+// TestReadAheadDonePutsUnusedBlocksInTheCache: blocks a read ahead read past
+// the cache that its MultiGet had no use for (every key written since, found
+// in the memtable) go in the cache at Done, so the next read of them reads
+// nothing; a MultiGet given ReadOptions.NoFillCache leaves them out.
+func TestReadAheadDonePutsUnusedBlocksInTheCache(t *testing.T) {
+	for _, noFill := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoFillCache=%v", noFill), func(t *testing.T) {
+			db := openSharedCacheStore(t)
+			defer db.Close()
+			var keys [][]byte // on distinct blocks, none cached
+			for j := 0; j < 20; j++ {
+				keys = append(keys, sharedCacheKey(j*(sharedCacheKeys/20)))
+			}
+			ra := db.ReadAhead(keys)
+			if ra.own == nil || len(ra.own.dreads) != len(keys) {
+				t.Fatalf("read ahead of %d uncached blocks: reads past the cache %+v", len(keys), ra.own)
+			}
+			var blocks []bufpool.Span
+			for _, r := range ra.own.dreads {
+				blocks = append(blocks, bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)})
+			}
+			var b Batch
+			for _, k := range keys {
+				b.Put(k, []byte("written since"))
+			}
+			if err := db.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			before := db.Stats()
+			vals, _, err := db.MultiGetWith(ReadOptions{ReadAhead: ra, NoFillCache: noFill}, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vals {
+				if string(v) != "written since" {
+					t.Fatalf("%s = %q after a write", keys[i], v)
+				}
+			}
+			if n := db.Stats().Cache.Inserted - before.Cache.Inserted; n != 0 {
+				t.Fatalf("the MultiGet, which found every key in the memtable, put %d blocks in the cache", n)
+			}
+			ra.Done()
+			inserted := db.Stats().Cache.Inserted - before.Cache.Inserted
+			resident := 0
+			for _, ok := range db.pool.Present(blocks, nil) {
+				if ok {
+					resident++
+				}
+			}
+			switch {
+			case noFill && (inserted != 0 || resident != 0):
+				t.Errorf("NoFillCache: Done put %d blocks in the cache, %d of the %d resident; want none", inserted, resident, len(blocks))
+			case !noFill && (inserted != uint64(len(blocks)) || resident != len(blocks)):
+				t.Errorf("Done put %d blocks in the cache, %d of the %d resident; want all", inserted, resident, len(blocks))
+			}
+		})
 	}
 }
