@@ -382,7 +382,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 				lk.ahead = false
 				r := lk.first
 				if lk.read.from != nil {
-					r.buf = lk.read.from.buf(lk.read.j)
+					r.buf, r.checked = lk.read.from.block(lk.read.j)
 				}
 				reads = append(reads, r)
 				continue
@@ -578,8 +578,10 @@ type blockRead struct {
 	h    sstable.BlockHandle
 	skip bool // the key sorts after the table: nothing to read
 	// buf, if not nil, is the block's bytes, read past the cache by a
-	// ReadAhead (unverified).
-	buf []byte
+	// ReadAhead, and checked its flag: set once a lookup has verified them
+	// (aheadReads.checked).
+	buf     []byte
+	checked *atomic.Bool
 }
 
 // blockFunc is what readBlocks calls with each block: fn(i, buf, verified)
@@ -610,20 +612,19 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 	which := make([]int, 0, len(reads))
 	frames := make([]*bufpool.Frame, 0, len(reads))
 	var direct []int
-	// checked are the blocks read past the cache that a lookup of this call
-	// has checked: the lookups of other keys in one of them skip its
-	// checksum, as they would in a cached frame.
-	var checked blocksChecked
 	for i, r := range reads {
 		if !r.skip && r.buf != nil {
-			verified := checked.has(&r.buf[0])
+			// A block read ahead is checked once, by its first lookup: the
+			// lookups of other keys in it skip its checksum, as they would
+			// in a cached frame.
+			verified := r.checked.Load()
 			if err := fn(i, r.buf, verified); err != nil {
 				return err
 			}
 			if verified {
-				continue // in the cache already, as the lookup that checked it left it
+				continue // in the cache already, or put there at Done
 			}
-			checked.add(&r.buf[0])
+			r.checked.Store(true)
 			// Checked: the cache takes it, as it would have taken its load,
 			// and the next lookup of it need not check it again.
 			if !noFill {
@@ -813,38 +814,6 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 		return db.readBlocksDirect(sub, fn)
 	}
 	return nil
-}
-
-// blocksChecked is a set of blocks in memory, by their first byte: a list
-// while it is short, a map past that (a read ahead's round may hold a
-// thousand blocks).
-type blocksChecked struct {
-	list []*byte
-	set  map[*byte]bool
-}
-
-const maxBlocksCheckedList = 32
-
-func (c *blocksChecked) has(b *byte) bool {
-	if c.set != nil {
-		return c.set[b]
-	}
-	return slices.Contains(c.list, b)
-}
-
-func (c *blocksChecked) add(b *byte) {
-	switch {
-	case c.set != nil:
-		c.set[b] = true
-	case len(c.list) < maxBlocksCheckedList:
-		c.list = append(c.list, b)
-	default:
-		c.set = make(map[*byte]bool, 2*maxBlocksCheckedList)
-		for _, x := range c.list {
-			c.set[x] = true
-		}
-		c.set[b] = true
-	}
 }
 
 // pinnedBlock returns the bytes of block r from the pinned frames that

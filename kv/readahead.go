@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ringstore/ringstore/bufpool"
 	"github.com/ringstore/ringstore/ioengine"
@@ -39,8 +40,9 @@ import (
 // hold one — and otherwise takes the value or deletion the read ahead
 // found, or finds now in the block it read past the cache for the key
 // (ReadAhead.searchRead), whatever flushes and compactions did meanwhile:
-// no version of the key was written since. A key the read ahead found in a
-// memtable then flushed is thus read from memory, not from its new table.
+// no version of the key was written since. A key in a memtable the read
+// ahead held, then flushed, is thus read from memory, not from its new
+// table.
 // A ReadAhead belongs to one goroutine.
 type ReadAhead struct {
 	db *DB
@@ -82,9 +84,13 @@ type aheadReads struct {
 	dreads []blockRead
 	dc     *directCall // nil: the reads could not be started
 	bufs   [][]byte    // set by once: dreads[j]'s bytes, nil where its read failed
-	rs     readState   // the first read ahead's tables, held until once has waited
-	once   sync.Once
-	refs   int // guarded by db.aheadMu: the read aheads using it
+	// checked[j], made by once: a lookup has verified bufs[j] (its checksum
+	// and frame), so the lookups after it need not (GetInVerifiedBlock).
+	// Any goroutine whose read ahead uses ar reads and sets it.
+	checked []atomic.Bool
+	rs      readState // the first read ahead's tables, held until once has waited
+	once    sync.Once
+	refs    int // guarded by db.aheadMu: the read aheads using it
 }
 
 // blockRef is a block read past the cache: from.dreads[j].
@@ -118,7 +124,7 @@ type aheadScratch struct {
 
 // aheadRange is where a ReadAhead's first pass put one key's tables in
 // backing: [lo, hi), their filters not yet asked for hash, the key's
-// FilterHash. looked: the key was not in a memtable.
+// FilterHash. looked: no memtable may hold the key (memMayContain).
 type aheadRange struct {
 	lo, hi int
 	hash   uint64
@@ -148,9 +154,22 @@ func (sc *aheadScratch) release() {
 	aheadScratches.Put(sc)
 }
 
+// memMayContain says whether any of mems may hold a version of key, by
+// their key filters alone: a read ahead leaves a key they may hold to its
+// MultiGet, which looks in the memtables anyway, rather than search them
+// twice.
+func memMayContain(mems []*memTable, key []byte) bool {
+	for _, m := range mems {
+		if m.MayContain(key) {
+			return true
+		}
+	}
+	return false
+}
+
 // aheadLookup is what ReadAhead found for one key.
 type aheadLookup struct {
-	looked bool      // false: the key was in a memtable, or over the size limit
+	looked bool      // false: a memtable may hold the key (its filter), or it is over the size limit
 	cands  []*table  // the tables that may hold the key, newest first
 	first  blockRead // the block of cands[0] (when cands is not empty)
 	read   blockRef  // where first is read past the cache (from nil: it is not)
@@ -172,9 +191,9 @@ const (
 // seq: a value or a deletion.
 func (al *aheadLookup) found() bool { return al.got == gotValue || al.got == gotDeleted }
 
-// ReadAhead starts the first round of a MultiGet of keys (for each key not
-// in a memtable, the block of the newest table that may hold it, past its
-// bloom filter) and returns without waiting:
+// ReadAhead starts the first round of a MultiGet of keys (for each key no
+// memtable may hold, by its key filter, the block of the newest table that
+// may hold it, past its bloom filter) and returns without waiting:
 //
 //   - a block the block cache holds is pinned and searched at once, and
 //     the key's value copied out (bufpool.Pool.PinEachResident): its
@@ -255,7 +274,7 @@ func (db *DB) ReadAheadInto(values *ValueBuffer, keys [][]byte) *ReadAhead {
 	for _, k := range keys {
 		r := aheadRange{lo: len(backing), hi: len(backing)}
 		if len(k) <= sstable.MaxKeyLen {
-			if _, _, ok := memGet(rs.mems, k, rs.seq); !ok {
+			if !memMayContain(rs.mems, k) {
 				var err error
 				if backing, r.hash, err = db.appendInRange(backing, rs.v, k); err != nil {
 					clear(backing[r.lo:])
@@ -439,15 +458,19 @@ func (db *DB) searchAhead(r blockRead, fs []*bufpool.Frame, key []byte, seq uint
 	}
 }
 
-// buf returns the block ar read as dreads[j], or nil if its read failed
-// or was never started (the MultiGet then reads it itself and meets the
-// error, if it lasts). The first call waits for the reads.
-func (ar *aheadReads) buf(j int) []byte {
+// block returns the block ar read as dreads[j] and its checked flag, or
+// nil and nil if its read failed or was never started (the MultiGet then
+// reads it itself and meets the error, if it lasts). The first call waits
+// for the reads.
+func (ar *aheadReads) block(j int) ([]byte, *atomic.Bool) {
 	if ar.dc == nil {
-		return nil
+		return nil, nil
 	}
 	ar.wait()
-	return ar.bufs[j]
+	if ar.bufs[j] == nil {
+		return nil, nil
+	}
+	return ar.bufs[j], &ar.checked[j]
 }
 
 // wait waits for the reads, unlists them and releases the read set they
@@ -461,6 +484,10 @@ func (ar *aheadReads) wait() {
 		dc, db := ar.dc, ar.db
 		werr := dc.wait(db)
 		ar.bufs = slices.Grow(ar.bufs[:0], len(ar.dreads))[:len(ar.dreads)]
+		if cap(ar.checked) < len(ar.dreads) {
+			ar.checked = make([]atomic.Bool, len(ar.dreads))
+		}
+		ar.checked = ar.checked[:len(ar.dreads)]
 		dc.deliver(ar.dreads, werr, func(j int, buf []byte, _ bool) error {
 			ar.bufs[j] = buf
 			return nil
@@ -480,19 +507,20 @@ func (ar *aheadReads) wait() {
 	})
 }
 
-// insertUnused puts in the cache, unchecked, the blocks ar read that are
-// not there: those its MultiGet did not take through the cache (a key
-// written since, found in a memtable; a value found in the block after a
-// flush or compaction). A later read ahead then finds them there instead
-// of reading them again. A block of a table no longer registered with the
-// cache is turned away by it (bufpool.Pool.Insert).
+// insertUnused puts in the cache the blocks ar read that are not there:
+// those its MultiGet did not take through the cache (a key written since,
+// found in a memtable; a value found in the block after a flush or
+// compaction), checked where a lookup verified them. A later read ahead
+// then finds them there instead of reading them again. A block of a table
+// no longer registered with the cache is turned away by it
+// (bufpool.Pool.Insert).
 func (ar *aheadReads) insertUnused() {
 	if ar.dc == nil {
 		return
 	}
 	for j, r := range ar.dreads {
 		if buf := ar.bufs[j]; buf != nil {
-			ar.db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, buf, false)
+			ar.db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, buf, ar.checked[j].Load())
 		}
 	}
 }
@@ -514,16 +542,18 @@ func (ar *aheadReads) unref() {
 		// No read ahead names ar any more: its lists serve another.
 		clear(ar.dreads)
 		clear(ar.bufs)
-		aheadLists.Put(&aheadList{ar.dreads[:0], ar.bufs[:0]})
-		ar.dreads, ar.bufs = nil, nil
+		clear(ar.checked)
+		aheadLists.Put(&aheadList{ar.dreads[:0], ar.bufs[:0], ar.checked[:0]})
+		ar.dreads, ar.bufs, ar.checked = nil, nil, nil
 	}
 }
 
 // aheadList is the memory of an aheadReads' lists, recycled through
 // aheadLists from the last unref of one to the next.
 type aheadList struct {
-	dreads []blockRead
-	bufs   [][]byte
+	dreads  []blockRead
+	bufs    [][]byte
+	checked []atomic.Bool
 }
 
 var aheadLists sync.Pool // of *aheadList
@@ -533,7 +563,7 @@ var aheadLists sync.Pool // of *aheadList
 func newAheadReads(db *DB) *aheadReads {
 	ar := &aheadReads{db: db}
 	if l, ok := aheadLists.Get().(*aheadList); ok {
-		ar.dreads, ar.bufs = l.dreads, l.bufs
+		ar.dreads, ar.bufs, ar.checked = l.dreads, l.bufs, l.checked
 	}
 	return ar
 }
@@ -620,12 +650,23 @@ func (ra *ReadAhead) searchRead(al *aheadLookup, key []byte, seq uint64) (sstabl
 	if seq < ra.seq || al.got != gotNothing || al.read.from == nil || r.t == nil || r.t.meta.MaxSeq > seq {
 		return sstable.Lookup{}, false
 	}
-	buf := al.read.from.buf(al.read.j)
+	buf, checked := al.read.from.block(al.read.j)
 	if buf == nil {
 		return sstable.Lookup{}, false
 	}
-	got, err := r.rd.GetInBlock(r.bi, buf, key, seq)
-	if err != nil || !got.Found {
+	get := r.rd.GetInBlock
+	verified := checked.Load()
+	if verified {
+		get = r.rd.GetInVerifiedBlock
+	}
+	got, err := get(r.bi, buf, key, seq)
+	if err != nil {
+		return sstable.Lookup{}, false
+	}
+	if !verified {
+		checked.Store(true)
+	}
+	if !got.Found {
 		return sstable.Lookup{}, false
 	}
 	return got, true

@@ -1061,3 +1061,48 @@ func TestReadAheadDonePutsUnusedBlocksInTheCache(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAheadBlockCheckedOnce: a block read past the cache that two keys
+// share is verified by the first lookup of it, and goes in the cache marked
+// checked, so no later lookup verifies it again; a block whose keys were
+// all written since, which no lookup verified, goes in unchecked at Done.
+func TestReadAheadBlockCheckedOnce(t *testing.T) {
+	db := openSharedCacheStore(t)
+	defer db.Close()
+	shared := [][]byte{sharedCacheKey(0), sharedCacheKey(1)} // the first block
+	unused := sharedCacheKey(sharedCacheKeys / 2)
+	keys := append(slices.Clone(shared), unused)
+	ra := db.ReadAhead(keys)
+	if ra.own == nil || len(ra.own.dreads) != 2 {
+		t.Fatalf("read ahead of 2 uncached blocks for 3 keys: reads past the cache %+v", ra.own)
+	}
+	own := ra.own
+	spans := make([]bufpool.Span, 2)
+	for j, r := range own.dreads {
+		spans[j] = bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}
+	}
+	if err := db.Put(unused, []byte("written since")); err != nil {
+		t.Fatal(err)
+	}
+	vals, found, err := db.MultiGetWith(ReadOptions{ReadAhead: ra}, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSharedCacheValues(t, "the keys sharing a block", shared, vals[:2], found[:2])
+	for j := range own.checked {
+		if want := j == 0; own.checked[j].Load() != want {
+			t.Errorf("block %d (of %s) checked %v after the MultiGet, want %v", j, keys[2*j], !want, want)
+		}
+	}
+	ra.Done()
+	for j, s := range spans {
+		frames, err := db.pool.Pin([]bufpool.Span{s}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := frames[0].Checked(), j == 0; got != want {
+			t.Errorf("block %d in the cache: checked %v, want %v", j, got, want)
+		}
+		frames[0].Unpin()
+	}
+}

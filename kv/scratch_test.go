@@ -195,26 +195,3 @@ func TestReadAheadCutHoldsNothing(t *testing.T) {
 		}
 	}
 }
-
-// TestBlocksChecked: the set of checked blocks holds what was added and
-// nothing else, as a list and past it as a map.
-func TestBlocksChecked(t *testing.T) {
-	bufs := make([][]byte, 3*maxBlocksCheckedList)
-	for i := range bufs {
-		bufs[i] = make([]byte, 1)
-	}
-	var c blocksChecked
-	for n := range bufs {
-		if n%2 == 0 {
-			c.add(&bufs[n][0])
-		}
-		for i := 0; i <= n; i++ {
-			if want := i%2 == 0; c.has(&bufs[i][0]) != want {
-				t.Fatalf("after %d added: block %d checked %v, want %v", n/2+1, i, !want, want)
-			}
-		}
-	}
-	if c.set == nil {
-		t.Fatalf("%d blocks in the list, want a map past %d", len(c.list), maxBlocksCheckedList)
-	}
-}

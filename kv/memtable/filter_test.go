@@ -29,8 +29,9 @@ func TestKeyFilterSizing(t *testing.T) {
 }
 
 // TestKeyFilterLetsFewAbsentKeysThrough: a memtable filled to the size its
-// filter was made for finds every key it holds, and its filter turns away
-// all but a few of the keys it does not (the Gets that skip the search).
+// filter was made for finds every key it holds, and its filter (MayContain)
+// turns away all but a few of the keys it does not (the Gets that skip the
+// search).
 func TestKeyFilterLetsFewAbsentKeysThrough(t *testing.T) {
 	const size = 256 << 10
 	m := SizedNew(size)
@@ -42,7 +43,7 @@ func TestKeyFilterLetsFewAbsentKeysThrough(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for i, k := range keys {
-		if !m.filter.mayContain(k) {
+		if !m.MayContain(k) {
 			t.Fatalf("key %d of %d, %q: the filter turns it away", i, len(keys), k)
 		}
 		if _, _, ok := m.Get(k, base.MaxSeq); !ok {
@@ -53,7 +54,7 @@ func TestKeyFilterLetsFewAbsentKeysThrough(t *testing.T) {
 	through := 0
 	for i := range absent {
 		k := fmt.Appendf(nil, "absent-%08d", i)
-		if m.filter.mayContain(k) {
+		if m.MayContain(k) {
 			through++
 		}
 		if _, _, ok := m.Get(k, base.MaxSeq); ok {

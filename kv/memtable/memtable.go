@@ -403,6 +403,11 @@ func (m *Memtable) seekGE(key []byte, trailer uint64) *node {
 	return found
 }
 
+// MayContain reports whether the memtable may hold a version of key: false
+// only if it holds none, at any seq. It asks the key filter only, never
+// the skiplist, so it costs a hash and one word whatever the answer.
+func (m *Memtable) MayContain(key []byte) bool { return m.filter.mayContain(key) }
+
 // Get returns the newest version of key with a seq at most seq: its value
 // and kind (a tombstone is found too, with kind KindDelete). found is
 // false when the memtable holds no such version. The value is the
