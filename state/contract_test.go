@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,8 +135,9 @@ func TestCheckpointIsWholeOrAbsent(t *testing.T) {
 }
 
 // TestWritesReportErrors: after Close every call returns ErrClosed — Put
-// and Clear included; with StrictReads a Get of an entry not wanted is
-// ErrNotWanted, and one wanted or written is not.
+// and Clear included; with StrictReads a Get of an entry not wanted, or
+// wanted and not loaded yet, is ErrNotWanted, and one loaded or written is
+// not; a write between a key's Want and the Load is what the batch keeps.
 func TestWritesReportErrors(t *testing.T) {
 	dir := testdir.Direct(t)
 	b, err := Open(dir, Options{StrictReads: true, KV: kv.Options{Logf: t.Logf}})
@@ -161,6 +163,34 @@ func TestWritesReportErrors(t *testing.T) {
 	}
 	if got, ok, err := v.Get(mb, []byte("c"), nil); !ok || err != nil || string(got) != "x" {
 		t.Errorf("strict Get of a written key: %q %v %v", got, ok, err)
+	}
+	if err := mb.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Wanted, not loaded yet: not readable; written before the Load: the
+	// Load keeps the write, and the Commit writes it.
+	v.Want(mb, []byte("c"), nil)
+	if _, _, err := v.Get(mb, []byte("c"), nil); !errors.Is(err, ErrNotWanted) || !strings.Contains(err.Error(), "not loaded") {
+		t.Errorf("strict Get of a key wanted, before the Load: %v, want ErrNotWanted naming the Load", err)
+	}
+	if err := v.Put(mb, []byte("c"), nil, []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mb.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := v.Get(mb, []byte("c"), nil); !ok || err != nil || string(got) != "y" {
+		t.Errorf("Get of a key wanted, then written before the Load: %q %v %v, want the write", got, ok, err)
+	}
+	if err := mb.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	v.Want(mb, []byte("c"), nil)
+	if err := mb.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := v.Get(mb, []byte("c"), nil); !ok || err != nil || string(got) != "y" {
+		t.Errorf("Get after the Commit of a write made before a Load: %q %v %v, want it", got, ok, err)
 	}
 	if err := mb.Commit(); err != nil {
 		t.Fatal(err)

@@ -23,10 +23,12 @@
 //
 // Load reads each distinct (state, key, namespace[, user key]) once, however
 // many events want it (hot keys: Stats.Deduped), and what the batch wrote
-// is read back from the batch (Stats.CacheHits). A Get of something not
+// is read back from the batch (Stats.CacheHits); a key written after it was
+// wanted and before the Load keeps the write. A Get of something not
 // wanted and not written falls back to one kv.Get (Stats.Unplanned): a
-// correct but slow path the operator should avoid. Values returned by Get
-// are valid until the batch's Commit or Reset.
+// correct but slow path the operator should avoid (with StrictReads it is
+// ErrNotWanted, as is a Get of a key wanted and not loaded yet). Values
+// returned by Get are valid until the batch's Commit or Reset.
 //
 // A stream processor that knows its next batch's keys while it works on the
 // current one can declare them in a second MiniBatch and call its ReadAhead:

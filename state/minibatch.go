@@ -15,14 +15,14 @@ import (
 // One goroutine at a time.
 type MiniBatch struct {
 	b *Backend
-	// want holds the keys Load is to read, each once; wantKeys and
-	// wantStrs list them in the order wanted, as bytes and as want's keys.
-	want     map[string]bool
-	wantKeys [][]byte
-	wantStrs []string
-	// seen holds what the batch knows of a key: read by Load or a Get, or
-	// written; its stored value (nil: absent).
-	seen map[string]*entry
+	// seen holds what the batch knows of a key, one entry a key: wanted
+	// (pending until Load reads it), read by Load or a Get, or written;
+	// its stored value (nil: absent). wantKeys and wantEntries list the
+	// keys wanted since the last Load, each once, in the order wanted, and
+	// their entries.
+	seen        map[string]*entry
+	wantKeys    [][]byte
+	wantEntries []*entry
 	// order is the written keys in the order of their first write.
 	order []string
 	now   int64
@@ -31,7 +31,7 @@ type MiniBatch struct {
 	// values holds the stored values ReadAhead and Load copied out of kv
 	// (seen's), until Reset: what Get returns is valid until then.
 	values kv.ValueBuffer
-	// entries backs seen's entries for the keys Load read, until Reset.
+	// entries backs seen's entries, until Reset (newEntry).
 	entries []entry
 }
 
@@ -41,7 +41,22 @@ const maxReusedBatch = 1 << 20
 type entry struct {
 	stored  []byte // the stored value (header + payload), nil when absent
 	written bool   // Commit writes it (stored nil: a delete)
+	pending bool   // wanted, not yet read or written: stored means nothing
 }
+
+// newEntry returns a zero entry of the batch's, valid until Reset. seen
+// points into entries: an entry that does not fit starts another slice, and
+// the earlier one lives on with its pointers.
+func (mb *MiniBatch) newEntry() *entry {
+	if len(mb.entries) == cap(mb.entries) {
+		mb.entries = make([]entry, 0, max(minEntries, min(2*cap(mb.entries), maxReusedKeys)))
+	}
+	mb.entries = mb.entries[:len(mb.entries)+1]
+	return &mb.entries[len(mb.entries)-1]
+}
+
+// minEntries is the fewest entries a batch allocates at once.
+const minEntries = 64
 
 // NewMiniBatch returns an empty batch of the backend.
 func (b *Backend) NewMiniBatch() *MiniBatch {
@@ -64,36 +79,33 @@ func (mb *MiniBatch) Reset() {
 	if cap(mb.entries) > maxReusedKeys {
 		mb.entries = nil
 	}
-	if mb.want == nil || len(mb.want) > maxReusedKeys {
-		mb.want = map[string]bool{}
-	} else {
-		clear(mb.want)
-	}
 	if mb.seen == nil || len(mb.seen) > maxReusedKeys {
 		mb.seen = map[string]*entry{}
 	} else {
 		clear(mb.seen)
 	}
 	clear(mb.wantKeys)
-	clear(mb.wantStrs)
+	clear(mb.wantEntries)
 	clear(mb.order)
-	mb.wantKeys, mb.wantStrs, mb.order = mb.wantKeys[:0], mb.wantStrs[:0], mb.order[:0]
+	mb.wantKeys, mb.wantEntries, mb.order = mb.wantKeys[:0], mb.wantEntries[:0], mb.order[:0]
 	mb.now = mb.b.opts.Clock().UnixNano()
 }
 
-// wantKey declares a read of the stored key k. k is the batch's from then
-// on, never modified (every caller builds it for the call): want and seen
-// key by a string of its bytes, not a copy.
+// wantKey declares a read of the stored key k: a key the batch knows
+// already (wanted, read or written) is not read again. k is the batch's
+// from then on, never modified (every caller builds it for the call): seen
+// keys by a string of its bytes, not a copy.
 func (mb *MiniBatch) wantKey(k []byte) {
 	mb.b.wanted.Add(1)
-	if mb.want[string(k)] || mb.seen[string(k)] != nil {
+	if mb.seen[string(k)] != nil {
 		mb.b.deduped.Add(1)
 		return
 	}
-	s := unsafe.String(unsafe.SliceData(k), len(k))
-	mb.want[s] = true
+	e := mb.newEntry()
+	e.pending = true
+	mb.seen[unsafe.String(unsafe.SliceData(k), len(k))] = e
 	mb.wantKeys = append(mb.wantKeys, k)
-	mb.wantStrs = append(mb.wantStrs, s)
+	mb.wantEntries = append(mb.wantEntries, e)
 }
 
 // ReadAhead starts the reads of the keys wanted since the last Load and
@@ -132,25 +144,19 @@ func (mb *MiniBatch) Load() error {
 	}
 	mb.b.multiGets.Add(1)
 	mb.b.read.Add(uint64(len(mb.wantKeys)))
-	// seen points into entries: a Load that does not fit in it starts
-	// another, and the earlier one lives on with its pointers.
-	n := len(mb.wantKeys)
-	if cap(mb.entries)-len(mb.entries) < n {
-		mb.entries = make([]entry, 0, max(n, min(2*cap(mb.entries), maxReusedKeys)))
-	}
-	entries := mb.entries[len(mb.entries) : len(mb.entries)+n]
-	mb.entries = mb.entries[:len(mb.entries)+n]
-	for i := range mb.wantKeys {
-		e := &entries[i]
-		if found[i] {
-			e.stored = vals[i]
+	// A key written or read by a Get since it was wanted keeps what the
+	// batch has of it.
+	for i, e := range mb.wantEntries {
+		if e.pending {
+			e.pending = false
+			if found[i] {
+				e.stored = vals[i]
+			}
 		}
-		mb.seen[mb.wantStrs[i]] = e
 	}
 	clear(mb.wantKeys)
-	clear(mb.wantStrs)
-	mb.wantKeys, mb.wantStrs = mb.wantKeys[:0], mb.wantStrs[:0]
-	clear(mb.want)
+	clear(mb.wantEntries)
+	mb.wantKeys, mb.wantEntries = mb.wantKeys[:0], mb.wantEntries[:0]
 	return nil
 }
 
@@ -158,24 +164,28 @@ func (mb *MiniBatch) Load() error {
 func (mb *MiniBatch) get(k []byte) ([]byte, bool, error) {
 	e := mb.seen[string(k)]
 	switch {
-	case e != nil:
+	case e != nil && !e.pending:
 		mb.b.hits.Add(1)
 	case mb.b.closed.Load():
 		return nil, false, ErrClosed
+	case mb.b.opts.StrictReads && e != nil:
+		return nil, false, fmt.Errorf("%w: key %x is wanted but not loaded yet (Load)", ErrNotWanted, k)
 	case mb.b.opts.StrictReads:
 		return nil, false, fmt.Errorf("%w: key %x", ErrNotWanted, k)
 	default:
 		mb.b.unplanned.Add(1)
 		v, err := mb.b.db.Get(k)
-		switch {
-		case errors.Is(err, kv.ErrNotFound):
-			e = &entry{}
-		case err != nil:
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
 			return nil, false, fmt.Errorf("state: get: %w", mb.b.wrapClosed(err))
-		default:
-			e = &entry{stored: v}
 		}
-		mb.seen[string(k)] = e
+		if e == nil {
+			e = mb.newEntry()
+			mb.seen[string(k)] = e
+		}
+		e.pending = false
+		if err == nil {
+			e.stored = v
+		}
 	}
 	if e.stored == nil {
 		return nil, false, nil
@@ -199,9 +209,10 @@ func (mb *MiniBatch) write(k []byte, stored []byte) error {
 	s := string(k)
 	e := mb.seen[s]
 	if e == nil {
-		e = &entry{}
+		e = mb.newEntry()
 		mb.seen[s] = e
 	}
+	e.pending = false // a Load after this write keeps it
 	if !e.written {
 		mb.order = append(mb.order, s)
 	}
