@@ -202,7 +202,10 @@ type lookup struct {
 // getScratch is a multiGet's working memory, reused from call to call
 // (getScratches) so that a batch of keys allocates little beyond the values
 // it returns. It goes back emptied, its pointers cleared: it holds no key,
-// table or block between calls.
+// table or block between calls. A call leaves each list as long as the most
+// it wrote of it, and release clears that much only: past it the memory
+// holds no pointer, and clearing all of it would touch memory no call has
+// used (page faults, where the runtime gave it back to the kernel).
 type getScratch struct {
 	lookups []lookup
 	pending []*lookup
@@ -229,10 +232,10 @@ func (sc *getScratch) release() {
 	if cap(sc.lookups) > maxScratchKeys {
 		return
 	}
-	clear(sc.lookups[:cap(sc.lookups)])
-	clear(sc.pending[:cap(sc.pending)])
-	clear(sc.reads[:cap(sc.reads)])
-	clear(sc.cands[:cap(sc.cands)])
+	clear(sc.lookups)
+	clear(sc.pending)
+	clear(sc.reads)
+	clear(sc.cands)
 	sc.lookups, sc.pending, sc.reads, sc.cands = sc.lookups[:0], sc.pending[:0], sc.reads[:0], sc.cands[:0]
 	getScratches.Put(sc)
 }
@@ -271,8 +274,13 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 	sc := getScratchFor(len(keys))
 	defer sc.release()
 	pending, lookups, cands := sc.pending[:0], sc.lookups[:0], sc.cands[:0]
-	// What the call grew goes back with the scratch.
-	defer func() { sc.pending, sc.cands = pending, cands }()
+	// What the call grew goes back with the scratch, as long as the most it
+	// wrote: lookups and cands only grow; pending is longest after the
+	// filter pass (mostPending), each round then shrinks it in place.
+	mostPending := 0
+	defer func() {
+		sc.lookups, sc.pending, sc.cands = lookups, pending[:max(len(pending), mostPending)], cands
+	}()
 	// flushed are the memtables the read ahead looked in that were flushed
 	// since; while they and the live ones hold every write since its seq
 	// (sinceFlushed), what it found for a key no memtable holds is still
@@ -375,6 +383,7 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 		}
 		pending = append(pending, lk)
 	}
+	mostPending = len(pending)
 	for len(pending) > 0 {
 		reads := sc.reads[:0]
 		for _, lk := range pending {
@@ -393,7 +402,9 @@ func (db *DB) multiGet(ro ReadOptions, keys [][]byte, noFill bool) ([][]byte, []
 			}
 			reads = append(reads, r)
 		}
-		sc.reads = reads
+		// The first round's reads are the most: the later ones reuse its
+		// memory.
+		sc.reads = reads[:max(len(reads), len(sc.reads))]
 		db.stats.rounds.Add(1)
 		err := db.readBlocks(reads, noFill, func(i int, buf []byte, verified bool) error {
 			lk, r := pending[i], &reads[i]

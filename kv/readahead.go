@@ -488,6 +488,7 @@ func (ar *aheadReads) wait() {
 			ar.checked = make([]atomic.Bool, len(ar.dreads))
 		}
 		ar.checked = ar.checked[:len(ar.dreads)]
+		clear(ar.checked) // another aheadReads' list, maybe
 		dc.deliver(ar.dreads, werr, func(j int, buf []byte, _ bool) error {
 			ar.bufs[j] = buf
 			return nil
@@ -542,7 +543,6 @@ func (ar *aheadReads) unref() {
 		// No read ahead names ar any more: its lists serve another.
 		clear(ar.dreads)
 		clear(ar.bufs)
-		clear(ar.checked)
 		aheadLists.Put(&aheadList{ar.dreads[:0], ar.bufs[:0], ar.checked[:0]})
 		ar.dreads, ar.bufs, ar.checked = nil, nil, nil
 	}
