@@ -627,19 +627,14 @@ func (db *DB) readBlocksCached(reads []blockRead, noFill bool, fn blockFunc) err
 		if !r.skip && r.buf != nil {
 			// A block read ahead is checked once, by its first lookup: the
 			// lookups of other keys in it skip its checksum, as they would
-			// in a cached frame.
+			// in a cached frame. Its read ahead's Done puts it in the cache,
+			// marked checked.
 			verified := r.checked.Load()
 			if err := fn(i, r.buf, verified); err != nil {
 				return err
 			}
-			if verified {
-				continue // in the cache already, or put there at Done
-			}
-			r.checked.Store(true)
-			// Checked: the cache takes it, as it would have taken its load,
-			// and the next lookup of it need not check it again.
-			if !noFill {
-				db.pool.Insert(bufpool.Span{File: r.t.fid, Off: int64(r.h.Offset), Len: int64(r.h.Len)}, r.buf, true)
+			if !verified {
+				r.checked.Store(true)
 			}
 		}
 	}

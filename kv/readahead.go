@@ -202,12 +202,11 @@ func (al *aheadLookup) found() bool { return al.got == gotValue || al.got == got
 //     holding its frame in between;
 //   - a block the cache lacks is read past it, up to 4 MiB, into memory of
 //     the ReadAhead's own: running ahead takes no frame from the cache,
-//     however far ahead it runs. A MultiGet given the ReadAhead uses the
-//     block and, once it has checked it, puts it in the cache
-//     (bufpool.Pool.Insert), as its own load would have; only such a
-//     MultiGet uses it. Done puts in the cache, unchecked, those the
-//     MultiGet had no use for (its keys written since), so that no later
-//     read reads them again.
+//     however far ahead it runs; only a MultiGet given the ReadAhead (or
+//     one that joins its reads) uses the block. Done puts the blocks in the
+//     cache (bufpool.Pool.Insert), as a load would have, marked checked
+//     where a lookup checked them — those the MultiGet had no use for (its
+//     keys written since) too, so that no later read reads them again.
 //
 // The keys past that are left to the MultiGet, as are those whose first
 // block failed its check or held a version spilling into the next. The
@@ -508,14 +507,13 @@ func (ar *aheadReads) wait() {
 	})
 }
 
-// insertUnused puts in the cache the blocks ar read that are not there:
-// those its MultiGet did not take through the cache (a key written since,
-// found in a memtable; a value found in the block after a flush or
-// compaction), checked where a lookup verified them. A later read ahead
-// then finds them there instead of reading them again. A block of a table
-// no longer registered with the cache is turned away by it
-// (bufpool.Pool.Insert).
-func (ar *aheadReads) insertUnused() {
+// insertRead puts in the cache the blocks ar read that are not there,
+// checked where a lookup verified them (aheadReads.checked): those its
+// MultiGets looked keys up in, and those they had no use for (a key
+// written since, found in a memtable), so that a later read ahead finds
+// them there instead of reading them again. A block of a table no longer
+// registered with the cache is turned away by it (bufpool.Pool.Insert).
+func (ar *aheadReads) insertRead() {
 	if ar.dc == nil {
 		return
 	}
@@ -701,10 +699,9 @@ func (ra *ReadAhead) Wait() {
 }
 
 // Done finishes its reads past the cache — by then the MultiGet has
-// usually waited for them —, puts those the MultiGet did not in the cache
-// (unless it was given ReadOptions.NoFillCache), releases the tables the
-// ReadAhead held, and
-// gives back its use of the memory those reads and the ones it joined went
+// usually waited for them —, puts them in the cache (unless the MultiGet
+// was given ReadOptions.NoFillCache), releases the tables the ReadAhead
+// held, and gives back its use of the memory those reads and the ones it joined went
 // into, for other reads to reuse: Done must not run while a MultiGet given
 // the ReadAhead runs. The values it found are the MultiGet's caller's. Safe
 // on a nil ReadAhead, after Close, and more than once.
@@ -716,7 +713,7 @@ func (ra *ReadAhead) Done() {
 		ra.own = nil
 		own.wait() // unused, they may be in flight
 		if !ra.noFill {
-			own.insertUnused()
+			own.insertRead()
 		}
 		own.unref()
 	}

@@ -677,7 +677,7 @@ func TestReadAheadPastTheCache(t *testing.T) {
 		t.Errorf("the MultiGet read %d blocks; the read ahead had them all", n)
 	}
 	if n := after.Cache.Inserted - mid.Cache.Inserted; n != uint64(len(cold)) {
-		t.Errorf("the MultiGet put %d blocks read past the cache in it, want %d", n, len(cold))
+		t.Errorf("the MultiGet and Done put %d blocks read past the cache in it, want %d", n, len(cold))
 	}
 	if n := after.Cache.Hits - mid.Cache.Hits; n != 0 {
 		t.Errorf("the MultiGet pinned %d cached blocks; the read ahead had searched them", n)
