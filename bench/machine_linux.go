@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ringstore/ringstore/internal/proccpu"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,13 +27,11 @@ func totalMemory() uint64 {
 	return uint64(si.Totalram) * uint64(si.Unit)
 }
 
-// CPUTime returns the process's user+system CPU seconds so far.
+// CPUTime returns the process's user+system CPU seconds so far (0 where
+// the kernel would not say).
 func CPUTime() float64 {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+	s, _ := proccpu.Seconds()
+	return s
 }
 
 // userHZ is the unit of /proc/stat's times: USER_HZ, 100 on every Linux

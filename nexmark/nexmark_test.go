@@ -74,9 +74,10 @@ func TestQueriesMatchSQL(t *testing.T) {
 					// Small memtables put the state in tables, so that reads
 					// run ahead on io_uring, 1 to 4 mini-batches deep, and,
 					// on syscalls, three goroutines read each Load's misses;
-					// the source runs 4, 8 or 16 messages ahead.
+					// the source runs 4, 8 or 16 messages ahead. The
+					// read-ahead never pauses here (TestAheadGatePausesMidRun).
 					res, err := Run(RunConfig{Query: name, Events: rg.events, Batch: 500, Dir: testdir.Direct(t), Cache: 256 << 10, Memtable: 64 << 10,
-						IOMode: mode, ReadAhead: true, ReadAheadBatches: 1 + qi%4, ReadWorkers: 3, SourceLead: []int{1, 4000, 8000}[qi%3], Gen: rg.gen})
+						IOMode: mode, ReadAhead: true, ReadAheadPauseBelow: -1, ReadAheadBatches: 1 + qi%4, ReadWorkers: 3, SourceLead: []int{1, 4000, 8000}[qi%3], Gen: rg.gen})
 					if err != nil {
 						t.Fatalf("%s: %v", mode, err)
 					}
@@ -113,6 +114,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{RunConfig{Query: "q1", Events: 0}, "events 0"},
 		{RunConfig{Query: "q1", Events: 10, ReadAheadBatches: -1}, "read-ahead of -1 mini-batches"},
 		{RunConfig{Query: "q1", Events: 10, SourceLead: -1}, "source lead -1"},
+		{RunConfig{Query: "q1", Events: 10, ReadAheadPauseBelow: math.NaN()}, "read-ahead pause below NaN block reads per CPU-second"},
+		{RunConfig{Query: "q1", Events: 10, ReadAheadPauseBelow: math.Inf(1)}, "read-ahead pause below +Inf"},
 		{RunConfig{Query: "q1", Events: 10, ReadAheadBatches: lookAheadLimit + 1}, fmt.Sprintf("read-ahead of %d mini-batches", lookAheadLimit+1)},
 		{RunConfig{Query: "q1", Events: 10, Parallelism: 200, KeyGroups: 128}, "parallelism 200 over 128 key groups"},
 		{RunConfig{Query: "q1", Events: 10, BesideReads: BesideReads{File: "f", PerEvent: -1}}, "-1 reads beside each event"},
@@ -550,7 +553,7 @@ func TestReadAheadWhenCaughtUp(t *testing.T) {
 		return gen.Generate(id)
 	}
 	res, err := Run(RunConfig{Query: "q20", Events: 30_000, Parallelism: 1, Batch: 100, Dir: testdir.Direct(t), Cache: 64 << 10, Memtable: 64 << 10,
-		IOMode: ioengine.URing, ReadAhead: true, Gen: gen, source: source})
+		IOMode: ioengine.URing, ReadAhead: true, ReadAheadPauseBelow: -1, Gen: gen, source: source})
 	if err != nil {
 		t.Fatal(err)
 	}

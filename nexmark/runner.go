@@ -91,6 +91,13 @@ type RunConfig struct {
 	// default 4. Each holds the blocks it reads past the cache, up to
 	// 1 MiB (kv.DB.ReadAhead).
 	ReadAheadBatches int
+	// ReadAheadPauseBelow pauses ReadAhead while the workers' state reads
+	// make fewer block reads from the device than this per second of the
+	// process's CPU, and resumes it over 1.5 times this (aheadGate): where
+	// reads are that rare the read-ahead's lookups cost more CPU than the
+	// waits they hide. 0: DefaultReadAheadPauseBelow; negative: it never
+	// pauses.
+	ReadAheadPauseBelow float64
 	// ReadWorkers is, on the syscall backend, the goroutines that read
 	// each worker's block-cache misses, each one pread at a time
 	// (kv.Options.ReadWorkers): a MultiGet split over a pool of readers.
@@ -123,6 +130,9 @@ type RunConfig struct {
 	BesideReads BesideReads
 
 	source func(id int64) Event // tests: the events instead of Gen's
+	// gateTest, in tests, drives the read-ahead gate in place of its
+	// sampling, until the function it returns is called.
+	gateTest func(*aheadGate) (stop func())
 }
 
 // Result is what a run did.
@@ -145,6 +155,9 @@ type Result struct {
 	// ReadAheadBlocks counts the blocks whose reads ran ahead of their
 	// batch's Load (kv.Stats.ReadAheadBlocks).
 	ReadAheadBlocks uint64
+	// ReadAheadPaused counts the mini-batches with events loaded while
+	// read-ahead was paused (RunConfig.ReadAheadPauseBelow), of MultiGets.
+	ReadAheadPaused uint64
 	// ReadCalls counts the engine calls that read blocks: the caches'
 	// loads (bufpool.Stats.EngineCalls) and the reads past them
 	// (kv.Stats.DirectReads).
@@ -196,6 +209,9 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.ReadAheadBatches == 0 {
 		c.ReadAheadBatches = 4
 	}
+	if c.ReadAheadPauseBelow == 0 {
+		c.ReadAheadPauseBelow = DefaultReadAheadPauseBelow
+	}
 	if c.SourceLead == 0 {
 		c.SourceLead = DefaultSourceLead
 	}
@@ -206,6 +222,8 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	case c.Events < 1 || c.Parallelism < 1 || c.Batch < 1 || c.Checkpoint < 0 || c.CheckpointEvery < 0 || c.ReadWorkers < 0 || c.SourceLead < 0:
 		return c, fmt.Errorf("nexmark: events %d, parallelism %d, batch %d, checkpoint %d, checkpoint every %v, read workers %d, source lead %d: events, parallelism and batch must be positive, the others not negative",
 			c.Events, c.Parallelism, c.Batch, c.Checkpoint, c.CheckpointEvery, c.ReadWorkers, c.SourceLead)
+	case math.IsNaN(c.ReadAheadPauseBelow) || math.IsInf(c.ReadAheadPauseBelow, 0):
+		return c, fmt.Errorf("nexmark: read-ahead pause below %v block reads per CPU-second: want a number (negative: never pause)", c.ReadAheadPauseBelow)
 	case c.ReadAheadBatches < 0 || c.ReadAheadBatches > lookAheadLimit:
 		return c, fmt.Errorf("nexmark: read-ahead of %d mini-batches: at least 0 and at most %d", c.ReadAheadBatches, lookAheadLimit)
 	case c.KeyGroups > 0xFFFF || c.Parallelism > c.KeyGroups:
@@ -258,6 +276,10 @@ type worker struct {
 	// beside makes RunConfig.BesideReads' reads (nil: none).
 	beside *besideReader
 	events int64 // processed
+	// gate pauses read-ahead (nil: never paused); paused counts the
+	// batches loaded while it was.
+	gate   *aheadGate
+	paused uint64
 }
 
 // takes says whether the worker processes event id of key group g.
@@ -386,6 +408,10 @@ func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 		w.cur = (w.cur + 1) % len(w.slots)
 		s := &w.slots[w.cur]
 		ahead := w.cfg.ReadAhead && s.mb != nil // a stateless query reads nothing
+		if ahead && w.gate != nil && w.gate.paused.Load() {
+			ahead = false // the batches read ahead already keep their reads
+			w.paused++
+		}
 		if w.ahead > 0 {
 			w.ahead--
 		} else {
@@ -614,6 +640,7 @@ func Run(cfg RunConfig) (Result, error) {
 		endSpan = cfg.MeasureSpan()
 	}
 	start := time.Now()
+	stopGate := startAheadGate(cfg, workers)
 	chans := make([]chan batchMsg, cfg.Parallelism)
 	// Each worker hands the events slices of the batches it has processed
 	// back to the source, which fills them again: a batch's slice is
@@ -746,6 +773,7 @@ func Run(cfg RunConfig) (Result, error) {
 		close(chans[p])
 	}
 	wg.Wait()
+	stopGate()
 	if finCh != nil {
 		close(finCh)
 	}
@@ -773,6 +801,7 @@ func Run(cfg RunConfig) (Result, error) {
 			res.BlockReads += st.KV.BlockReads
 			sumSq += float64(st.KV.BlockReads) * float64(st.KV.BlockReads)
 			res.ReadAheadBlocks += st.KV.ReadAheadBlocks
+			res.ReadAheadPaused += w.paused
 			res.ReadCalls += st.KV.DirectReads
 			if c := st.KV.Cache; c != nil {
 				res.CacheHits += c.Hits

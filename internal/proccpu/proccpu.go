@@ -1,0 +1,2 @@
+// Package proccpu reads the CPU time the process has spent.
+package proccpu
