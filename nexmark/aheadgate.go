@@ -22,12 +22,16 @@ const DefaultReadAheadPauseBelow = 5000
 //
 // Every gateTick the run samples the workers' block reads (cache misses
 // and reads past the cache, Stats.KV.BlockReads) and the process's CPU
-// time; over the last gateWindow ticks, read-ahead pauses under below
-// reads per CPU-second and resumes over resumeFactor × below. The gap
-// between the two keeps it from turning at every tick where the rate sits
-// near the line; a paused job reads through the cache, which for a job
-// that needs its reads ahead makes more reads than reading ahead, so it
-// resumes at once.
+// time, and takes the rate over the last gateWindow ticks. Read-ahead
+// pauses once that rate has been under below at pauseTicks ticks in a row,
+// and resumes at the first tick it is over resumeFactor × below: a pause
+// gains a little CPU, a pause where the reads are needed loses much more,
+// so a pause waits until a job's reads have stayed rare (not only while
+// its state still fits the cache, early in a run, as q4's does for its
+// first second), and a resume does not wait. The gap between the two
+// lines keeps it from turning where the rate sits near one; a paused job
+// reads through the cache, which for a job that needs its reads ahead
+// makes more reads than reading ahead, so it resumes at once.
 //
 // The gate changes when reads are made, never what they return: a
 // worker's batches read ahead before a pause keep their reads, and a batch
@@ -38,6 +42,7 @@ type aheadGate struct {
 	paused  atomic.Bool
 	samples [gateWindow + 1]gateSample // a ring of the last samples
 	n       int                        // samples taken
+	low     int                        // ticks in a row with the rate under below, not paused
 }
 
 type gateSample struct {
@@ -47,7 +52,8 @@ type gateSample struct {
 
 const (
 	gateTick     = 100 * time.Millisecond
-	gateWindow   = 5 // ticks: the rate is over the last half second
+	gateWindow   = 5  // ticks: the rate is over the last half second
+	pauseTicks   = 10 // ticks in a row under below before a pause: a second
 	resumeFactor = 1.5
 )
 
@@ -65,10 +71,17 @@ func (g *aheadGate) observe(reads uint64, cpu float64) {
 	}
 	rate := float64(reads-old.reads) / dcpu
 	switch {
-	case !g.paused.Load() && rate < g.below:
-		g.paused.Store(true)
-	case g.paused.Load() && rate > resumeFactor*g.below:
-		g.paused.Store(false)
+	case g.paused.Load():
+		if rate > resumeFactor*g.below {
+			g.paused.Store(false)
+		}
+	case rate < g.below:
+		if g.low++; g.low >= pauseTicks {
+			g.paused.Store(true)
+			g.low = 0
+		}
+	default:
+		g.low = 0
 	}
 }
 

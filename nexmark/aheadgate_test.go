@@ -9,26 +9,29 @@ import (
 	"github.com/ringstore/ringstore/ioengine"
 )
 
-// The gate decides on the rate over its whole window, pauses under below
-// and resumes only over resumeFactor × below.
+// The gate decides on the rate over its whole window: it pauses once the
+// rate has been under below for pauseTicks ticks in a row, and resumes at
+// the first tick the rate is over resumeFactor × below.
 func TestAheadGateDecides(t *testing.T) {
 	g := &aheadGate{below: 5000}
 	var reads uint64
 	var cpu float64
+	// 0.125 CPU-s a tick keeps the sums exact in binary: r reads a tick
+	// is 8r reads per CPU-second once the window holds only such ticks.
 	tick := func(perTick uint64, cpuPerTick float64) {
 		reads += perTick
 		cpu += cpuPerTick
 		g.observe(reads, cpu)
 	}
-	for i := 0; i < gateWindow; i++ {
-		tick(125, 0.125) // 1,000 block reads per CPU-second (0.125: sums exact in binary)
+	for i := 0; i < gateWindow+pauseTicks-1; i++ {
+		tick(125, 0.125) // 1,000 block reads per CPU-second
 		if g.paused.Load() {
-			t.Fatalf("paused after %d samples: the window holds %d ticks", i+1, gateWindow)
+			t.Fatalf("paused after %d samples: the window holds %d ticks, and a pause needs %d under the line", i+1, gateWindow, pauseTicks)
 		}
 	}
 	tick(125, 0.125)
 	if !g.paused.Load() {
-		t.Fatal("not paused at 1,000 block reads per CPU-second, below 5,000")
+		t.Fatalf("not paused after %d ticks at 1,000 block reads per CPU-second, below 5,000", pauseTicks)
 	}
 	for i := 0; i < 3*gateWindow; i++ {
 		tick(875, 0.125) // 7,000: over below, under resumeFactor × below
@@ -48,15 +51,25 @@ func TestAheadGateDecides(t *testing.T) {
 	if g.paused.Load() {
 		t.Fatal("still paused at 8,000 block reads per CPU-second")
 	}
-	for i := 0; i < 3; i++ {
-		tick(375, 0.125) // 3,000 a tick: the window falls from 8,000 to 5,000
+	// A stretch under the line one tick shorter than pauseTicks (the
+	// window's rate falls under 5,000 at the fourth tick of 3,000), then a
+	// tick that lifts it over: no pause, and the count starts again.
+	for i := 0; i < 3+pauseTicks-1; i++ {
+		tick(375, 0.125)
+	}
+	tick(2500, 0.125) // the window: 4 × 375 + 2,500 reads, 6,400 a CPU-second
+	if g.paused.Load() {
+		t.Fatal("paused after fewer ticks in a row under the line than pauseTicks")
+	}
+	for i := 0; i < gateWindow-1+pauseTicks-1; i++ {
+		tick(375, 0.125) // under the line once the 2,500 has left the window
 	}
 	if g.paused.Load() {
-		t.Fatal("paused before the window's rate fell under below")
+		t.Fatal("paused: the count did not start again after a tick over the line")
 	}
-	tick(375, 0.125) // the window: 4,000
+	tick(375, 0.125)
 	if !g.paused.Load() {
-		t.Fatal("not paused once the window's rate was 4,000")
+		t.Fatal("not paused after the window's rate stayed at 3,000")
 	}
 }
 

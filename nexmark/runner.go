@@ -156,7 +156,8 @@ type Result struct {
 	// batch's Load (kv.Stats.ReadAheadBlocks).
 	ReadAheadBlocks uint64
 	// ReadAheadPaused counts the mini-batches with events loaded while
-	// read-ahead was paused (RunConfig.ReadAheadPauseBelow), of MultiGets.
+	// read-ahead was paused (RunConfig.ReadAheadPauseBelow); MultiGets
+	// counts those and the rest, and the Loads of timers.
 	ReadAheadPaused uint64
 	// ReadCalls counts the engine calls that read blocks: the caches'
 	// loads (bufpool.Stats.EngineCalls) and the reads past them
@@ -405,16 +406,20 @@ func (w *worker) lookAhead(in <-chan batchMsg) {
 func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 	if len(m.events) > 0 {
 		w.events += int64(len(m.events))
-		w.cur = (w.cur + 1) % len(w.slots)
+		readAhead := w.ahead > 0
+		if readAhead {
+			// Its wants and reads are in the next slot. A batch not read
+			// ahead reuses the last one's slot, whose maps are warm.
+			w.cur = (w.cur + 1) % len(w.slots)
+			w.ahead--
+		}
 		s := &w.slots[w.cur]
 		ahead := w.cfg.ReadAhead && s.mb != nil // a stateless query reads nothing
 		if ahead && w.gate != nil && w.gate.paused.Load() {
 			ahead = false // the batches read ahead already keep their reads
 			w.paused++
 		}
-		if w.ahead > 0 {
-			w.ahead--
-		} else {
+		if !readAhead {
 			s.want(w.op, m.events)
 			if ahead {
 				// Not read ahead (the worker had caught up with the
