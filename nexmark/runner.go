@@ -91,12 +91,12 @@ type RunConfig struct {
 	// default 4. Each holds the blocks it reads past the cache, up to
 	// 1 MiB (kv.DB.ReadAhead).
 	ReadAheadBatches int
-	// ReadAheadPauseBelow pauses ReadAhead while the workers' state reads
-	// make fewer block reads from the device than this per second of the
-	// process's CPU, and resumes it over 1.5 times this (aheadGate): where
-	// reads are that rare the read-ahead's lookups cost more CPU than the
-	// waits they hide. 0: DefaultReadAheadPauseBelow; negative: it never
-	// pauses.
+	// ReadAheadPauseBelow pauses ReadAhead once the workers' state reads
+	// have made fewer block reads from the device than this per second of
+	// the process's CPU for a second, and resumes it as soon as they make
+	// over 1.5 times this (aheadGate): where reads are that rare the
+	// read-ahead's lookups cost more CPU than the waits they hide.
+	// 0: DefaultReadAheadPauseBelow; negative: it never pauses.
 	ReadAheadPauseBelow float64
 	// ReadWorkers is, on the syscall backend, the goroutines that read
 	// each worker's block-cache misses, each one pread at a time
