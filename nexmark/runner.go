@@ -406,8 +406,8 @@ func (w *worker) lookAhead(in <-chan batchMsg) {
 func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 	if len(m.events) > 0 {
 		w.events += int64(len(m.events))
-		readAhead := w.ahead > 0
-		if readAhead {
+		startedAhead := w.ahead > 0 // this batch's reads, by lookAhead
+		if startedAhead {
 			// Its wants and reads are in the next slot. A batch not read
 			// ahead reuses the last one's slot, whose maps are warm.
 			w.cur = (w.cur + 1) % len(w.slots)
@@ -419,7 +419,7 @@ func (w *worker) process(m batchMsg, in <-chan batchMsg) error {
 			ahead = false // the batches read ahead already keep their reads
 			w.paused++
 		}
-		if !readAhead {
+		if !startedAhead {
 			s.want(w.op, m.events)
 			if ahead {
 				// Not read ahead (the worker had caught up with the
